@@ -1,0 +1,2 @@
+def main(argv=None) -> int:
+    return 2

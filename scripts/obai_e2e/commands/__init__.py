@@ -1,0 +1,1 @@
+"""One module per ``obai-e2e`` subcommand; each exposes ``register(subparsers)``."""

@@ -1,0 +1,152 @@
+"""File writes that survive a kill at any instant.
+
+Whole files are written to a temporary sibling, fsynced and renamed over the target, so
+a reader sees the old file or the new one, never half of one. Appends are done with one
+``write`` call on an ``O_APPEND`` descriptor and fsynced; a torn tail left by a kill is
+cut off by :func:`trim_torn_tail` before the next append.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .errors import WriteOnceViolation
+
+
+def dumps_json(data: Any) -> str:
+    """The one JSON layout the project writes: sorted keys, two-space indent, newline."""
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    atomic_write_text(path, dumps_json(data))
+
+
+def write_once(path: Path, data: bytes | str) -> bool:
+    """Create ``path`` with ``data``; True when written, False when identical bytes exist.
+
+    Different bytes in an existing file raise :class:`WriteOnceViolation` and leave the
+    file as it was.
+    """
+    path = Path(path)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    if path.exists():
+        if path.read_bytes() == raw:
+            return False
+        raise WriteOnceViolation(
+            f"{path} already exists with different content; it is write-once and was left unchanged"
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(raw)
+            fh.flush()
+            os.fsync(fh.fileno())
+        # link() refuses to replace an existing name, so two writers cannot both win.
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            if path.read_bytes() == raw:
+                return False
+            raise WriteOnceViolation(
+                f"{path} was created concurrently with different content; left unchanged"
+            ) from None
+    finally:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+    _fsync_dir(path.parent)
+    return True
+
+
+def write_once_json(path: Path, data: Any) -> bool:
+    return write_once(path, dumps_json(data))
+
+
+def trim_torn_tail(path: Path) -> None:
+    """Cut an unterminated last line (left by a kill mid-append) off ``path``."""
+    path = Path(path)
+    if not path.exists():
+        return
+    with open(path, "rb+") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        if size == 0:
+            return
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return
+        data = path.read_bytes()
+        cut = data.rfind(b"\n") + 1
+        fh.truncate(cut)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def append_text(path: Path, text: str) -> None:
+    """Append ``text`` (which should end with a newline) in one write, then fsync."""
+    path = Path(path)
+    trim_torn_tail(path)
+    raw = text.encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        written = 0
+        while written < len(raw):
+            written += os.write(fd, raw[written:])
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

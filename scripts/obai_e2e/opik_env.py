@@ -1,0 +1,47 @@
+"""Environment for processes that talk to a trace backend through the ``opik`` SDK.
+
+Against the local store the SDK is pointed at it with ``OPIK_URL_OVERRIDE``; against a
+real Opik the user's own configuration (environment, ``~/.opik.config``) is left alone.
+In both cases the SDK's phone-home features are switched off, and the flush at exit is
+bounded so that a dead backend cannot hold a process for long.
+"""
+from __future__ import annotations
+
+import os
+from typing import Mapping
+
+QUIET_SDK_ENV = {
+    "OPIK_ANALYTICS_ENABLE": "false",
+    "OPIK_SENTRY_ENABLE": "false",
+}
+
+DEFAULT_FLUSH_TIMEOUT_S = 2
+
+
+def local_store_env(api_url: str, flush_timeout_s: int = DEFAULT_FLUSH_TIMEOUT_S) -> dict[str, str]:
+    """Variables that point an SDK process at the local store at ``api_url`` (ends in /api)."""
+    return {
+        **QUIET_SDK_ENV,
+        "OPIK_URL_OVERRIDE": api_url,
+        "OPIK_WORKSPACE": "default",
+        "OPIK_DEFAULT_FLUSH_TIMEOUT": str(flush_timeout_s),
+    }
+
+
+def remote_env(flush_timeout_s: int = DEFAULT_FLUSH_TIMEOUT_S) -> dict[str, str]:
+    """Variables added for a real Opik: the user's URL, key and workspace are kept."""
+    env = dict(QUIET_SDK_ENV)
+    env.setdefault("OPIK_DEFAULT_FLUSH_TIMEOUT", str(flush_timeout_s))
+    return env
+
+
+def merged(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
+    env = dict(base)
+    env.update(extra)
+    return env
+
+
+def apply_to_current_process(extra: Mapping[str, str]) -> None:
+    """Set SDK variables in this process before ``opik`` is first imported."""
+    for key, value in extra.items():
+        os.environ[key] = value
