@@ -16,6 +16,16 @@ from .output import emit
 
 # Module names under obai_e2e.commands, in the order --help lists them.
 COMMANDS = [
+    "preflight",
+    "new_run",
+    "plan",
+    "run_one",
+    "resolve_trace",
+    "inspect_trace",
+    "check_case",
+    "record_verdict",
+    "finalize_run",
+    "run",
     "traces",
 ]
 

@@ -1,0 +1,30 @@
+"""obai-e2e finalize: results.json, runs/latest and the summary line."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..finish import finish
+from ..output import emit, say
+from ..rundir import RunLock
+from ._common import add_config_args, load
+
+
+def register(sub) -> None:
+    p = sub.add_parser("finalize", help="write results.json, report.html and results.junit.xml; link runs/latest",
+                       description="Refuses while units lack a verdict unless --allow-incomplete.")
+    p.add_argument("--run-dir", required=True, type=Path)
+    p.add_argument("--allow-incomplete", action="store_true", help="finish with unjudged units marked not_judged")
+    p.add_argument("--open", action="store_true", help="open report.html in the browser afterwards")
+    add_config_args(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    config, cases = load(args)
+    with RunLock(args.run_dir, timeout_s=30):
+        out = finish(config, cases, args.run_dir, allow_incomplete=args.allow_incomplete, open_browser=args.open)
+    emit(out)
+    say(out["summary_line"])
+    say(f"report.md: {out['report_md']}")
+    say(f"report.html: {out['report_html']}")
+    return 0

@@ -1,0 +1,31 @@
+"""obai-e2e inspect-trace: the curated text of one trace."""
+from __future__ import annotations
+
+import sys
+
+from ..backend import connect
+from ..config import load_target_config
+from ..curate import curate
+from ..output import emit
+from ..resolve import fetch
+
+
+def register(sub) -> None:
+    p = sub.add_parser("inspect-trace", help="print the curated trace a judge reads",
+                       description="Deterministic for a given trace: the same trace gives the same bytes.")
+    p.add_argument("--trace-id", required=True)
+    p.add_argument("--json", action="store_true", help="print the structured digest as JSON instead")
+    p.add_argument("--target", default=None, help="target configuration file")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    config = load_target_config(args.target)
+    backend = connect(config, start_local=False)
+    fetched = fetch(backend, args.trace_id)
+    curated = curate(fetched.trace, fetched.spans, config.vocabulary, complete=fetched.complete)
+    if args.json:
+        emit(curated.digest)
+    else:
+        sys.stdout.write(curated.text)
+    return 0

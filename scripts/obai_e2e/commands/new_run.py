@@ -1,0 +1,23 @@
+"""obai-e2e new-run: create a run directory for the selected cases."""
+from __future__ import annotations
+
+from ..output import emit
+from ..rundir import create_run, plan
+from ._common import add_config_args, add_filter_args, filters_from, load
+
+
+def register(sub) -> None:
+    p = sub.add_parser("new-run", help="create runs/<date>/<time>/ with run.json and the report header",
+                       description="Creates the run directory once and prints its path and the units to drive.")
+    add_config_args(p)
+    add_filter_args(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    config, cases = load(args)
+    filters = filters_from(args)
+    run_dir, meta = create_run(config, cases, filters)
+    p = plan(run_dir, cases, filters)
+    emit({"status": "created", "run_dir": str(run_dir), "run_id": meta["run_id"], **p.to_json()})
+    return 0

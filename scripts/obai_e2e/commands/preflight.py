@@ -1,0 +1,19 @@
+"""obai-e2e preflight: is everything ready for a run?"""
+from __future__ import annotations
+
+from ..output import emit
+from .. import preflight as core
+
+
+def register(sub) -> None:
+    p = sub.add_parser("preflight", help="check that a regression run can start",
+                       description="Exit 0 when ready; otherwise exit 1 with one reason and the next step.")
+    p.add_argument("--target", default=None, help="target configuration file")
+    p.add_argument("--no-start", action="store_true", help="do not start the local trace store")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    report = core.run(args.target, start_store=not args.no_start)
+    emit(report.to_json())
+    return 0 if report.ready else 1

@@ -1,0 +1,42 @@
+"""obai-e2e run: the whole suite, headless, judged mechanically."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import headless
+from ..finish import after_run
+from ..output import emit, say
+from ._common import add_config_args, add_filter_args, filters_from, load
+
+
+def register(sub) -> None:
+    p = sub.add_parser("run", help="run the suite headless: preflight, every case, judge, report",
+                       description="Exit codes: 0 no fail and no inconclusive; 1 at least one fail; 3 no fail "
+                                   "but inconclusive units; 4 preflight not ready; 2 bad input.")
+    add_filter_args(p)
+    p.add_argument("--jobs", type=int, default=1, help="units driven at the same time (default 1)")
+    p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue an interrupted run directory")
+    p.add_argument("--baseline", type=Path, metavar="RESULTS_OR_RUN_DIR",
+                   help="compare against this run (default: the previous runs/latest, when there is one)")
+    p.add_argument("--no-html", action="store_true", help="skip report.html")
+    p.add_argument("--open", action="store_true", help="open report.html in the browser at the end")
+    add_config_args(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    config, cases = load(args)
+    hook = after_run(config, cases, html=not args.no_html, open_browser=args.open, baseline=args.baseline)
+    code, out = headless.run(config, cases, filters_from(args), jobs=args.jobs, resume=args.resume,
+                             after_finish=hook, say=say)
+    emit(out)
+    if "summary_line" in out:
+        say(out["summary_line"])
+        say(f"report.md: {out['report_md']}")
+        if Path(out["report_html"]).exists():
+            say(f"report.html: {out['report_html']}")
+    elif out.get("reason"):
+        say(f"not ready: {out['reason']}")
+        if out.get("next_step"):
+            say(f"next step: {out['next_step']}")
+    return code

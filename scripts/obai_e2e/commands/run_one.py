@@ -1,0 +1,37 @@
+"""obai-e2e run-one: drive one case and write its packet."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..output import emit
+from ..packet import drive, packet_path
+from ..rundir import RunLock, load_run
+from ..sandbox import install_signal_teardown
+from ..units import check_unit_id
+from ._common import add_config_args, load
+
+
+def register(sub) -> None:
+    p = sub.add_parser("run-one", help="drive one case through the target and store its packet",
+                       description="Writes <run-dir>/<ID>.json atomically and prints it. If it exists, only "
+                                   "prints it (the target is not run again).")
+    p.add_argument("--id", required=True, help="case id (S1.r2 for the second repeat of a stochastic case)")
+    p.add_argument("--run-dir", required=True, type=Path)
+    add_config_args(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    check_unit_id(args.id)
+    load_run(args.run_dir)
+    path = packet_path(args.run_dir, args.id)
+    if path.exists():
+        sys.stdout.write(path.read_text(encoding="utf-8"))
+        return 0
+    config, cases = load(args)
+    install_signal_teardown()
+    with RunLock(args.run_dir, timeout_s=30):
+        packet, _ = drive(config, cases, args.run_dir, args.id)
+    sys.stdout.write(path.read_text(encoding="utf-8"))
+    return 0

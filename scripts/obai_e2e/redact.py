@@ -1,0 +1,61 @@
+"""Keeping secrets out of everything the harness stores or prints.
+
+Values of environment variables whose names look secret (``*KEY*``, ``*TOKEN*``,
+``*SECRET*``, ``*PASSWORD*`` by default) are replaced wherever they appear, and so are
+authorization headers and bearer tokens, whatever their origin.
+"""
+from __future__ import annotations
+
+import fnmatch
+import re
+from typing import Any, Iterable, Mapping
+
+MARK = "[REDACTED]"
+MIN_SECRET_LEN = 4
+
+_HEADER = re.compile(
+    r"(?i)\b(authorization|proxy-authorization|x-api-key|api[-_]?key|comet[-_]api[-_]key)(\s*[:=]\s*)"
+    r"(?:(bearer|basic|token)\s+)?([^\s,;\"'}]+)"
+)
+_BEARER = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}")
+
+
+def secret_names(env: Mapping[str, str], patterns: Iterable[str]) -> list[str]:
+    pats = [p.upper() for p in patterns]
+    return [name for name in env if any(fnmatch.fnmatchcase(name.upper(), p) for p in pats)]
+
+
+class Redactor:
+    """Replaces known secret values and credential-shaped text with a marker."""
+
+    def __init__(self, env: Mapping[str, str], patterns: Iterable[str]):
+        values = {env[n] for n in secret_names(env, patterns) if env[n] and len(env[n]) >= MIN_SECRET_LEN}
+        # Longest first, so a secret that contains another is replaced whole.
+        self.values = sorted(values, key=len, reverse=True)
+
+    def text(self, value: str) -> str:
+        if not value:
+            return value
+        for secret in self.values:
+            if secret in value:
+                value = value.replace(secret, MARK)
+        value = _HEADER.sub(lambda m: f"{m.group(1)}{m.group(2)}{(m.group(3) + ' ') if m.group(3) else ''}{MARK}", value)
+        value = _BEARER.sub(f"Bearer {MARK}", value)
+        return value
+
+    def data(self, value: Any) -> Any:
+        """Redact every string inside a JSON-like value (keys included)."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list):
+            return [self.data(v) for v in value]
+        if isinstance(value, tuple):
+            return [self.data(v) for v in value]
+        if isinstance(value, dict):
+            return {self.text(str(k)): self.data(v) for k, v in value.items()}
+        return value
+
+    def env(self, env: Mapping[str, str], patterns: Iterable[str]) -> dict[str, str]:
+        """An environment mapping safe to store: secret-named values masked."""
+        names = set(secret_names(env, patterns))
+        return {k: (MARK if k in names else self.text(v)) for k, v in env.items()}

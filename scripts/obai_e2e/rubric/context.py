@@ -1,0 +1,33 @@
+"""What the rules look at: the case, the configuration and one unit's packet."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Context:
+    """The inputs of every rule for one unit."""
+
+    case: object        # cases.Case
+    config: object      # config.TargetConfig
+    packet: dict
+    digest: dict        # the first turn's curated digest
+    answer: str         # the first turn's final answer (the CLI's stdout)
+    exit_code: int | None
+    followup_digest: dict | None = None
+    followup_answer: str | None = None
+
+    @property
+    def vocab(self):
+        return self.config.vocabulary
+
+    def expects(self, specialist: str | None) -> bool:
+        return bool(specialist) and specialist in self.case.expected_tools
+
+    @property
+    def is_strategy_case(self) -> bool:
+        return self.expects(self.vocab.strategy_specialist)
+
+    @property
+    def is_prediction_case(self) -> bool:
+        return self.expects(self.vocab.prediction_specialist)

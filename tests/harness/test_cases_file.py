@@ -1,0 +1,125 @@
+"""Loading cases.yaml and target.yaml: good files load, bad ones name file, case, field and line."""
+from pathlib import Path
+
+import pytest
+
+from obai_e2e.cases import load_cases, load_cases_for, select
+from obai_e2e.config import load_target_config
+from obai_e2e.errors import ConfigError, UsageError
+
+GOOD_CASE = """\
+version: 1
+cases:
+  - id: A1
+    feature: market_data
+    query: "What is the price of AAPL?"
+    expected_tools: [market_data_analysis]
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "cases.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_bundled_files_load():
+    config = load_target_config()
+    cases = load_cases_for(config)
+    assert len(cases.cases) >= 40
+    assert {c.feature for c in cases.cases} >= {"market_data", "fundamentals", "strategy", "async", "prediction",
+                                                 "options", "multi", "guardrail"}
+    assert sum(c.disabled for c in cases.cases) >= 2
+    assert any(c.expect_rejection for c in cases.cases)
+    assert any(c.expect_async_job for c in cases.cases)
+    queries = " ".join(c.query for c in cases.cases if c.feature in ("strategy", "async"))
+    for token in ("RSI(14)", "30", "70", "9:45", "1.5%"):
+        assert token in queries
+    assert all(c.labels for c in cases.cases)
+
+
+def test_unknown_field_names_file_case_field_and_line(tmp_path):
+    path = write(tmp_path, GOOD_CASE + "    expeced_tools: [x]\n")
+    with pytest.raises(ConfigError) as err:
+        load_cases(path)
+    msg = str(err.value)
+    assert f"{path}:7" in msg and "case 'A1'" in msg and "/cases/0" in msg and "expeced_tools" in msg
+
+
+def test_wrong_type_is_named(tmp_path):
+    path = write(tmp_path, GOOD_CASE.replace("expected_tools: [market_data_analysis]", "expected_tools: market_data_analysis"))
+    with pytest.raises(ConfigError) as err:
+        load_cases(path)
+    assert "case 'A1', field /cases/0/expected_tools" in str(err.value)
+    assert ":6:" in str(err.value)
+
+
+def test_duplicate_ids_are_refused(tmp_path):
+    dup = GOOD_CASE + "  - id: A1\n    feature: x\n    query: q\n"
+    with pytest.raises(ConfigError, match=r"duplicate id"):
+        load_cases(write(tmp_path, dup))
+
+
+def test_duplicate_yaml_keys_are_refused(tmp_path):
+    with pytest.raises(ConfigError, match=r":6: duplicate key .query. \(first at line 5\)"):
+        load_cases(write(tmp_path, GOOD_CASE.replace('    expected_tools', '    query: "again"\n    expected_tools')))
+
+
+def test_id_with_path_characters_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="does not match the pattern"):
+        load_cases(write(tmp_path, GOOD_CASE.replace("id: A1", "id: ../etc")))
+
+
+def test_unknown_specialist_is_refused(tmp_path):
+    path = write(tmp_path, GOOD_CASE.replace("market_data_analysis", "market_data"))
+    with pytest.raises(ConfigError, match=r"'market_data' is not a specialist of the target"):
+        load_cases(path, specialists=["market_data_analysis"])
+
+
+def test_sequence_must_be_expected(tmp_path):
+    text = GOOD_CASE + "    expected_sequence: [options_analysis, market_data_analysis]\n"
+    with pytest.raises(ConfigError, match="not in expected_tools"):
+        load_cases(write(tmp_path, text))
+
+
+def test_not_yaml_is_a_clear_error(tmp_path):
+    with pytest.raises(ConfigError, match=r"cases.yaml:4: not valid YAML"):
+        load_cases(write(tmp_path, "version: 1\ncases:\n  - id: [unclosed\n"))
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="file not found"):
+        load_cases(tmp_path / "nope.yaml")
+
+
+def test_stochastic_needs_three_repeats(tmp_path):
+    with pytest.raises(ConfigError, match="at least 3 repeats"):
+        load_cases(write(tmp_path, GOOD_CASE + "    stochastic: true\n    repeats: 2\n"))
+
+
+def test_filters_and_disabled_summary():
+    config = load_target_config()
+    cases = load_cases_for(config)
+    smoke = select(cases, smoke=True)
+    assert smoke.cases and all(c.smoke for c in smoke.cases)
+    everything = select(cases)
+    assert everything.disabled_line().startswith(f"skipped {len(everything.skipped_disabled)} disabled cases: ")
+    named = select(cases, ids=["D1", "MD1"])
+    assert [c.id for c in named.cases] == ["MD1", "D1"]  # a disabled case runs when named
+    assert [c.id for c in select(cases, features=["options"]).cases] == [c.id for c in cases.cases
+                                                                      if c.feature == "options" and not c.disabled]
+    with pytest.raises(UsageError, match="unknown case id"):
+        select(cases, ids=["NOPE"])
+    with pytest.raises(UsageError, match="unknown feature"):
+        select(cases, features=["nope"])
+
+
+def test_bad_target_config_names_field(tmp_path):
+    text = (Path(__file__).resolve().parents[2] / "cases" / "target.yaml").read_text()
+    path = write(tmp_path, text.replace("  timeout_s: 180", "  timeout_s: soon"), "target.yaml")
+    with pytest.raises(ConfigError) as err:
+        load_target_config(path)
+    assert "field /target/timeout_s" in str(err.value) and f"{path}:" in str(err.value)
+    path = write(tmp_path, text.replace("  match: tag", "  match: tags"), "target.yaml")
+    with pytest.raises(ConfigError, match=r"/correlation/match: 'tags' is not one of"):
+        load_target_config(path)

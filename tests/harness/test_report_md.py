@@ -1,0 +1,57 @@
+"""report.md: hostile text cannot break the table, rows are read back by parsing."""
+from markdown_it import MarkdownIt
+
+from obai_e2e.report_md import append_entry, detail_block, ensure_header, judged_ids, read_rows, row
+
+HOSTILE = "a | b\nc `code | x` </script><img src=x onerror=alert(1)> \\| end\r\n| FAKE | row |"
+
+
+def test_hostile_cells_stay_in_their_cell(tmp_path):
+    report = tmp_path / "report.md"
+    assert ensure_header(report, "2026-11-29 10:00:00 UTC", "skipped 1 disabled cases: D1")
+    assert not ensure_header(report, "later", None)  # written once
+    append_entry(report, row(["U1", "feat", "fail", HOSTILE, "t1", "12"]),
+                 detail_block("U1", "fail", HOSTILE, HOSTILE, HOSTILE, HOSTILE))
+    append_entry(report, row(["U2", "feat", "pass", "", "t2", "13"]), None)
+    append_entry(report, row(["U3", HOSTILE, "needs_review", "hub.unverified_number:1|2", "t3", "1+2+3"]),
+                 detail_block("U3", "needs_review", "q", "e", "o", "j"))
+    rows = read_rows(report)
+    assert [r["ID"] for r in rows] == ["U1", "U2", "U3"]
+    assert rows[0]["Reason"] == HOSTILE.replace("\r\n", " ").replace("\n", " ").strip()
+    assert rows[2]["Reason"] == "hub.unverified_number:1|2"
+    assert rows[2]["Latency"] == "1+2+3"
+    # No raw HTML survives anywhere in the file.
+    text = report.read_text()
+    assert "<script" not in text.lower() and "<img" not in text.lower()
+    html = MarkdownIt("commonmark").enable("table").render(text)
+    assert "<img" not in html and "</script>" not in html
+    # The fake row inside the reason is not a row.
+    assert "FAKE" not in judged_ids(report)
+
+
+def test_detail_block_format(tmp_path):
+    block = detail_block("S1", "fail", "q" * 200, "tools: a", "tools: b", "a: missing.")
+    lines = block.strip("\n").split("\n")
+    assert lines[0] == "**S1 — fail**"
+    assert lines[1] == "- query: " + "q" * 120
+    assert lines[2:] == ["- expected: tools: a", "- observed: tools: b", "- judgment: a: missing."]
+
+
+def test_torn_tail_is_ignored_and_trimmed(tmp_path):
+    report = tmp_path / "report.md"
+    ensure_header(report, "t", None)
+    append_entry(report, row(["U1", "f", "pass", "", "t", "1"]), None)
+    with open(report, "a") as fh:
+        fh.write("| U2 | f | pa")  # a kill in the middle of a write
+    assert judged_ids(report) == ["U1"]
+    append_entry(report, row(["U2", "f", "pass", "", "t", "1"]), None)
+    assert judged_ids(report) == ["U1", "U2"]
+    assert "| pa\n" not in report.read_text()
+
+
+def test_ids_are_matched_by_cell_not_substring(tmp_path):
+    report = tmp_path / "report.md"
+    ensure_header(report, "t", None)
+    append_entry(report, row(["MD10", "f", "pass", "see | MD1 |", "t", "1"]), None)
+    assert judged_ids(report) == ["MD10"]
+    assert "MD1" not in judged_ids(report)
