@@ -6,13 +6,14 @@ from pathlib import Path
 from .packet import load_packet
 from .record import ensure_row, load_verdict, record, verdict_path
 from .rubric import check_packet
+from .rundir import load_run
 from .units import resolve_unit
 from .verdict import mechanical_verdict
 
 
 def judge_unit(config, case_set, run_dir: Path, unit_id: str) -> dict:
     """Record the mechanical verdict of ``unit_id``; an existing verdict only gets its missing row."""
-    unit = resolve_unit(case_set, unit_id)
+    unit = resolve_unit(case_set, unit_id, load_run(run_dir))
     packet = load_packet(run_dir, unit_id)
     existing = load_verdict(run_dir, unit_id)
     if existing is not None:

@@ -22,10 +22,20 @@ def local_store_env(api_url: str, flush_timeout_s: int = DEFAULT_FLUSH_TIMEOUT_S
     """Variables that point an SDK process at the local store at ``api_url`` (ends in /api)."""
     return {
         **QUIET_SDK_ENV,
+        # The store is on loopback; a proxy configured for the internet must not be used for it.
+        "NO_PROXY": _no_proxy(),
         "OPIK_URL_OVERRIDE": api_url,
         "OPIK_WORKSPACE": "default",
         "OPIK_DEFAULT_FLUSH_TIMEOUT": str(flush_timeout_s),
     }
+
+
+def _no_proxy() -> str:
+    current = [h.strip() for h in os.environ.get("NO_PROXY", os.environ.get("no_proxy", "")).split(",") if h.strip()]
+    for host in ("127.0.0.1", "localhost"):
+        if host not in current:
+            current.append(host)
+    return ",".join(current)
 
 
 def remote_env(flush_timeout_s: int = DEFAULT_FLUSH_TIMEOUT_S) -> dict[str, str]:

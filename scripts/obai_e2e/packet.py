@@ -102,7 +102,7 @@ def drive(config, case_set, run_dir: Path, unit_id: str, *, backend: Backend | N
     run_dir = Path(run_dir)
     path = packet_path(run_dir, unit_id)
     meta = load_run(run_dir)
-    unit = resolve_unit(case_set, unit_id)
+    unit = resolve_unit(case_set, unit_id, meta)
     if path.exists():
         return json.loads(path.read_text(encoding="utf-8")), False
     backend = backend or connect(config)

@@ -14,6 +14,7 @@ from .fsutil import dumps_json, write_once
 from .packet import load_packet
 from .report_md import append_entry, detail_block, judged_ids, row
 from .rubric import check_packet
+from .rundir import load_run
 from .units import check_unit_id, resolve_unit
 from .verdict import check_override, validate
 
@@ -76,7 +77,7 @@ def _same_submission(old: dict, new: dict, submitted: dict) -> bool:
 def record(config, case_set, run_dir: Path, unit_id: str, submitted: dict) -> dict:
     """Validate and record ``submitted`` for ``unit_id``; returns a status report."""
     run_dir = Path(run_dir)
-    unit = resolve_unit(case_set, unit_id)
+    unit = resolve_unit(case_set, unit_id, load_run(run_dir))
     packet = load_packet(run_dir, unit.id)
     if packet is None:
         raise UsageError(f"no packet for {unit.id} in {run_dir}: drive it first (run_one.py --id {unit.id} --run-dir ...)")

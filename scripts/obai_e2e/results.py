@@ -21,8 +21,9 @@ RESULTS_SCHEMAS = {1: "results.v1.schema.json"}
 VERDICTS = ("pass", "fail", "needs_review", "inconclusive")
 
 
-def unit_entry(config, case_set, run_dir: Path, unit_id: str, mode: str) -> dict:
-    unit = resolve_unit(case_set, unit_id)
+def unit_entry(config, case_set, run_dir: Path, unit_id: str, meta: dict) -> dict:
+    mode = meta.get("mode", "A")
+    unit = resolve_unit(case_set, unit_id, meta)
     case = unit.case
     packet = load_packet(run_dir, unit_id)
     verdict = load_verdict(run_dir, unit_id)
@@ -76,7 +77,7 @@ def build_results(config, case_set, run_dir: Path, *, allow_incomplete: bool = F
     if missing and not allow_incomplete:
         raise UsageError(f"{len(missing)} unit(s) have no verdict yet: {', '.join(missing[:10])}"
                          f"{' …' if len(missing) > 10 else ''}; resume the run first (or finish with --allow-incomplete)")
-    entries = [unit_entry(config, case_set, run_dir, u, meta.get("mode", "A")) for u in units]
+    entries = [unit_entry(config, case_set, run_dir, u, meta) for u in units]
     summary = {v: 0 for v in VERDICTS}
     summary["not_judged"] = 0
     for e in entries:

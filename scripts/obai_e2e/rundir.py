@@ -76,6 +76,16 @@ def new_run_dir(root: Path | None = None) -> Path:
             time.sleep(1.05 - now.microsecond / 1e6)
 
 
+def latest_run(root: Path | None = None) -> Path | None:
+    """The finished run that runs/latest points at, if any."""
+    link = (root or runs_root()) / "latest"
+    try:
+        target = link.resolve(strict=True)
+    except (FileNotFoundError, RuntimeError):
+        return None
+    return target if (target / "results.json").exists() else None
+
+
 def run_id_of(run_dir: Path) -> str:
     return f"{run_dir.parent.name}/{run_dir.name}"
 
@@ -86,9 +96,17 @@ def provenance_of(cases) -> str:
 
 
 def create_run(config, case_set: CaseSet, filters: Filters, *, root: Path | None = None,
-               extra: dict | None = None) -> tuple[Path, dict]:
-    """Make a run directory with run.json and the report header."""
+               extra: dict | None = None, repeats: dict[str, int] | None = None) -> tuple[Path, dict]:
+    """Make a run directory with run.json and the report header.
+
+    ``repeats`` (from a sampling plan) overrides how often each selected case runs.
+    """
     selection = filters.apply(case_set)
+    if repeats:
+        unknown = sorted(set(repeats) - {c.id for c in selection.cases})
+        if unknown:
+            raise UsageError(f"the sampling plan names cases the filters do not select: {', '.join(unknown)}")
+    baseline = latest_run()
     if not selection.cases:
         raise UsageError("the filters select no case (disabled cases run only when named with --id)")
     run_dir = new_run_dir(root)
@@ -107,7 +125,9 @@ def create_run(config, case_set: CaseSet, filters: Filters, *, root: Path | None
         "mode": config.mode,
         "provenance": provenance_of(selection.cases),
         "trace_backend": {"kind": config.backend.kind, "project": config.backend.project},
-        "units": [u.id for c in selection.cases for u in units_of(c)],
+        "repeats": {c.id: (repeats or {}).get(c.id, c.repeats) for c in selection.cases},
+        "units": [u.id for c in selection.cases for u in units_of(c, repeats=(repeats or {}).get(c.id))],
+        "baseline_run": str(baseline) if baseline else None,
         "disabled_skipped": [c.id for c in selection.skipped_disabled],
     }
     if extra:
@@ -152,7 +172,7 @@ def plan(run_dir: Path, case_set: CaseSet, filters: Filters | None = None) -> Pl
     judged = set(judged_ids(Path(run_dir) / "report.md"))
     pending, to_judge, done = [], [], []
     for case in selection.cases:
-        for unit in units_of(case):
+        for unit in units_of(case, meta):
             if unit.id in judged:
                 done.append(unit.id)
             elif (Path(run_dir) / f"{unit.id}.json").exists():

@@ -7,6 +7,7 @@ from ..errors import UsageError
 from ..output import emit
 from ..packet import load_packet
 from ..rubric import check_packet
+from ..rundir import load_run
 from ..units import resolve_unit
 from ..verdict import applicable_codes
 from ._common import add_config_args, load
@@ -24,7 +25,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     config, cases = load(args)
-    unit = resolve_unit(cases, args.id)
+    unit = resolve_unit(cases, args.id, load_run(args.run_dir))
     packet = load_packet(args.run_dir, unit.id)
     if packet is None:
         raise UsageError(f"no packet for {unit.id} in {args.run_dir}: run run_one.py --id {unit.id} first")

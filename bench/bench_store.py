@@ -1,0 +1,248 @@
+"""Benchmark of the local trace store: ingest, tag search, span search, restart.
+
+Ingests 1,000 traces of 10 spans each through the HTTP endpoints the SDK uses (gzip
+batches, every entity posted twice: at start and at end, as the SDK does), then times
+searches over raw HTTP and through the ``opik`` SDK. Prints the figures as text and, last,
+as one JSON line.
+
+    uv run python bench/bench_store.py [--traces N] [--spans-per-trace N] [--no-sdk]
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+
+import httpx  # noqa: E402
+
+from obai_e2e.opik_env import QUIET_SDK_ENV  # noqa: E402
+from obai_e2e.tracestore import ensure_running, stop  # noqa: E402
+from obai_e2e.tracestore.timeutil import new_uuid7  # noqa: E402
+
+PROJECT = "bench"
+TRACE_BATCH = 100  # the SDK flushes what accumulated in ~2 s; for an agent that is a few turns
+SPAN_BATCH = 1000  # the SDK's largest batch
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def _rss_kib(pid: int, field: str) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def _percentiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return {"median_ms": round(statistics.median(ordered) * 1000, 3), "p95_ms": round(p95 * 1000, 3)}
+
+
+def _post(http: httpx.Client, plural: str, items: list[dict]) -> None:
+    body = gzip.compress(json.dumps({plural: items}).encode(), compresslevel=6)
+    response = http.post(
+        f"/v1/private/{plural}/batch",
+        content=body,
+        headers={"Content-Type": "application/json", "Content-Encoding": "gzip"},
+    )
+    response.raise_for_status()
+
+
+Copies = list[tuple[dict, dict]]
+
+
+def _make_corpus(n_traces: int, spans_per_trace: int) -> tuple[Copies, Copies, list[str]]:
+    """(start, end) copies of every trace and span, and each trace's unique tag."""
+    base = datetime.now(timezone.utc) - timedelta(hours=1)
+    traces, spans, tags = [], [], []
+    for i in range(n_traces):
+        trace_id = new_uuid7()
+        tag = f"corr-{uuid.uuid4().hex[:12]}"
+        tags.append(tag)
+        start = base + timedelta(seconds=i)
+        common = {
+            "id": trace_id, "project_name": PROJECT, "name": "hub", "start_time": _iso(start),
+            "input": {"query": f"question {i}: what did AAPL close at, and the RSI(14) crossing 30/70?"},
+            "tags": [tag, "bench"], "metadata": {"run_id": f"run-{i % 20}", "case": f"C{i}"},
+            "thread_id": f"session-{i}",
+        }
+        end = {**common, "end_time": _iso(start + timedelta(seconds=0.9)),
+               "output": {"output": "AAPL closed at 190.50. " + "analysis " * 40}}
+        traces.append(({**common, "last_updated_at": _iso(start)},
+                       {**end, "last_updated_at": _iso(start + timedelta(seconds=0.9))}))
+        parent = None
+        for j in range(spans_per_trace):
+            s_start = start + timedelta(milliseconds=10 * j)
+            s_common = {
+                "id": new_uuid7(), "project_name": PROJECT, "trace_id": trace_id, "parent_span_id": parent,
+                "name": "hub" if j == 0 else f"specialist_{j}", "type": "general" if j == 0 else "tool",
+                "start_time": _iso(s_start), "input": {"args": f"span {j} of trace {i}", "payload": "x" * 150},
+            }
+            s_end = {**s_common, "end_time": _iso(s_start + timedelta(milliseconds=8)),
+                     "output": {"result": f"value {i}.{j}", "detail": "y" * 200}}
+            spans.append(({**s_common, "last_updated_at": _iso(s_start)},
+                          {**s_end, "last_updated_at": _iso(s_start + timedelta(milliseconds=8))}))
+            if j == 0:
+                parent = s_common["id"]
+    return traces, spans, tags
+
+
+def _ingest(http: httpx.Client, traces: list, spans: list, spans_per_trace: int) -> tuple[float, int]:
+    """Post start copies, then end copies, a group of traces (and their spans) at a time."""
+    started = time.perf_counter()
+    requests = 0
+    for offset in range(0, len(traces), TRACE_BATCH):
+        group = traces[offset:offset + TRACE_BATCH]
+        group_spans = spans[offset * spans_per_trace:(offset + TRACE_BATCH) * spans_per_trace]
+        for copy in (0, 1):
+            for first in range(0, len(group_spans), SPAN_BATCH):
+                _post(http, "spans", [pair[copy] for pair in group_spans[first:first + SPAN_BATCH]])
+                requests += 1
+            _post(http, "traces", [pair[copy] for pair in group])
+            requests += 1
+    return time.perf_counter() - started, requests
+
+
+def _search(http: httpx.Client, plural: str, body: dict) -> list[dict]:
+    response = http.post(f"/v1/private/{plural}/search", json=body)
+    response.raise_for_status()
+    return [json.loads(line) for line in response.text.splitlines() if line]
+
+
+def _tag_body(tag: str) -> dict:
+    return {"project_name": PROJECT, "filters": [{"field": "tags", "operator": "contains", "key": "", "value": tag}],
+            "limit": 10, "truncate": True}
+
+
+def _time_http(http: httpx.Client, tags: list[str], trace_ids: list[str], repeats: int, per_trace: int) -> dict:
+    tag_times, span_times = [], []
+    for k in range(repeats):
+        tag = tags[(k * 37) % len(tags)]
+        t0 = time.perf_counter()
+        found = _search(http, "traces", _tag_body(tag))
+        tag_times.append(time.perf_counter() - t0)
+        assert len(found) == 1 and tag in found[0]["tags"], found
+        trace_id = trace_ids[(k * 53) % len(trace_ids)]
+        t0 = time.perf_counter()
+        spans = _search(http, "spans", {"project_name": PROJECT, "trace_id": trace_id, "limit": 1000})
+        span_times.append(time.perf_counter() - t0)
+        assert len(spans) == per_trace, len(spans)
+    return {"tag_search": _percentiles(tag_times), "search_spans": _percentiles(span_times)}
+
+
+def _time_sdk(api_url: str, tags: list[str], trace_ids: list[str], repeats: int, per_trace: int) -> dict:
+    for name, value in QUIET_SDK_ENV.items():
+        os.environ.setdefault(name, value)
+    t0 = time.perf_counter()
+    import opik
+
+    import_s = time.perf_counter() - t0
+    client = opik.Opik(host=api_url, workspace="default", project_name=PROJECT)
+    tag_times, span_times = [], []
+    try:
+        for k in range(repeats):
+            tag = tags[(k * 41) % len(tags)]
+            t0 = time.perf_counter()
+            found = client.search_traces(project_name=PROJECT, filter_string=f'tags contains "{tag}"', max_results=10)
+            tag_times.append(time.perf_counter() - t0)
+            assert len(found) == 1
+            trace_id = trace_ids[(k * 59) % len(trace_ids)]
+            t0 = time.perf_counter()
+            spans = client.search_spans(project_name=PROJECT, trace_id=trace_id)
+            span_times.append(time.perf_counter() - t0)
+            assert len(spans) == per_trace
+    finally:
+        client.end()
+    return {"import_opik_s": round(import_s, 2), "tag_search": _percentiles(tag_times),
+            "search_spans": _percentiles(span_times)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--traces", type=int, default=1000)
+    parser.add_argument("--spans-per-trace", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=50)
+    parser.add_argument("--no-sdk", action="store_true", help="skip the timings through the opik SDK")
+    args = parser.parse_args()
+
+    results: dict = {"traces": args.traces, "spans": args.traces * args.spans_per_trace, "repeats": args.repeats}
+    with tempfile.TemporaryDirectory(prefix="bench-store-") as tmp:
+        store_dir = Path(tmp)
+        t0 = time.perf_counter()
+        info = ensure_running(store_dir)
+        results["start_s"] = round(time.perf_counter() - t0, 3)
+        results["rss_idle_mib"] = round((_rss_kib(info.pid, "VmRSS") or 0) / 1024, 1)
+        try:
+            traces, spans, tags = _make_corpus(args.traces, args.spans_per_trace)
+            trace_ids = [start["id"] for start, _ in traces]
+            with httpx.Client(base_url=info.api_url, trust_env=False, timeout=120) as http:
+                ingest_s, requests = _ingest(http, traces, spans, args.spans_per_trace)
+                entities = 2 * (len(traces) + len(spans))
+                results["ingest"] = {"wall_s": round(ingest_s, 3), "requests": requests, "entity_posts": entities,
+                                     "posts_per_s": round(entities / ingest_s)}
+                results["http"] = _time_http(http, tags, trace_ids, args.repeats, args.spans_per_trace)
+            if not args.no_sdk:
+                results["sdk"] = _time_sdk(info.api_url, tags, trace_ids, args.repeats, args.spans_per_trace)
+            results["rss_peak_mib"] = round((_rss_kib(info.pid, "VmHWM") or 0) / 1024, 1)
+            results["db_mib"] = round(sum(f.stat().st_size for f in store_dir.glob("traces.sqlite3*")) / 2**20, 1)
+
+            t0 = time.perf_counter()
+            stop(store_dir)
+            stopped = time.perf_counter()
+            info = ensure_running(store_dir)
+            started = time.perf_counter()
+            # Building an httpx client costs ~40 ms of TLS set-up; that is not the store's time.
+            with httpx.Client(base_url=info.api_url, trust_env=False, timeout=120) as http:
+                connected = time.perf_counter()
+                found = _search(http, "traces", _tag_body(tags[len(tags) // 2]))
+                searched = time.perf_counter()
+            assert len(found) == 1
+            results["restart"] = {"stop_s": round(stopped - t0, 3), "start_s": round(started - stopped, 3),
+                                  "first_search_ms": round((searched - connected) * 1000, 2),
+                                  "total_s": round(searched - t0 - (connected - started), 3)}
+            results["rss_after_restart_mib"] = round((_rss_kib(info.pid, "VmHWM") or 0) / 1024, 1)
+        finally:
+            stop(store_dir)
+
+    http_r = results["http"]
+    print(f"store: {results['traces']} traces x {args.spans_per_trace} spans (start {results['start_s']} s, "
+          f"idle RSS {results['rss_idle_mib']} MiB)")
+    ing = results["ingest"]
+    print(f"ingest: {ing['entity_posts']} entity posts in {ing['requests']} gzip batches: {ing['wall_s']} s "
+          f"({ing['posts_per_s']}/s)")
+    print(f"tag search over HTTP (1 hit): median {http_r['tag_search']['median_ms']} ms, "
+          f"p95 {http_r['tag_search']['p95_ms']} ms")
+    print(f"span search over HTTP ({args.spans_per_trace} spans): median {http_r['search_spans']['median_ms']} ms, "
+          f"p95 {http_r['search_spans']['p95_ms']} ms")
+    if "sdk" in results:
+        sdk = results["sdk"]
+        print(f"through the SDK: search_traces median {sdk['tag_search']['median_ms']} ms "
+              f"(p95 {sdk['tag_search']['p95_ms']}), search_spans median {sdk['search_spans']['median_ms']} ms "
+              f"(p95 {sdk['search_spans']['p95_ms']}); import opik {sdk['import_opik_s']} s")
+    rs = results["restart"]
+    print(f"restart: stop {rs['stop_s']} s, start {rs['start_s']} s, first search {rs['first_search_ms']} ms "
+          f"(total {rs['total_s']} s)")
+    print(f"server peak RSS {results['rss_peak_mib']} MiB (after restart {results['rss_after_restart_mib']} MiB); "
+          f"database {results['db_mib']} MiB")
+    print(json.dumps(results, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,168 @@
+"""``obai-e2e traces``: run the local Opik-compatible trace store."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..output import emit, say
+
+EXIT_CODES = """exit codes:
+  0  success (status: the store is running)
+  1  status only: no store is running (stopped, or a stale state file)
+  2  bad arguments
+  3  the store could not be started, stopped or reached"""
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be a number from 0 to 65535 (0: any free port), got {text!r}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative whole number, got {text!r}")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = _non_negative(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("expected a positive whole number, got 0")
+    return value
+
+
+def _add_store_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--store-dir",
+        type=Path,
+        default=None,
+        help="state directory of the store (default: runs/.trace-store, or $OBAI_TRACE_STORE_DIR)",
+    )
+
+
+def _add_server_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--port", type=_port, default=0, help="TCP port on 127.0.0.1 (default 0: any free port)")
+    parser.add_argument(
+        "--visibility-delay-ms",
+        type=_non_negative,
+        default=None,
+        help="hide new traces and spans from search for this many ms after they arrive, like Opik's "
+        "ingestion lag (default: $OBAI_TRACE_STORE_VISIBILITY_DELAY_MS or 0)",
+    )
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "traces",
+        help="run the local Opik-compatible trace store",
+        description="A loopback HTTP server backed by SQLite that speaks the part of Opik's REST API the "
+        "opik SDK uses. Point an SDK at it with OPIK_URL_OVERRIDE=<api_url>.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="traces_command", metavar="ACTION")
+    sub.required = True
+
+    serve = sub.add_parser(
+        "serve",
+        help="serve in the foreground until Ctrl-C or SIGTERM",
+        description="Serve in the foreground. Prints one JSON object (the store's address) once it listens.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_store_dir(serve)
+    _add_server_options(serve)
+    serve.add_argument(
+        "--max-body-mb", type=_positive, default=20, help="largest request body accepted, in MiB (default 20)"
+    )
+    serve.set_defaults(func=cmd_serve)
+
+    start = sub.add_parser(
+        "start",
+        help="start the store in the background (or find the running one)",
+        description="Start the store in the background and wait until it answers. Idempotent: when it already "
+        "runs, its address is printed with status already_running.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_store_dir(start)
+    _add_server_options(start)
+    start.add_argument(
+        "--timeout", type=_positive, default=20, help="seconds to wait for the store to answer (default 20)"
+    )
+    start.set_defaults(func=cmd_start)
+
+    stop = sub.add_parser(
+        "stop",
+        help="stop the background store",
+        description="Stop the store (SIGTERM, then SIGKILL) and remove its state file. Stopping a store that "
+        "is not running succeeds with status not_running.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_store_dir(stop)
+    stop.set_defaults(func=cmd_stop)
+
+    status = sub.add_parser(
+        "status",
+        help="tell whether the store runs, and where",
+        description="Print the store's state: running (exit 0), stopped or stale (exit 1).",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_store_dir(status)
+    status.set_defaults(func=cmd_status)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from ..tracestore import daemon
+
+    def ready(state: dict) -> None:
+        emit({"status": "serving", **state})
+        say(f"trace store listening on {state['url']} (data in {state['data_dir']}); stop with Ctrl-C or SIGTERM")
+
+    daemon.serve(
+        store_dir=args.store_dir,
+        port=args.port,
+        visibility_delay_ms=args.visibility_delay_ms,
+        max_body_bytes=args.max_body_mb * 1024 * 1024,
+        on_ready=ready,
+    )
+    say("trace store stopped")
+    return 0
+
+
+def cmd_start(args: argparse.Namespace) -> int:
+    from ..tracestore import daemon
+
+    info = daemon.ensure_running(
+        args.store_dir, port=args.port, visibility_delay_ms=args.visibility_delay_ms, timeout_s=args.timeout
+    )
+    emit({"status": "already_running" if info.already_running else "started", **info.to_json(), "env": info.sdk_env()})
+    return 0
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    from ..tracestore import daemon
+
+    stopped = daemon.stop(args.store_dir)
+    emit({"status": "stopped" if stopped else "not_running", "data_dir": str(daemon.resolve_dir(args.store_dir))})
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from ..tracestore import daemon
+
+    result = daemon.status(args.store_dir)
+    emit({"status": result["state"], **result})
+    return 0 if result["running"] else 1
+

@@ -1,0 +1,91 @@
+"""Timestamps, ids and project ids in the forms Opik uses."""
+from __future__ import annotations
+
+import functools
+import os
+import time
+import uuid
+from datetime import datetime, timezone
+
+from .apierror import bad_request
+
+# Project ids are derived from the project name so that they are stable across restarts
+# and identical for every process that asks.
+_PROJECT_NAMESPACE = uuid.UUID("6f2b8a52-4d1e-5c7a-9e3b-0b1d2c3e4f50")
+
+DEFAULT_PROJECT = "Default Project"
+
+
+def parse_ts(value: object, what: str) -> datetime:
+    """An ISO-8601 timestamp as an aware UTC datetime; a naive one is taken as UTC.
+
+    Numbers are epoch seconds (milliseconds above 2e10), as the SDK's models read them.
+    """
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = value / 1000 if abs(value) > 2e10 else value
+        try:
+            return datetime.fromtimestamp(seconds, timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            raise bad_request(f"{what} is out of range as a timestamp: {value!r}") from None
+    if not isinstance(value, str):
+        raise bad_request(f"{what} must be an ISO-8601 timestamp string, got {type(value).__name__}")
+    text = value.strip()
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise bad_request(
+            f"{what} is not an ISO-8601 timestamp: {value!r} (expected e.g. 2026-01-01T00:00:00Z)"
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.astimezone(timezone.utc)
+
+
+def fmt_ts(moment: datetime) -> str:
+    """Fixed-width UTC form, e.g. ``2026-11-29T18:05:19.228375Z``; sorts as text."""
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def norm_ts(value: object, what: str) -> str:
+    return fmt_ts(parse_ts(value, what))
+
+
+def now_ts() -> str:
+    return fmt_ts(datetime.now(timezone.utc))
+
+
+def duration_ms(start: str | None, end: str | None) -> float | None:
+    if not start or not end:
+        return None
+    delta = datetime.fromisoformat(end) - datetime.fromisoformat(start)
+    return delta.total_seconds() * 1000.0
+
+
+def parse_uuid(value: object, what: str, *, version7: bool = False) -> str:
+    """A UUID in canonical lower-case form; ``version7`` refuses other versions as Opik does."""
+    if not isinstance(value, str):
+        raise bad_request(f"{what} must be a UUID string, got {type(value).__name__}")
+    try:
+        parsed = uuid.UUID(value)
+    except ValueError:
+        raise bad_request(f"{what} is not a UUID: {value!r}") from None
+    if version7 and parsed.version != 7:
+        raise bad_request(f"{what} must be a version 7 UUID (time-ordered), got version {parsed.version}: {value}")
+    return str(parsed)
+
+
+def new_uuid7() -> str:
+    """A fresh UUIDv7: 48-bit millisecond timestamp, version and variant bits, random rest."""
+    millis = time.time_ns() // 1_000_000
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (millis & ((1 << 48) - 1)) << 80
+    value |= 0x7 << 76
+    value |= ((rand >> 62) & 0xFFF) << 64
+    value |= 0b10 << 62
+    value |= rand & ((1 << 62) - 1)
+    return str(uuid.UUID(int=value))
+
+
+@functools.lru_cache(maxsize=1024)
+def project_id_for(name: str) -> str:
+    return str(uuid.uuid5(_PROJECT_NAMESPACE, name))

@@ -1,0 +1,1 @@
+"""Tests of the local Opik-compatible trace store."""
