@@ -146,9 +146,22 @@ def _semantic_checks(raw: dict, lines: Lines, source: str, specialists: Iterable
 
 
 def load_cases(path: Path | None = None, *, specialists: Iterable[str] | None = None,
-               strategy: str | None = None, options: str | None = None) -> CaseSet:
-    """Load and check a cases file; specialist names are checked when ``specialists`` is given."""
+               strategy: str | None = None, options: str | None = None, run_dir: Path | None = None) -> CaseSet:
+    """Load and check a cases file; specialist names are checked when ``specialists`` is given.
+
+    A holdout file loads only for the holdout run its ledger entry names (``run_dir``).
+    """
     path = Path(path) if path else default_cases_path()
+    from .holdout import is_holdout_file, require_open
+
+    if is_holdout_file(path):
+        require_open(run_dir, path)
+    return parse_cases(path, specialists=specialists, strategy=strategy, options=options)
+
+
+def parse_cases(path: Path, *, specialists: Iterable[str] | None = None,
+                strategy: str | None = None, options: str | None = None) -> CaseSet:
+    """Read and check a cases file with no holdout guard (callers decide whether they may)."""
     source = str(path)
     data, lines = load_yaml(path, label=source)
     if not isinstance(data, dict):

@@ -32,11 +32,21 @@ class Problem:
 
 @dataclass(frozen=True)
 class RepairRule:
-    """A repair allowed in exactly the situation ``applies`` recognises."""
+    """A repair allowed in exactly the situation ``applies`` recognises.
+
+    ``apply`` gets the (copied) instance, and the context too when ``uses_context`` is
+    set (a repair that depends on the packet it answers). ``locate`` may name the JSON
+    pointers the repair changes; they are kept in the audit record.
+    """
 
     id: str
     applies: Callable[[dict, Any], bool]
-    apply: Callable[[dict], dict]
+    apply: Callable[..., dict]
+    uses_context: bool = False
+    locate: Callable[[dict, Any], list[str]] | None = None
+
+    def run(self, instance: dict, context: Any) -> dict:
+        return self.apply(instance, context) if self.uses_context else self.apply(instance)
 
 
 @dataclass
@@ -68,19 +78,45 @@ def problems(instance: Any, schema: dict, hints: Callable[[Problem], str] | None
     return unique
 
 
-def accept(instance: Any, schema: dict, *, rules: list[RepairRule] = (), context: Any = None,
-           what: str = "answer", hints: Callable[[Problem], str] | None = None) -> Accepted:
-    if not isinstance(instance, dict):
-        raise VerdictInvalid(f"{what} /: expected a JSON object, got {type(instance).__name__}")
+Check = Callable[[Any, Any], list[Problem]]
+
+
+def all_problems(instance: Any, schema: dict, *, checks: Check | None = None, context: Any = None,
+                 hints: Callable[[Problem], str] | None = None) -> list[Problem]:
+    """Schema problems; when there are none, the problems ``checks`` finds (rules a schema cannot say)."""
     found = problems(instance, schema, hints)
+    if found or checks is None:
+        return found
+    return checks(instance, context)
+
+
+def accept(instance: Any, schema: dict, *, rules: list[RepairRule] = (), context: Any = None,
+           what: str = "answer", hints: Callable[[Problem], str] | None = None,
+           checks: Check | None = None) -> Accepted:
+    """Accept ``instance`` as it is, or after exactly one listed repair; otherwise raise.
+
+    ``checks(instance, context)`` adds problems beyond the schema (membership, duplicates);
+    it only runs on instances the schema accepts. The raised :class:`VerdictInvalid`
+    carries the pointer of the first problem as ``.pointer``.
+    """
+    if not isinstance(instance, dict):
+        exc = VerdictInvalid(f"{what} /: expected a JSON object, got {type(instance).__name__}")
+        exc.pointer = "/"
+        raise exc
+    found = all_problems(instance, schema, checks=checks, context=context, hints=hints)
     if not found:
         return Accepted(instance)
     matching = [r for r in rules if r.applies(instance, context)]
     if len(matching) == 1:
-        repaired = matching[0].apply(copy.deepcopy(instance))
-        if not problems(repaired, schema):
-            return Accepted(repaired, {"rule": matching[0].id, "original": instance},
-                            [str(p) for p in found])
+        rule = matching[0]
+        repaired = rule.run(copy.deepcopy(instance), context)
+        if not all_problems(repaired, schema, checks=checks, context=context):
+            record = {"rule": rule.id, "original": instance}
+            if rule.locate is not None:
+                record["pointers"] = rule.locate(instance, context)
+            return Accepted(repaired, record, [str(p) for p in found])
     first = found[0]
     more = f" (and {len(found) - 1} more problem(s))" if len(found) > 1 else ""
-    raise VerdictInvalid(f"{what} {first.pointer}: {first.message}{more}")
+    exc = VerdictInvalid(f"{what} {first.pointer}: {first.message}{more}")
+    exc.pointer = first.pointer
+    raise exc

@@ -20,6 +20,7 @@ from .packet import drive
 from .results import finalize
 from .rundir import Filters, RunLock, create_run, load_run, plan
 from .sandbox import install_signal_teardown
+from .seal import seal
 
 EXIT_OK, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_NOT_READY = 0, 1, 3, 4
 
@@ -88,6 +89,7 @@ def run(config, case_set, filters: Filters, *, jobs: int = 1, resume: Path | Non
         outcome = finalize(config, case_set, run_dir)
         if after_finish is not None:
             outcome.update(after_finish(run_dir, outcome) or {})
+        outcome["seal"] = seal(run_dir)["seal"]
     s = outcome["summary"]
     code = EXIT_FAIL if s["fail"] else (EXIT_INCONCLUSIVE if s["inconclusive"] else EXIT_OK)
     return code, outcome

@@ -157,9 +157,12 @@ def run(target_path: Path | None = None, *, start_store: bool = True,
         _check(report, "trace_backend", backend_ok,
                "start the local store (obai-e2e traces start) or fix the Opik configuration")
 
+        from .freeze import preflight_check
+
+        verify_freeze = verify_freeze or preflight_check(config)
         if verify_freeze is not None:
             _check(report, "freeze", verify_freeze,
-                   "undo the change to the frozen file, or re-freeze on purpose (freeze_audit.py freeze)")
+                   "undo the change to the frozen file, or re-freeze on purpose (freeze_audit.py freeze --reason …)")
     except _Stop:
         pass
     return report

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from pathlib import Path
 
@@ -32,10 +33,27 @@ def filters_from(args) -> Filters:
 
 
 def load(args) -> tuple[TargetConfig, CaseSet]:
+    """The configuration and the case set; for an existing run, the case set that run uses."""
     if getattr(args, "target", None):
         os.environ["OBAI_E2E_TARGET"] = str(Path(args.target).resolve())
     config = load_target_config(args.target)
     v = config.vocabulary
-    cases = load_cases(getattr(args, "cases", None), specialists=v.specialists,
-                       strategy=v.strategy_specialist, options=v.options_specialist)
+    run_dir = getattr(args, "run_dir", None) or getattr(args, "resume", None)
+    cases_path = getattr(args, "cases", None)
+    if cases_path is None and run_dir is not None:
+        cases_path = run_cases_file(Path(run_dir))
+    cases = load_cases(cases_path, specialists=v.specialists, strategy=v.strategy_specialist,
+                       options=v.options_specialist, run_dir=Path(run_dir) if run_dir else None)
     return config, cases
+
+
+def run_cases_file(run_dir: Path) -> Path | None:
+    """The cases file a run was created with, when it still exists."""
+    meta_path = run_dir / "run.json"
+    if not meta_path.exists():
+        return None
+    try:
+        recorded = json.loads(meta_path.read_text(encoding="utf-8")).get("cases_file")
+    except json.JSONDecodeError:
+        return None
+    return Path(recorded) if recorded and Path(recorded).exists() else None

@@ -1,0 +1,36 @@
+"""obai-e2e judge-packets: write a round of blind judge packets and the judge bundle."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..judging.packets import DEFAULT_PANEL, generate
+from ..judging.rounds import judging_lock
+from ..output import emit
+from ._common import add_config_args, load
+
+
+def register(sub) -> None:
+    p = sub.add_parser("judge-packets", help="write blind judge packets and bundle.md for a judging round",
+                       description="Writes one anonymous packet per unit that needs a model's judgment "
+                                   "(hub.incomplete_answer for every answered, non-rejection unit; model_judged "
+                                   "catalog categories for at least --share of eligible units) under "
+                                   "D/judging/<round>/packets/, the id map mapping.json (never for judges) and "
+                                   "bundle.md, the complete text a fresh judge gets. A round is write-once: "
+                                   "generating it again is refused; use a new round name.")
+    p.add_argument("--run-dir", required=True, type=Path)
+    p.add_argument("--round", default="r1", help="round name (default r1)")
+    p.add_argument("--share", default="0.2",
+                   help="share of eligible units that get each model_judged category question (0.2 to 1, default 0.2)")
+    p.add_argument("--seed", default=None, help="seed of the category sample (default: the run id)")
+    p.add_argument("--judges", type=int, default=DEFAULT_PANEL, help=f"panel size (default {DEFAULT_PANEL})")
+    p.add_argument("--catalog", type=Path, default=None, help="loss catalog (default catalogs/loss-catalog.v1.json)")
+    add_config_args(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    config, cases = load(args)
+    with judging_lock(args.run_dir):
+        emit(generate(args.run_dir, config, cases, round_name=args.round, share=args.share, seed=args.seed,
+                      catalog_path=args.catalog, panel_size=args.judges))
+    return 0

@@ -1,0 +1,81 @@
+"""The questions a blind judge answers, and what each choice means as a loss.
+
+A rubric code that the mechanical check hands on as ``needs_judgment`` gets a code
+question; a model_judged loss-catalog category whose codes no code question covers gets
+a category question. The loss of a choice is 1 when the answer fails the question, 0
+when it is fine, and undefined (None) for an abstention.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+ABSTAIN = "abstain"
+
+
+@dataclass(frozen=True)
+class QuestionDef:
+    """One question: what it feeds, how it is put to the judge, what its choices cost."""
+
+    feeds: str
+    kind: str  # "code" | "category"
+    definition: str
+    choices: tuple[str, ...]
+    loss: dict = field(default_factory=dict)
+    categories: tuple[str, ...] = ()
+
+    def loss_of(self, choice: str | None) -> int | None:
+        return self.loss.get(choice) if choice is not None else None
+
+    def to_json(self) -> dict:
+        return {"feeds": self.feeds, "kind": self.kind, "definition": self.definition,
+                "choices": list(self.choices), "loss": dict(self.loss), "categories": list(self.categories)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "QuestionDef":
+        return cls(data["feeds"], data["kind"], data["definition"], tuple(data["choices"]),
+                   dict(data["loss"]), tuple(data.get("categories", ())))
+
+
+INCOMPLETE_ANSWER = QuestionDef(
+    feeds="hub.incomplete_answer",
+    kind="code",
+    definition=(
+        "Does the final answer address what the question actually asks? Break the question into the "
+        "things it asks for (each instrument, figure, period, condition or comparison) and check that the "
+        "answer delivers each of them. Choose 'incomplete' when any part is left out, dodged, replaced by "
+        "something that was not asked, or only promised; choose 'complete' when every part is answered. "
+        "Judge coverage of the ask, not style. When the packet has a follow-up answer, the first answer "
+        "and the follow-up answer together are the final answer."),
+    choices=("complete", "incomplete", ABSTAIN),
+    loss={"complete": 0, "incomplete": 1},
+)
+
+# Rubric codes a judge answers; the mechanical check names them as needs_judgment.
+CODE_QUESTIONS = {q.feeds: q for q in (INCOMPLETE_ANSWER,)}
+
+
+def category_question(category: dict) -> QuestionDef:
+    """The question for a model_judged catalog category that no code question covers."""
+    text = (category.get("description") or category["id"]).rstrip(".")
+    return QuestionDef(
+        feeds=category["id"], kind="category",
+        definition=(f"Does the final answer meet this requirement: {text}? Choose 'fails' when it does "
+                    "not, 'meets' when it does."),
+        choices=("meets", "fails", ABSTAIN), loss={"meets": 0, "fails": 1},
+        categories=(category["id"],))
+
+
+def plan_questions(catalog: dict) -> tuple[dict[str, QuestionDef], list[QuestionDef]]:
+    """(code questions with the categories they feed, category questions to sample)."""
+    judged = [c for c in catalog.get("categories", []) if c.get("type") == "model_judged"]
+    codes = {}
+    for feeds, q in CODE_QUESTIONS.items():
+        cats = tuple(c["id"] for c in judged if feeds in c.get("codes", []))
+        codes[feeds] = QuestionDef(q.feeds, q.kind, q.definition, q.choices, q.loss, cats)
+    sampled = [category_question(c) for c in judged
+               if not c.get("codes") or not all(code in codes for code in c["codes"])]
+    return codes, sampled
+
+
+NOT_APPLICABLE_NOTE = ("This question does not apply to this packet (there is no answer to judge, or the "
+                       "question was refused by design): give null as the choice.")

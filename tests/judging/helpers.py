@@ -1,0 +1,65 @@
+"""Building judging rounds from the real run directory and synthetic judge replies."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from obai_e2e.judging.packets import generate
+from obai_e2e.judging.rounds import Round, load_round
+from obai_e2e.paths import bundle_root
+
+REAL_RUN = bundle_root() / "runs" / "2026-11-29" / "182418"
+
+# A catalog with a model_judged category that no code question covers, so it is sampled.
+EXTRA_CATALOG = {
+    "version": "test",
+    "categories": [
+        {"id": "answer_completeness", "weight": 0.15, "type": "model_judged", "max": 1,
+         "description": "the answer addresses what was actually asked", "codes": ["hub.incomplete_answer"]},
+        {"id": "answer_clarity", "weight": 0.10, "type": "model_judged", "max": 1,
+         "description": "the answer states its figures plainly, with units and dates", "codes": []},
+        {"id": "routing_skills", "weight": 0.75, "type": "deterministic", "max": 1, "codes": ["routing.skill_missing"]},
+    ],
+}
+
+
+def copy_run(dest: Path) -> Path:
+    run = dest / "run"
+    shutil.copytree(REAL_RUN, run, ignore=shutil.ignore_patterns("judging", ".runner*"))
+    return run
+
+
+def make_round(run: Path, config, cases, name: str = "r1", **kw) -> Round:
+    generate(run, config, cases, round_name=name, **kw)
+    return load_round(run, name)
+
+
+def pid_of(rnd: Round, unit_id: str) -> str:
+    return next(p for p, u in rnd.mapping.items() if u == unit_id)
+
+
+def answer(q: dict, choice, packet: dict, *, tag: str = "", spans=None, numbers=None) -> dict:
+    decisive = choice not in (None, "abstain")
+    first_span = [packet["specialist_payloads"][0]["span_id"]] if packet["specialist_payloads"] else []
+    return {"question": q["id"], "choice": choice,
+            "evidence": {"spans": spans if spans is not None else (first_span if decisive else []),
+                         "numbers": numbers if numbers is not None else []},
+            "rationale": f"{tag} the answer covers what was asked." if decisive or tag else ""}
+
+
+def entry(rnd: Round, unit_id: str, choice, *, tag: str = "", category_choice: str = "meets", **kw) -> dict:
+    """Every applicable code question gets ``choice``, every applicable category question ``category_choice``."""
+    pid = pid_of(rnd, unit_id)
+    packet = rnd.packets[pid]
+
+    def pick(q):
+        if not q["applies"]:
+            return None
+        return choice if q["feeds"].startswith("hub.") else category_choice
+    return {"packet_id": pid, "answers": [answer(q, pick(q), packet, tag=tag, **kw) for q in packet["questions"]]}
+
+
+def reply(rnd: Round, choices: dict[str, str | None], *, tag: str = "") -> str:
+    """A judge's raw reply: one choice per unit (every question of its packet)."""
+    return json.dumps({"packets": [entry(rnd, uid, c, tag=tag) for uid, c in choices.items()]}, indent=1)

@@ -1,0 +1,191 @@
+"""Blind packets from the real run directory: who gets one, what is in it, what never is."""
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import pytest
+
+from obai_e2e.errors import UsageError, WriteOnceViolation
+from obai_e2e.judging.aggregate import aggregate_round
+from obai_e2e.judging.packets import generate, judge_packet
+from obai_e2e.judging.questions import INCOMPLETE_ANSWER
+from obai_e2e.judging.responses import store
+from obai_e2e.judging.rounds import load_round
+
+from .helpers import EXTRA_CATALOG, REAL_RUN, copy_run, make_round, pid_of, reply
+
+
+
+def test_one_packet_per_answered_unit(run, config_cases):
+    rnd = make_round(run, *config_cases)
+    assert sorted(rnd.mapping.values()) == ["A1", "MD1", "O2", "S2"]  # R1 is a rejection: nothing to judge
+    for pid, packet in rnd.packets.items():
+        assert re.fullmatch(r"[0-9a-f]{16}", pid) and packet["packet_id"] == pid
+        assert packet["response_schema_version"] == 1
+        assert [q["feeds"] for q in packet["questions"]] == ["hub.incomplete_answer"]
+        assert packet["questions"][0]["applies"] is True
+        assert packet["questions"][0]["choices"] == ["complete", "incomplete", "abstain"]
+        assert packet["specialist_payloads"] and all(p["span_id"] for p in packet["specialist_payloads"])
+        assert set(packet) <= {"packet_id", "response_schema_version", "query", "final_answer", "followup",
+                               "specialist_payloads", "questions", "response_schema"}
+    md1 = rnd.packets[pid_of(rnd, "MD1")]
+    assert md1["query"] == "What is the latest price of AAPL?"
+    assert md1["final_answer"].startswith("AAPL (Apple) last closed at 238.41")
+    assert md1["specialist_payloads"][0] == {
+        "ref": "P1", "turn": "first turn", "specialist": "market_data_analysis",
+        "span_id": "01a2288d-1fe2-7ddc-9a7b-87840f87afe9",
+        "output_text": json.loads((REAL_RUN / "MD1.json").read_text())["trace"]["digest"]["specialist_calls"][0]["output_text"]}
+    manifest = rnd.manifest
+    assert manifest["coverage"]["hub.incomplete_answer"] == {"kind": "code", "eligible_units": 5, "asked": 4,
+                                                            "applicable": 4}
+    assert manifest["questions"]["hub.incomplete_answer"]["categories"] == ["answer_completeness"]
+
+
+def test_async_packet_labels_the_followup(run, config_cases):
+    rnd = make_round(run, *config_cases)
+    a1 = rnd.packets[pid_of(rnd, "A1")]
+    assert a1["final_answer"].startswith("Backtest queued. Job ID: 7245")
+    assert a1["followup"]["final_answer"].startswith("Here are the results of job 7245")
+    assert "follow-up" in a1["followup"]["note"] and a1["followup"]["query"]
+    turns = [p["turn"] for p in a1["specialist_payloads"]]
+    assert turns[0] == "first turn" and "follow-up turn" in turns
+    assert [p["ref"] for p in a1["specialist_payloads"]] == [f"P{i}" for i in range(1, len(turns) + 1)]
+
+
+def test_round_is_write_once_and_new_round_allowed(run, config_cases):
+    config, cases = config_cases
+    make_round(run, config, cases)
+    before = {p: p.read_bytes() for p in (run / "judging" / "r1").rglob("*") if p.is_file()}
+    with pytest.raises(WriteOnceViolation, match="r2"):
+        generate(run, config, cases)
+    assert {p: p.read_bytes() for p in (run / "judging" / "r1").rglob("*") if p.is_file()} == before
+    r2 = make_round(run, config, cases, "r2")
+    assert not set(r2.packets) & set(load_round(run, "r1").packets)  # fresh random ids
+    (run / "judging" / "r3" / "packets").mkdir(parents=True)
+    (run / "judging" / "r3" / "packets" / "x.json").write_text("{}")
+    with pytest.raises(WriteOnceViolation, match="unfinished"):
+        generate(run, config, cases, round_name="r3")
+    with pytest.raises(UsageError):
+        generate(run, config, cases, round_name="../escape")
+
+
+def test_category_share_is_deterministic_and_marks_non_applicable(tmp_path, config_cases):
+    config, cases = config_cases
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps(EXTRA_CATALOG))
+    picks = []
+    for k in range(2):
+        run = copy_run(tmp_path / f"c{k}")
+        rnd = make_round(run, config, cases, catalog_path=catalog, share="0.2", seed="s1")
+        cov = rnd.manifest["coverage"]["answer_clarity"]
+        assert cov["kind"] == "category" and cov["eligible_units"] == 5 and cov["asked"] == 1  # ceil(0.2·5)
+        picks.append(sorted(u for p, u in rnd.mapping.items()
+                            if any(q["feeds"] == "answer_clarity" for q in rnd.packets[p]["questions"])))
+    assert picks[0] == picks[1]  # same seed, same sample
+    run = copy_run(tmp_path / "all")
+    rnd = make_round(run, config, cases, catalog_path=catalog, share="1")
+    assert sorted(rnd.mapping.values()) == ["A1", "MD1", "O2", "R1", "S2"]
+    r1 = rnd.packets[pid_of(rnd, "R1")]
+    assert [(q["feeds"], q["applies"]) for q in r1["questions"]] == [("hub.incomplete_answer", False),
+                                                                   ("answer_clarity", False)]
+    assert all("give null" in q["definition"] for q in r1["questions"])
+    md1 = rnd.packets[pid_of(rnd, "MD1")]
+    assert [(q["feeds"], q["applies"]) for q in md1["questions"]] == [("hub.incomplete_answer", True),
+                                                                    ("answer_clarity", True)]
+    with pytest.raises(UsageError, match="20 %"):
+        generate(copy_run(tmp_path / "low"), config, cases, catalog_path=catalog, share="0.1")
+
+
+def test_identifiers_inside_free_text_are_masked():
+    packet = json.loads((REAL_RUN / "MD1.json").read_text())
+    session = packet["session"]
+    packet["trace"]["digest"]["specialist_calls"][0]["output_text"] += f"\nsession {session} case MD1 run {packet['run_id']}"
+    jp, masked = judge_packet("00ff00ff00ff00ff", packet, "MD1", [(INCOMPLETE_ANSWER, True)])
+    text = jp["specialist_payloads"][0]["output_text"]
+    assert masked == 3 and session not in text and "MD1" not in text and packet["run_id"] not in text
+    assert "238.41" in text  # the evidence itself is untouched
+
+
+# -- the leak test ---------------------------------------------------------------------
+
+FORBIDDEN_KEYS = {"case_id", "unit_id", "feature", "labels", "verdict", "mechanical", "reasons", "baseline"}
+
+
+def _walk(value, keys, values):
+    if isinstance(value, dict):
+        for k, v in value.items():
+            keys.add(k)
+            _walk(v, keys, values)
+    elif isinstance(value, list):
+        for v in value:
+            _walk(v, keys, values)
+    else:
+        values.add(value)
+
+
+def _json_blocks(markdown: str) -> list:
+    return [json.loads(b) for b in re.findall(r"```json\n(.*?)\n```", markdown, re.S)]
+
+
+def test_packets_and_bundles_leak_nothing(run, config_cases):
+    config, cases = config_cases
+    names = {p.name for p in run.rglob("*")}  # every file name of the run directory before judging
+    r1 = make_round(run, config, cases)
+    # Three judges answer round 1 with recognisable rationales; the round is aggregated.
+    for j in ("J1", "J2", "J3"):
+        store(run, "r1", j, "test-model", reply(r1, {u: "complete" for u in ("MD1", "S2", "A1", "O2")},
+                                              tag=f"SECRET-RATIONALE-{j}"))
+    aggregate_round(run, "r1")
+    r2 = make_round(run, config, cases, "r2")
+    meta = json.loads((run / "run.json").read_text())
+    forbidden_values = set(names)
+    unit_files = {}
+    for uid in meta["units"]:
+        packet = json.loads((run / f"{uid}.json").read_text())
+        unit_files[uid] = packet
+        forbidden_values |= {uid, packet["case_id"], packet["case"]["feature"], packet["session"], packet["run_id"]}
+        forbidden_values |= {str(v) for v in packet["case"].get("labels", {}).values()}
+    for rnd in (r1, r2):
+        bundle = (rnd.dir / "bundle.md").read_text()
+        documents = list(rnd.packets.values()) + _json_blocks(bundle)
+        # the prompt's example, the packets, the envelope schema, the skeleton
+        assert len(_json_blocks(bundle)) == 1 + len(rnd.packets) + 2
+        for doc in documents:
+            keys, values = set(), set()
+            _walk(doc, keys, values)
+            assert not keys & FORBIDDEN_KEYS, keys & FORBIDDEN_KEYS
+            assert not [k for k in keys if k.startswith("expected")]
+            assert not values & forbidden_values, values & forbidden_values
+        for uid, packet in unit_files.items():
+            for token in {uid, packet["case_id"]}:
+                assert not re.search(rf"(?<![\w-]){re.escape(token)}(?![\w-])", bundle), token
+            assert packet["session"] not in bundle and packet["run_id"] not in bundle
+        for name in names:
+            if "." in name:  # MD1.json, results.json, report.md …
+                assert name not in bundle, name
+        for word in ("mapping", "SECRET-RATIONALE", "J1", "J2", "J3", "aggregate", "baseline"):
+            assert word not in bundle, word
+        for packet in rnd.packets.values():
+            text = json.dumps(packet)
+            assert "SECRET-RATIONALE" not in text and "test-model" not in text
+    # The map from opaque id to unit exists only outside what judges see.
+    assert json.loads((r2.dir / "mapping.json").read_text())["packets"].keys() == r2.packets.keys()
+    opaque = set(r1.packets) | set(r2.packets)
+    assert not any(pid in name for pid in opaque for name in names)
+    assert len(opaque) == 8
+
+
+def test_judge_prompt_is_in_the_bundle_verbatim(run, config_cases):
+    from obai_e2e.judging.packets import prompt_path
+
+    rnd = make_round(run, *config_cases)
+    bundle = (rnd.dir / "bundle.md").read_text()
+    prompt = prompt_path().read_text()
+    assert bundle.startswith(prompt.rstrip("\n"))
+    assert "# Response format" in bundle
+    import hashlib
+
+    assert rnd.manifest["prompt"]["sha256"] == hashlib.sha256(prompt.encode()).hexdigest()
+    assert os.path.basename(rnd.manifest["prompt"]["path"]) == "judge-prompt.md"
