@@ -106,7 +106,7 @@ def c_min_judge_agreement(cond, run_dir, results, case_set) -> Check:
     agg = json.loads(rounds[-1].read_text(encoding="utf-8"))
     metric = cond.get("metric", "percent")
     overall = agg.get("agreement", {}).get("overall", {})
-    value = overall.get("fleiss_kappa" if metric == "kappa" else "percent")
+    value = overall.get("fleiss_kappa" if metric == "kappa" else "percent_agreement")
     if value is None:
         return _missing(cond, f"the panel's {metric} agreement")
     return Check(cond["id"], PASS if value >= cond["value"] else FAIL, f"{metric} agreement {value:.3f} (floor {cond['value']})")

@@ -17,6 +17,7 @@ from . import preflight
 from .backend import connect
 from .judge import judge_unit
 from .packet import drive
+from .panel import run_panel
 from .results import finalize
 from .rundir import Filters, RunLock, create_run, load_run, plan
 from .sandbox import install_signal_teardown
@@ -63,7 +64,8 @@ class Progress:
 
 
 def run(config, case_set, filters: Filters, *, jobs: int = 1, resume: Path | None = None,
-        after_finish: Callable[[Path, dict], dict] | None = None, say: Callable[[str], None] = lambda m: None) -> tuple[int, dict]:
+        after_finish: Callable[[Path, dict], dict] | None = None, say: Callable[[str], None] = lambda m: None,
+        panel_command: str | None = None, panel_judges: int = 3) -> tuple[int, dict]:
     install_signal_teardown()
     report = preflight.run(config.path)
     if not report.ready:
@@ -80,12 +82,22 @@ def run(config, case_set, filters: Filters, *, jobs: int = 1, resume: Path | Non
         if p.disabled_line:
             say(p.disabled_line)
         todo = p.to_judge + p.pending
+        # With a panel every unit is driven first, then judged, so that the panel's
+        # majority is part of each verdict; without one, units are judged as they finish.
+        defer = bool(panel_command)
         with Progress(total=len(todo)) as progress:
-            for unit_id in p.to_judge:
-                t0 = time.monotonic()
-                res = judge_unit(config, case_set, run_dir, unit_id)
-                progress.unit(unit_id, res["verdict"], res["reasons"], time.monotonic() - t0)
-            _drive_all(config, case_set, run_dir, p.pending, backend, jobs, progress)
+            if not defer:
+                for unit_id in p.to_judge:
+                    t0 = time.monotonic()
+                    res = judge_unit(config, case_set, run_dir, unit_id)
+                    progress.unit(unit_id, res["verdict"], res["reasons"], time.monotonic() - t0)
+            _drive_all(config, case_set, run_dir, p.pending, backend, jobs, progress, judge=not defer)
+            if defer:
+                say("judge panel: " + str(run_panel(run_dir, config, case_set, panel_command, judges=panel_judges)))
+                for unit_id in todo:
+                    t0 = time.monotonic()
+                    res = judge_unit(config, case_set, run_dir, unit_id)
+                    progress.unit(unit_id, res["verdict"], res["reasons"], time.monotonic() - t0)
         outcome = finalize(config, case_set, run_dir)
         if after_finish is not None:
             outcome.update(after_finish(run_dir, outcome) or {})
@@ -95,7 +107,8 @@ def run(config, case_set, filters: Filters, *, jobs: int = 1, resume: Path | Non
     return code, outcome
 
 
-def _drive_all(config, case_set, run_dir: Path, units: list[str], backend, jobs: int, progress: Progress) -> None:
+def _drive_all(config, case_set, run_dir: Path, units: list[str], backend, jobs: int, progress: Progress,
+               judge: bool = True) -> None:
     if not units:
         return
     started: dict = {}
@@ -111,5 +124,6 @@ def _drive_all(config, case_set, run_dir: Path, units: list[str], backend, jobs:
             for future in done:
                 unit_id = running.pop(future)
                 future.result()  # a harness bug surfaces here rather than being lost
-                res = judge_unit(config, case_set, run_dir, unit_id)
-                progress.unit(unit_id, res["verdict"], res["reasons"], time.monotonic() - started[unit_id])
+                if judge:
+                    res = judge_unit(config, case_set, run_dir, unit_id)
+                    progress.unit(unit_id, res["verdict"], res["reasons"], time.monotonic() - started[unit_id])

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .judging.aggregate import panel_for_unit
 from .packet import load_packet
 from .record import ensure_row, load_verdict, record, verdict_path
 from .rubric import check_packet
@@ -23,4 +24,4 @@ def judge_unit(config, case_set, run_dir: Path, unit_id: str) -> dict:
                 "verdict_file": str(verdict_path(run_dir, unit_id)), "row_appended": appended,
                 "repair": existing.get("repair")}
     check = check_packet(packet, unit.case, config)
-    return record(config, case_set, run_dir, unit_id, mechanical_verdict(check))
+    return record(config, case_set, run_dir, unit_id, mechanical_verdict(check, panel_for_unit(run_dir, unit_id)))

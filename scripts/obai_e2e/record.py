@@ -11,12 +11,13 @@ from pathlib import Path
 
 from .errors import UsageError, WriteOnceViolation
 from .fsutil import dumps_json, write_once
+from .judging.aggregate import panel_for_unit
 from .packet import load_packet
 from .report_md import append_entry, detail_block, judged_ids, row
 from .rubric import check_packet
 from .rundir import load_run
 from .units import check_unit_id, resolve_unit
-from .verdict import check_override, validate
+from .verdict import check_override, check_panel, validate
 
 VERDICT_SUFFIX = ".verdict.json"
 
@@ -51,7 +52,8 @@ def reason_cell(record: dict) -> str:
     return ", ".join(record.get("reasons") or [])
 
 
-def build_record(value: dict, accepted_repair: dict | None, mechanical, case, packet: dict) -> dict:
+def build_record(value: dict, accepted_repair: dict | None, mechanical, case, packet: dict,
+                 panel: dict | None = None) -> dict:
     rec = dict(value)
     rec.setdefault("reasons", [])
     rec.setdefault("expected", mechanical.expected[:500])
@@ -61,6 +63,7 @@ def build_record(value: dict, accepted_repair: dict | None, mechanical, case, pa
     rec["feature"] = case.feature
     rec["mechanical"] = {"verdict": mechanical.verdict, "reasons": list(mechanical.reasons)}
     rec["repair"] = accepted_repair
+    rec["judge_panel"] = panel
     return rec
 
 
@@ -84,7 +87,9 @@ def record(config, case_set, run_dir: Path, unit_id: str, submitted: dict) -> di
     mechanical = check_packet(packet, unit.case, config)
     accepted = validate(submitted, unit.case, config, unit.id)
     check_override(accepted.value, mechanical.to_json())
-    rec = build_record(accepted.value, accepted.repair, mechanical, unit.case, packet)
+    panel = panel_for_unit(run_dir, unit.id)
+    check_panel(accepted.value, panel)
+    rec = build_record(accepted.value, accepted.repair, mechanical, unit.case, packet, panel)
     path = verdict_path(run_dir, unit.id)
     wrote = False
     if path.exists():

@@ -9,6 +9,7 @@ from . import schema
 from .clock import iso, parse_iso, utc_now
 from .errors import ConfigError, UsageError
 from .fsutil import dumps_json, write_once
+from .judging.aggregate import panel_for_unit
 from .packet import load_packet
 from .paths import runs_root
 from .record import load_verdict
@@ -65,6 +66,8 @@ def unit_entry(config, case_set, run_dir: Path, unit_id: str, meta: dict) -> dic
                     "repair", "answers", "mechanical", "judge_panel"):
             if key in verdict and verdict[key] is not None:
                 entry[key] = verdict[key]
+    if entry["judge_panel"] is None:
+        entry["judge_panel"] = panel_for_unit(run_dir, unit_id)
     return entry
 
 

@@ -14,8 +14,8 @@ from .freeze import Drift
 from .fsutil import dumps_json, sha256_file, write_once
 
 SEAL = "seal.json"
-IGNORED = (".runner.lock", ".runner.owner.json", "*.tmp", SEAL)
-LATE = ("gate-*.json",)
+IGNORED = (".runner.lock", ".runner.owner.json", ".judging.lock", "*.tmp", SEAL)
+LATE = ("gate-*.json", "replay-report.json")
 
 
 def _files(run_dir: Path) -> dict[str, str]:

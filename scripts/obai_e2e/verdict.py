@@ -146,17 +146,52 @@ def check_override(value: dict, mechanical: dict) -> None:
         raise VerdictInvalid(f"verdict /override/rule: must name the mechanical failure {code!r}, got {override.get('rule')!r}")
 
 
-def mechanical_verdict(check) -> dict:
-    """The verdict a program records from a check result (headless runs)."""
+PANEL_CODE = "hub.incomplete_answer"
+
+
+def check_panel(value: dict, panel: dict | None) -> None:
+    """A decided panel majority is the judgment on its question; a verdict may not contradict it."""
+    q = ((panel or {}).get("questions") or {}).get(PANEL_CODE)
+    if not q or not q.get("decided") or value["verdict"] in ("fail", "inconclusive"):
+        return
+    has = PANEL_CODE in (value.get("reasons") or [])
+    if q.get("trips") and not has:
+        raise VerdictInvalid(
+            f"verdict /reasons: the judge panel's majority ({q.get('majority')}) found the answer incomplete; "
+            f"include {PANEL_CODE} (verdict needs_review) unless a hard rule failed")
+    if not q.get("trips") and has:
+        raise VerdictInvalid(
+            f"verdict /reasons: the judge panel's majority ({q.get('majority')}) found the answer complete; "
+            f"{PANEL_CODE} contradicts it")
+
+
+def mechanical_verdict(check, panel: dict | None = None) -> dict:
+    """The verdict a program records from a check result (headless runs).
+
+    A judge panel's majority on ``hub.incomplete_answer`` becomes part of it: a tripped
+    majority adds that soft code unless the unit already failed a hard rule.
+    """
+    verdict, reasons, judgment = check.verdict, list(check.reasons), check.judgment
+    judged_by = "mechanical"
+    q = ((panel or {}).get("questions") or {}).get(PANEL_CODE)
+    if q is not None and verdict in ("pass", "needs_review"):
+        judged_by = "mechanical+panel"
+        votes = ", ".join(f"{k} {v}" for k, v in sorted((q.get("votes") or {}).items()))
+        if q.get("trips"):
+            verdict = "needs_review"
+            reasons = reasons + [PANEL_CODE] if PANEL_CODE not in reasons else reasons
+            judgment = f"The judge panel found the answer incomplete ({votes}). " + judgment
+        elif not q.get("decided"):
+            judgment = judgment + f" The judge panel did not agree on completeness ({votes})."
     return {
         "schema_version": CURRENT_VERSION,
         "unit_id": check.unit_id,
-        "verdict": check.verdict,
-        "reasons": list(check.reasons),
+        "verdict": verdict,
+        "reasons": reasons,
         "expected": check.expected[:500],
         "observed": check.observed[:500],
-        "judgment": _one_line(check.judgment)[:400] or "No judgment.",
-        "judged_by": "mechanical",
+        "judgment": _one_line(judgment)[:400] or "No judgment.",
+        "judged_by": judged_by,
     }
 
 

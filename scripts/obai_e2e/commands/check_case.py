@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import UsageError
+from ..judging.aggregate import panel_for_unit
 from ..output import emit
 from ..packet import load_packet
 from ..rubric import check_packet
@@ -31,6 +32,7 @@ def run(args) -> int:
         raise UsageError(f"no packet for {unit.id} in {args.run_dir}: run run_one.py --id {unit.id} first")
     result = check_packet(packet, unit.case, config).to_json()
     hard, soft = applicable_codes(unit.case, config)
+    result["judge_panel"] = panel_for_unit(args.run_dir, unit.id)
     result["admissible"] = {"fail": [p.replace("\\", "") for p in hard], "needs_review": [p.replace("\\", "") for p in soft]}
     emit(result)
     return 0

@@ -18,6 +18,10 @@ def register(sub) -> None:
     p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue an interrupted run directory")
     p.add_argument("--baseline", type=Path, metavar="RESULTS_OR_RUN_DIR",
                    help="compare against this run (default: the previous runs/latest, when there is one)")
+    p.add_argument("--panel-command", metavar="CMD",
+                   help="a judge program (bundle on stdin, JSON answer on stdout) run once per judge for a blind "
+                        "panel on the model-judged questions before verdicts are recorded")
+    p.add_argument("--panel-judges", type=int, default=3, help="judges in the panel (default 3, at least 3)")
     p.add_argument("--no-html", action="store_true", help="skip report.html")
     p.add_argument("--open", action="store_true", help="open report.html in the browser at the end")
     add_config_args(p)
@@ -28,7 +32,8 @@ def run(args) -> int:
     config, cases = load(args)
     hook = after_run(config, cases, html=not args.no_html, open_browser=args.open, baseline=args.baseline)
     code, out = headless.run(config, cases, filters_from(args), jobs=args.jobs, resume=args.resume,
-                             after_finish=hook, say=say)
+                             after_finish=hook, say=say, panel_command=args.panel_command,
+                             panel_judges=args.panel_judges)
     emit(out)
     if "summary_line" in out:
         say(out["summary_line"])
