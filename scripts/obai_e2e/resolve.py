@@ -160,6 +160,9 @@ def resolve(backend: Backend, config, key: TurnKey, *, deadline_s: float | None 
                               message=f"{len(ids)} traces match this turn ({method}); refusing to pick one")
         elapsed_s = time.monotonic() - t0
         if elapsed_s >= deadline_s:
+            if matches is None:  # the backend never answered the last attempt
+                return Resolution(UNREACHABLE, method, attempts=attempts, elapsed_ms=int(elapsed_s * 1000),
+                                  message=f"{backend.describe()} did not answer: {last_error}")
             return Resolution(NOT_FOUND, method, attempts=attempts, elapsed_ms=int(elapsed_s * 1000),
                               message=f"no trace matched ({method}: {filter_string}) within {deadline_s:g} s")
         time.sleep(min(delay, max(0.0, deadline_s - elapsed_s)))

@@ -1,0 +1,42 @@
+"""An isolated harness home for end-to-end tests: its own runs folder, the session trace store."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def harness_env(tmp_path_factory, trace_store):
+    """Point the harness at a temporary runs folder and the session's trace store."""
+    runs = tmp_path_factory.mktemp("runs")
+    saved = {k: os.environ.get(k) for k in ("OBAI_E2E_RUNS", "OBAI_TRACE_STORE_DIR", "OBAI_DEMO_FAULTS")}
+    os.environ["OBAI_E2E_RUNS"] = str(runs)
+    os.environ["OBAI_TRACE_STORE_DIR"] = str(trace_store.data_dir)
+    os.environ.pop("OBAI_DEMO_FAULTS", None)
+    try:
+        yield runs
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def target_variant(tmp_path: Path, **changes) -> Path:
+    """A copy of the bundled target.yaml with some values changed (dotted keys)."""
+    data = yaml.safe_load((REPO / "cases" / "target.yaml").read_text())
+    for dotted, value in changes.items():
+        cur = data
+        *parents, last = dotted.split(".")
+        for p in parents:
+            cur = cur.setdefault(p, {})
+        cur[last] = value
+    path = tmp_path / "target.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
