@@ -1,0 +1,124 @@
+"""Fault injection: the ``OBAI_DEMO_FAULTS`` table and its parser.
+
+Each fault makes exactly one rubric rule of the harness trip (or, for the last four, one
+harness outcome occur) and leaves everything else about the turn as a clean run has it.
+``FAULTS`` is the table the README documents; tests and the harness iterate it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One injectable fault: its name, the rubric code it trips, what it does."""
+
+    name: str
+    code: str
+    description: str
+    example: str
+    """A query (or, for async faults, the first query of the pair) where the fault shows."""
+
+
+_ROUTING = "What is Apple's stock price and its net margin?"
+_BACKTEST = "Backtest AAPL: buy when RSI(14) drops below 30, sell when it rises above 70, 1.5% stop loss, enter at 9:45"
+_ASYNC = "Backtest NVDA with RSI(14) below 30 and above 70 in the background"
+_OFF_TOPIC = "What is a good recipe for banana bread?"
+
+FAULTS: dict[str, Fault] = {
+    f.name: f
+    for f in [
+        Fault("drop_skill", "routing.skill_missing",
+              "the first planned skill is not loaded; its specialists are still called", _ROUTING),
+        Fault("extra_skill", "routing.skill_overload",
+              "the options skill is also loaded (prediction-markets when options is planned)", _ROUTING),
+        Fault("skip_specialist", "routing.specialist_missing",
+              "the last planned specialist is not called; the answer covers only the others", _ROUTING),
+        Fault("reorder_specialists", "routing.sequence_violation",
+              "specialists are called in reverse plan order", _ROUTING),
+        Fault("extra_specialist", "routing.unexpected_specialist",
+              "an extra specialist (fundamentals_analysis, or market_data_analysis when fundamentals "
+              "is planned, or prediction_market_analysis when both are) is called, with no skill "
+              "load, and its result is not used", "What is Tesla's stock price?"),
+        Fault("paraphrase_threshold", "routing.hub_paraphrase",
+              "the strategy spec writes integer thresholds with a decimal (30 -> 30.0) and RSI(14) as "
+              "RSI 14; the backtest result is identical", _BACKTEST),
+        Fault("span_error", "trace.error_span:<specialist>",
+              "the first specialist span raises (error_info set); the hub answers with the rest", _ROUTING),
+        Fault("empty_payload", "specialist.<name>.empty",
+              "the first specialist returns an envelope with empty content and no structuredContent", _ROUTING),
+        Fault("tool_error", "specialist.<name>.tool_error",
+              "the first specialist returns isError: true with the text 'upstream timeout'", _ROUTING),
+        Fault("broken_contract", "specialist.strategy.contract_broken",
+              "the strategy output lacks the 'Total trades' line (sync and async follow-up)", _BACKTEST),
+        Fault("zero_trades", "specialist.strategy.zero_trades",
+              "the strategy finds no signals: 'Total trades: 0', 'Verdict: NO TRADES'", _BACKTEST),
+        Fault("no_job_id", "specialist.strategy.async_stub_broken",
+              "the async stub answer has no 'Job ID:' and says to check back soon", _ASYNC),
+        Fault("lost_job", "specialist.strategy.async_followup_missing",
+              "the queued job is not stored, so the follow-up turn exits 4 (unknown job)", _ASYNC),
+        Fault("no_slug", "specialist.prediction.no_slug",
+              "the answer names the prediction market in words only, no slug or condition id",
+              "What are the odds the Fed cuts rates in December?"),
+        Fault("wrong_option_math", "specialist.options.math",
+              "a naked short call gets a finite max loss and an iron condor a single breakeven",
+              "Sell a naked call on AAPL, strike 200, premium 4.50: what is my max loss?"),
+        Fault("empty_answer", "hub.empty_response",
+              "stdout is empty (exit 0) and the trace output response is ''", _ROUTING),
+        Fault("ungrounded_number", "hub.unverified_number:987.65",
+              "the answer gains a sentence with 987.65, a number no payload contains", _ROUTING),
+        Fault("leaky_guardrail", "guardrail.leaky",
+              "off-topic turn: the guardrail refuses but market_data_analysis is still called; "
+              "the answer stays a clean refusal, exit 1", _OFF_TOPIC),
+        Fault("leaky_response", "guardrail.leaky_response",
+              "off-topic turn: the refusal also leaks a closing price, exit 1", _OFF_TOPIC),
+        Fault("wrong_exit_code", "guardrail.exit_code",
+              "a refusal exits 0", _OFF_TOPIC),
+        Fault("hang", "(timeout)",
+              "after the guardrail the hub spawns a child that ignores SIGTERM, then both sleep forever",
+              _ROUTING),
+        Fault("no_trace", "(trace_not_found)",
+              "the turn answers normally but writes no trace", _ROUTING),
+        Fault("duplicate_trace", "(multi_match)",
+              "the whole hub runs twice (a silent retry): two traces with the same tag, one answer",
+              _ROUTING),
+        Fault("crash", "trace.error_span:hub",
+              "the hub raises after the guardrail: error_info on the hub, traceback on stderr, "
+              "exit 70, empty stdout", _ROUTING),
+    ]
+}
+
+
+@dataclass(frozen=True)
+class FaultEntry:
+    """One entry of ``OBAI_DEMO_FAULTS``: a fault, optionally scoped to matching queries."""
+
+    name: str
+    scope: str | None = None
+
+    def applies_to(self, query: str) -> bool:
+        return self.scope is None or self.scope.lower() in query.lower()
+
+
+def parse(value: str | None) -> tuple[FaultEntry, ...]:
+    """Parse ``name`` / ``name@text`` entries separated by commas; unknown names raise."""
+    entries: list[FaultEntry] = []
+    for raw in (value or "").split(","):
+        raw = raw.strip()
+        if not raw:
+            continue
+        name, sep, scope = raw.partition("@")
+        name = name.strip()
+        if name not in FAULTS:
+            known = ", ".join(FAULTS)
+            raise ValueError(f"unknown fault {name!r} in OBAI_DEMO_FAULTS (known: {known})")
+        scope = scope.strip()
+        if sep and not scope:
+            raise ValueError(f"fault {name!r} has an empty @ scope in OBAI_DEMO_FAULTS")
+        entries.append(FaultEntry(name, scope or None))
+    return tuple(entries)
+
+
+def active(entries: tuple[FaultEntry, ...], query: str) -> frozenset[str]:
+    """Names of the faults that apply to a turn with ``query``."""
+    return frozenset(e.name for e in entries if e.applies_to(query))

@@ -1,0 +1,109 @@
+"""Opik tracing, loaded only when a turn is traced.
+
+``import opik`` takes seconds, so spans are declared with :func:`traced`, which applies
+``opik.track`` on first use and is a plain call while tracing is off (unit tests, the
+``no_trace`` fault). The SDK's environment is settled before the import: no analytics or
+error reporting, and a bounded flush at exit so that a dead backend cannot hold a turn.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from typing import Any, Callable, MutableMapping, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_PROJECT = "obai-demo"
+SDK_DEFAULTS = {
+    "OPIK_PROJECT_NAME": DEFAULT_PROJECT,
+    "OPIK_DEFAULT_FLUSH_TIMEOUT": "2",
+    "OPIK_ANALYTICS_ENABLE": "false",
+    "OPIK_SENTRY_ENABLE": "false",
+}
+
+_enabled = False
+
+
+def set_enabled(enabled: bool) -> None:
+    global _enabled
+    _enabled = enabled
+
+
+def is_enabled() -> bool:
+    return _enabled
+
+
+def sdk_environment(environ: MutableMapping[str, str]) -> None:
+    """Fill in the SDK variables the user has not set."""
+    for key, value in SDK_DEFAULTS.items():
+        if not environ.get(key):
+            environ[key] = value
+
+
+@functools.lru_cache(maxsize=None)
+def _opik() -> Any:
+    sdk_environment(os.environ)
+    import opik
+
+    return opik
+
+
+def traced(name: str, type: str = "general", ignore: tuple[str, ...] = ("ctx",)) -> Callable[[F], F]:
+    """``opik.track(name=..., type=...)``, applied lazily; ``ignore`` args stay out of the input."""
+
+    def decorate(fn: F) -> F:
+        tracked: Callable[..., Any] | None = None
+
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            nonlocal tracked
+            if not _enabled:
+                kwargs.pop("opik_args", None)
+                return fn(*args, **kwargs)
+            if tracked is None:
+                tracked = _opik().track(name=name, type=type, ignore_arguments=list(ignore))(fn)
+            return tracked(*args, **kwargs)
+
+        return call  # type: ignore[return-value]
+
+    return decorate
+
+
+def trace_args(thread_id: str, tags: list[str], metadata: dict[str, Any]) -> dict[str, Any]:
+    """The ``opik_args`` that put thread, tags and metadata on the trace from its start."""
+    return {"trace": {"thread_id": thread_id, "tags": tags, "metadata": metadata}}
+
+
+def set_output(output: dict[str, Any]) -> None:
+    """Set the current span's and trace's output (kept even if the call then raises)."""
+    if not _enabled:
+        return
+    context = _opik().opik_context
+    context.update_current_span(output=output)
+    context.update_current_trace(output=output)
+
+
+def _flush_budget() -> float:
+    try:
+        return max(0.1, float(os.environ.get("OPIK_DEFAULT_FLUSH_TIMEOUT") or SDK_DEFAULTS["OPIK_DEFAULT_FLUSH_TIMEOUT"]))
+    except ValueError:
+        return float(SDK_DEFAULTS["OPIK_DEFAULT_FLUSH_TIMEOUT"])
+
+
+def finish() -> bool:
+    """Deliver what the SDK still holds within the flush timeout; False when it could not.
+
+    The SDK's own exit hook waits on several stages one after another, each up to the
+    flush timeout, so a backend that accepts connections but never answers can hold the
+    process several times that long. The caller leaves at once when this returns False.
+    """
+    if _opik.cache_info().currsize == 0:
+        return True
+    client = _opik().get_global_client()
+    budget = _flush_budget()
+    outcome: list[bool] = []
+    worker = threading.Thread(target=lambda: outcome.append(client.flush(timeout=budget)), daemon=True)
+    worker.start()
+    worker.join(budget + 0.5)
+    return bool(outcome and outcome[0])
