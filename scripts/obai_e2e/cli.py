@@ -26,7 +26,17 @@ COMMANDS = [
     "record_verdict",
     "finalize_run",
     "run",
+    "plan_loss",
+    "score_loss",
+    "prune_korpus",
+    "freeze_audit",
     "traces",
+    "render_report",
+    "install",
+    "judge_packets",
+    "judge_response",
+    "aggregate_judges",
+    "replay_judges",
 ]
 
 

@@ -100,6 +100,15 @@ class Sandbox:
 
 
 @dataclass(frozen=True)
+class Privacy:
+    """How korpus (real-world) data is handled: names to pseudonymise, retention, quoting."""
+
+    names: tuple[str, ...]
+    retention_days: int
+    quote_allowed: bool
+
+
+@dataclass(frozen=True)
 class TargetConfig:
     """Everything target.yaml says, with defaults filled in."""
 
@@ -119,6 +128,7 @@ class TargetConfig:
     mode: str
     catalog: Path | None
     holdout_cases: Path | None = field(default=None)
+    privacy: Privacy | None = field(default=None)  # None: no privacy section (a blocker for korpus cases)
 
 
 def _regex(value: str, source: str, where: str) -> re.Pattern:
@@ -219,6 +229,9 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
 
     m = data.get("anti_mock", {})
     run = data.get("run", {})
+    pv = data.get("privacy")
+    privacy = Privacy(names=tuple(pv.get("names", [])), retention_days=int(pv["retention_days"]),
+                      quote_allowed=bool(pv["quote_allowed"])) if pv is not None else None
     catalog = run.get("catalog")
     holdout = run.get("holdout_cases")
     return TargetConfig(
@@ -238,4 +251,5 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
         mode=run.get("mode", "A"),
         catalog=(root / catalog) if catalog else None,
         holdout_cases=(root / holdout) if holdout else None,
+        privacy=privacy,
     )

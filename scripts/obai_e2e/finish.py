@@ -3,18 +3,39 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .html_report import open_in_browser, write_report
+from .junit import write_junit
 from .results import finalize
+from .seal import seal
 
 
 def finish(config, case_set, run_dir: Path, *, allow_incomplete: bool = False, html: bool = True,
            open_browser: bool = False, baseline: Path | None = None) -> dict:
     out = finalize(config, case_set, run_dir, allow_incomplete=allow_incomplete)
     out.update(after_run(config, case_set, html=html, open_browser=open_browser, baseline=baseline)(Path(run_dir), out))
+    out["seal"] = seal(run_dir)["seal"]
     return out
 
 
 def after_run(config, case_set, *, html: bool = True, open_browser: bool = False, baseline: Path | None = None):
-    """The steps that follow finalize(), as a callable for the headless runner."""
+    """The steps that follow finalize(), as a callable for the headless runner.
+
+    Order matters: the loss layer writes suite.json / TOP-REGRESSIONS.md before the HTML
+    is rendered, so that report.html carries the Loss section.
+    """
     def hook(run_dir: Path, outcome: dict) -> dict:
-        return {}
+        run_dir = Path(run_dir)
+        out: dict = {}
+        out["junit_xml"] = write_junit(run_dir, case_set=case_set)["junit_xml"]
+
+        # ---- loss layer goes here (suite.json, TOP-REGRESSIONS.md, LOSS-HISTORY.md; uses
+        # ---- `baseline`), before the HTML below so that report.html can render them.
+
+        if html:
+            rendered = write_report(run_dir)
+            out["report_html"] = rendered["report_html"]
+            out["report_html_bytes"] = rendered["bytes"]
+            if open_browser:
+                out["opened"] = open_in_browser(Path(rendered["report_html"]))
+        return out
     return hook

@@ -1,0 +1,27 @@
+"""obai-e2e install: copy the skill bundle into another repository."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..install import SKILL_NAME, install
+from ..output import emit, say
+
+
+def register(sub) -> None:
+    p = sub.add_parser("install", help=f"install the skill into a repository (.claude/skills/{SKILL_NAME}/)",
+                       description=f"Copies the bundle to PATH/.claude/skills/{SKILL_NAME}/. A reinstall upgrades "
+                                   "the bundle files; a file under cases/ that you changed is kept and the new "
+                                   "version is written beside it as <name>.new (listed under 'kept'). "
+                                   "Exit codes: 0 installed; 2 PATH missing or not a directory.")
+    p.add_argument("--into", required=True, type=Path, metavar="PATH", help="root of the repository to install into")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    out = install(args.into)
+    emit(out)
+    say(f"installed into {out['skill_dir']} ({out['written_count']} written, {out['unchanged_count']} unchanged)")
+    for k in out["kept"]:
+        say(f"kept your {k['path']}; the bundle's version is in {k['new']}")
+    say(f"next: {out['next_step']}")
+    return 0

@@ -1,0 +1,40 @@
+"""obai-e2e score-loss: suite.json for a finished run; with a baseline, TOP-REGRESSIONS.md too."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..config import load_target_config
+from ..loss.score_run import score_run
+from ..output import emit, say
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "score-loss", help="turn a finished run's results.json into suite.json (and compare with a baseline)",
+        description="Writes RUN_DIR/suite.json once; with --baseline also RUN_DIR/TOP-REGRESSIONS.md and "
+                    "RUN_DIR/comparison.json (the baseline is re-scored from its results.json with the current "
+                    "catalog in mode B), and appends one row per run to LOSS-HISTORY.md in the runs folder. "
+                    "Exit 0 when scored (also with findings, unless --fail-on-regression), 2 on bad input, "
+                    "4 when a write-once file exists with different content.")
+    p.add_argument("--run-dir", required=True, type=Path, help="a finished run (with results.json)")
+    p.add_argument("--baseline", type=Path, default=None,
+                   help="run directory or results.json to compare with (a suite.json only of the same catalog version)")
+    p.add_argument("--catalog", type=Path, default=None,
+                   help="loss catalog (default: run.catalog of the target configuration)")
+    p.add_argument("--plan", type=Path, default=None, help="loss plan (default: cases/plan.yaml, or $OBAI_E2E_PLAN)")
+    p.add_argument("--target", type=Path, default=None, help="target configuration (default: cases/target.yaml)")
+    p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when TOP-REGRESSIONS.md has a row")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    config = load_target_config(args.target)
+    out = score_run(args.run_dir, config=config, baseline=args.baseline, catalog_path=args.catalog,
+                    plan_path=args.plan)
+    emit(out)
+    score = out["suite_score"]
+    shown = f"{score:.4f}" if score is not None else ", ".join(
+        f"{k} {v:.4f}" if v is not None else f"{k} —" for k, v in out["suite_scores"].items()) or "—"
+    say(f"suite score {shown} ({out['suite_status']}); {out['findings']} finding(s) over "
+        f"{out['compared_cells']} compared cell(s); {out['suite_json']}")
+    return 1 if (args.fail_on_regression and out["findings"]) else 0

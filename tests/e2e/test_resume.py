@@ -1,0 +1,95 @@
+"""Kill the headless run with SIGKILL at many random points, resume, and get the same results.
+
+The reference is an uninterrupted run of the same cases. After every kill the same
+command resumes the same run directory; at the end results.json must equal the
+reference (ignoring what differs between any two runs: timestamps, latencies, trace and
+session ids) and report.md must hold each unit exactly once.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from obai_e2e.report_md import read_rows
+
+from .conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+IDS = "MD1,F2,R1,A1,O2,M1"
+KILLS = 22
+VOLATILE = {"latency", "trace_ids", "curated_trace", "followup_curated_trace", "judge_panel"}
+# An async job's id is derived from the session, which is new in every run.
+JOB = re.compile(r"\b(job|Job ID:?)\s*\d+", re.IGNORECASE)
+
+
+def cli(*args, env) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "obai_e2e", *args], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+
+
+def comparable(results: dict) -> list[dict]:
+    out = []
+    for u in results["units"]:
+        u = {k: v for k, v in u.items() if k not in VOLATILE}
+        u["rule_outcomes"] = [{**o, "detail": JOB.sub(r"\1 N", o["detail"]),
+                               "evidence": [{"source": e["source"]} for e in o["evidence"]]}
+                              for o in u["rule_outcomes"]]
+        u["observed"] = JOB.sub(r"\1 N", u["observed"].split("; answer")[0])
+        u["answer"] = JOB.sub(r"\1 N", u["answer"])
+        out.append(u)
+    return out
+
+
+def test_random_kills_then_resume_equal_an_uninterrupted_run(harness_env, trace_store):
+    env = {**os.environ}
+    env.pop("OBAI_DEMO_FAULTS", None)
+    ref = cli("run", "--id", IDS, "--jobs", "2", "--no-html", env=env)
+    out, err = ref.communicate(timeout=600)
+    assert ref.returncode == 0, err.decode()[-2000:]
+    reference = json.loads(Path(json.loads(out)["results"]).read_text())
+
+    rng = random.Random(20261129)
+    before = set(Path(harness_env).glob("2026-*/*"))
+    first = cli("run", "--id", IDS, "--jobs", "2", "--no-html", env=env)
+    deadline = time.monotonic() + 120
+    created = []
+    while not created and time.monotonic() < deadline:
+        created = [p for p in set(Path(harness_env).glob("2026-*/*")) - before if (p / "run.json").exists()]
+        time.sleep(0.05)
+    assert created, "the first attempt did not create its run directory"
+    time.sleep(rng.uniform(0.0, 3.0))
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    run_dir = created[0]
+
+    kills = 1
+    finished = None
+    while finished is None:
+        proc = cli("run", "--resume", str(run_dir), "--jobs", "2", "--no-html", env=env)
+        if kills < KILLS:
+            try:
+                proc.wait(timeout=rng.uniform(0.3, 5.0))
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                kills += 1
+                continue
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err.decode()[-2000:]
+        finished = json.loads(out)
+    assert kills >= 20
+    resumed = json.loads((run_dir / "results.json").read_text())
+    assert comparable(resumed) == comparable(reference)
+    ids = [r["ID"] for r in read_rows(run_dir / "report.md")]
+    assert sorted(ids) == sorted(u["unit_id"] for u in reference["units"])
+    assert len(ids) == len(set(ids))

@@ -1,0 +1,94 @@
+"""results.junit.xml: valid against the JUnit result schema, readable by junitparser, counts per verdict."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import xmlschema
+from junitparser import Error, Failure, JUnitXml, Skipped, TestSuite
+
+from obai_e2e.junit import render, unit_seconds, write_junit
+
+from .helpers import ALL, SCRIPT_BREAK, load, make_hostile
+
+pytestmark = pytest.mark.slow
+
+XSD = Path(__file__).with_name("junit-results.xsd")
+
+
+@pytest.fixture(scope="module")
+def schema() -> xmlschema.XMLSchema:
+    return xmlschema.XMLSchema(str(XSD))
+
+
+def only_suite(xml) -> TestSuite:
+    suites = [xml] if isinstance(xml, TestSuite) else list(xml)
+    assert len(suites) == 1
+    return suites[0]
+
+
+def test_demo_run_junit_is_valid(schema, demo_run):
+    path = demo_run.run_dir / "results.junit.xml"
+    schema.validate(str(path))
+
+
+def test_read_back_with_junitparser(demo_run):
+    suite = only_suite(JUnitXml.fromfile(str(demo_run.run_dir / "results.junit.xml")))
+    assert suite.name == "obai-e2e"
+    assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (7, 1, 1, 1)
+
+    cases = {c.name: c for c in suite}
+    assert sorted(cases) == ["A1", "D1", "F1", "M3", "M5", "MD1", "R1"]
+    units = {u["unit_id"]: u for u in demo_run.results["units"]}
+    for name, case in cases.items():
+        if name != "D1":
+            assert case.classname == f"obai-e2e.{units[name]['feature']}"
+            assert case.time == pytest.approx(unit_seconds(units[name]["latency"]), abs=1e-3)
+
+    (failure,) = [r for r in cases["M3"].result if isinstance(r, Failure)]
+    assert failure.message == failure.type == "routing.sequence_violation"
+    assert units["M3"]["judgment"] in failure.text and "expected: " in failure.text and "observed: " in failure.text
+
+    (error,) = [r for r in cases["R1"].result if isinstance(r, Error)]
+    assert error.message == error.type == "trace_not_found"
+
+    for name in ("F1", "M5"):  # needs_review: passes, with the soft codes in system-out
+        assert cases[name].is_passed
+        assert units[name]["reasons"][0] in cases[name].system_out
+    assert cases["MD1"].is_passed and cases["A1"].is_passed
+    a1 = units["A1"]["latency"]
+    assert cases["A1"].time == pytest.approx(a1["turn_ms"] / 1000 + a1["wait_s"] + a1["followup_ms"] / 1000, abs=1e-3)
+
+    (skipped,) = [r for r in cases["D1"].result if isinstance(r, Skipped)]
+    assert skipped.message.startswith("disabled: ") and "intraday" in skipped.message
+    assert cases["D1"].classname == "obai-e2e.strategy"
+
+
+def test_hostile_and_control_characters_stay_valid(schema, run_copy):
+    results = make_hostile(run_copy)
+    results["units"][0]["judgment"] = "bell \x07 nul \x00 esc \x1b ok"
+    results["units"][0]["verdict"] = "fail"
+    results["units"][0]["reasons"] = ["x\x01y"]
+    data = render(results)
+    schema.validate(data.decode("utf-8"))
+    text = data.decode("utf-8")
+    assert "\x00" not in text and "\x07" not in text and "<img" not in text
+    case = next(iter(only_suite(JUnitXml.fromstring(data))))
+    (failure,) = case.result
+    assert failure.message == "x\ufffdy"
+    assert "bell \ufffd nul \ufffd esc \ufffd ok" in failure.text
+    assert f"query: {ALL}" in failure.text and SCRIPT_BREAK in failure.text
+
+
+def test_not_judged_is_skipped_and_write_is_idempotent(schema, run_copy):
+    results = load(run_copy)
+    results["units"][0]["verdict"] = "not_judged"
+    data = render(results)
+    schema.validate(data.decode("utf-8"))
+    suite = only_suite(JUnitXml.fromstring(data))
+    assert suite.skipped == 2  # the not-judged unit and D1
+
+    first = write_junit(run_copy)
+    path = Path(first["junit_xml"])
+    mtime = path.stat().st_mtime_ns
+    assert write_junit(run_copy) == first and path.stat().st_mtime_ns == mtime
