@@ -5,16 +5,27 @@ from pathlib import Path
 
 from .html_report import open_in_browser, write_report
 from .junit import write_junit
+from .loss.score_run import score_run
+from .rundir import baseline_of
 from .results import finalize
 from .seal import seal
 
 
 def finish(config, case_set, run_dir: Path, *, allow_incomplete: bool = False, html: bool = True,
            open_browser: bool = False, baseline: Path | None = None) -> dict:
-    out = finalize(config, case_set, run_dir, allow_incomplete=allow_incomplete)
+    out = finalize(config, case_set, run_dir, allow_incomplete=allow_incomplete,
+                   catalog_version=catalog_version(config))
     out.update(after_run(config, case_set, html=html, open_browser=open_browser, baseline=baseline)(Path(run_dir), out))
     out["seal"] = seal(run_dir)["seal"]
     return out
+
+
+def catalog_version(config) -> str | None:
+    if config.catalog is None or not Path(config.catalog).exists():
+        return None
+    from .loss.catalog import load_catalog
+
+    return load_catalog(config.catalog).version
 
 
 def after_run(config, case_set, *, html: bool = True, open_browser: bool = False, baseline: Path | None = None):
@@ -28,8 +39,11 @@ def after_run(config, case_set, *, html: bool = True, open_browser: bool = False
         out: dict = {}
         out["junit_xml"] = write_junit(run_dir, case_set=case_set)["junit_xml"]
 
-        # ---- loss layer goes here (suite.json, TOP-REGRESSIONS.md, LOSS-HISTORY.md; uses
-        # ---- `baseline`), before the HTML below so that report.html can render them.
+        if config.catalog is not None:
+            base = baseline or baseline_of(run_dir)
+            loss = score_run(run_dir, config=config, baseline=base)
+            out["loss"] = {k: loss[k] for k in ("suite_score", "suite_status", "findings", "top_findings",
+                                                 "suite_json", "top_regressions", "baseline")}
 
         if html:
             rendered = write_report(run_dir)

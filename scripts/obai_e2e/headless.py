@@ -18,6 +18,7 @@ from .backend import connect
 from .judge import judge_unit
 from .packet import drive
 from .panel import run_panel
+from .finish import catalog_version
 from .results import finalize
 from .rundir import Filters, RunLock, create_run, load_run, plan
 from .sandbox import install_signal_teardown
@@ -65,7 +66,8 @@ class Progress:
 
 def run(config, case_set, filters: Filters, *, jobs: int = 1, resume: Path | None = None,
         after_finish: Callable[[Path, dict], dict] | None = None, say: Callable[[str], None] = lambda m: None,
-        panel_command: str | None = None, panel_judges: int = 3) -> tuple[int, dict]:
+        panel_command: str | None = None, panel_judges: int = 3, repeats: dict | None = None,
+        extra: dict | None = None) -> tuple[int, dict]:
     install_signal_teardown()
     report = preflight.run(config.path)
     if not report.ready:
@@ -74,7 +76,7 @@ def run(config, case_set, filters: Filters, *, jobs: int = 1, resume: Path | Non
         run_dir = Path(resume)
         load_run(run_dir)
     else:
-        run_dir, _ = create_run(config, case_set, filters)
+        run_dir, _ = create_run(config, case_set, filters, repeats=repeats, extra=extra)
     say(f"run directory: {run_dir}")
     backend = connect(config)
     with RunLock(run_dir):
@@ -98,7 +100,7 @@ def run(config, case_set, filters: Filters, *, jobs: int = 1, resume: Path | Non
                     t0 = time.monotonic()
                     res = judge_unit(config, case_set, run_dir, unit_id)
                     progress.unit(unit_id, res["verdict"], res["reasons"], time.monotonic() - t0)
-        outcome = finalize(config, case_set, run_dir)
+        outcome = finalize(config, case_set, run_dir, catalog_version=catalog_version(config))
         if after_finish is not None:
             outcome.update(after_finish(run_dir, outcome) or {})
         outcome["seal"] = seal(run_dir)["seal"]

@@ -184,5 +184,5 @@ def build_packet(config, backend: Backend, run_dir: Path, meta: dict, unit: Unit
         },
     }
     packet = redactor.data(packet)
-    return protect_packet(packet, case, config)
+    return protect_packet(packet, case, config, run_dir=run_dir)
 

@@ -84,6 +84,14 @@ def run(target_path: Path | None = None, *, start_store: bool = True,
             return f"{len(cs.cases)} cases in {cs.path}"
         _check(report, "cases", cases_ok, "fix the cases file at the line named above")
 
+        def korpus_ok():
+            korpus = [c.id for c in state["cases"].cases if c.provenance == "korpus" and not c.disabled]
+            if korpus and getattr(config, "privacy", None) is None:
+                _fail(f"blocker: korpus cases ({', '.join(korpus[:5])}) need a privacy section in the target "
+                      "configuration (names to pseudonymise, retention_days, quote_allowed)")
+            return f"{len(korpus)} korpus case(s), privacy rule set" if korpus else "no korpus cases"
+        _check(report, "korpus", korpus_ok, "add the privacy section to the target configuration")
+
         def command_ok():
             exe = config.target.command[0]
             found = shutil.which(exe, path=os.environ.get("PATH")) if os.sep not in exe else (exe if os.access(exe, os.X_OK) else None)

@@ -68,6 +68,11 @@ def unit_entry(config, case_set, run_dir: Path, unit_id: str, meta: dict) -> dic
                 entry[key] = verdict[key]
     if entry["judge_panel"] is None:
         entry["judge_panel"] = panel_for_unit(run_dir, unit_id)
+    privacy = getattr(config, "privacy", None)
+    if case.provenance == "korpus" and privacy is not None and not privacy.quote_allowed:
+        from .loss.pii import withhold_quotes
+
+        entry = withhold_quotes(entry)
     return entry
 
 

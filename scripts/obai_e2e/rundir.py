@@ -86,6 +86,33 @@ def latest_run(root: Path | None = None) -> Path | None:
     return target if (target / "results.json").exists() else None
 
 
+def finished_runs(root: Path | None = None) -> list[Path]:
+    """Finished run directories, newest first."""
+    root = root or runs_root()
+    runs = [p for p in root.glob("????-??-??/??????*") if (p / "results.json").exists()]
+    return sorted(runs, key=lambda p: (p.parent.name, p.name), reverse=True)
+
+
+def latest_comparable_run(filters: "Filters", root: Path | None = None) -> Path | None:
+    """The newest finished development run that selected cases with the same filters."""
+    for run in finished_runs(root):
+        try:
+            meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+        if meta.get("holdout"):
+            continue
+        if Filters.from_json(meta.get("filters", {})) == filters:
+            return run
+    return None
+
+
+def baseline_of(run_dir: Path) -> Path | None:
+    """The baseline recorded when ``run_dir`` was created, if it still exists."""
+    recorded = load_run(run_dir).get("baseline_run")
+    return Path(recorded) if recorded and (Path(recorded) / "results.json").exists() else None
+
+
 def run_id_of(run_dir: Path) -> str:
     return f"{run_dir.parent.name}/{run_dir.name}"
 
@@ -106,7 +133,7 @@ def create_run(config, case_set: CaseSet, filters: Filters, *, root: Path | None
         unknown = sorted(set(repeats) - {c.id for c in selection.cases})
         if unknown:
             raise UsageError(f"the sampling plan names cases the filters do not select: {', '.join(unknown)}")
-    baseline = latest_run()
+    baseline = latest_comparable_run(filters)
     if not selection.cases:
         raise UsageError("the filters select no case (disabled cases run only when named with --id)")
     run_dir = new_run_dir(root)

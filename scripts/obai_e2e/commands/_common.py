@@ -26,6 +26,30 @@ def add_filter_args(parser: argparse.ArgumentParser) -> None:
                         help="only these case ids (repeatable, or comma-separated); names disabled cases too")
 
 
+def add_sample_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sample", action="store_true",
+                        help="select cases and repeats by the loss plan: up to n_min cases per partition, "
+                             "stochastic cases at least 3 repeats (applied after the other filters)")
+    parser.add_argument("--plan", type=Path, default=None, help="loss plan (default: cases/plan.yaml)")
+
+
+def sampled(args, case_set, filters: Filters) -> tuple[Filters, dict | None, dict | None]:
+    """(filters, repeats, run.json extra) for a run planned by the loss plan, or unchanged."""
+    if not getattr(args, "sample", False):
+        return filters, None, None
+    from ..loss.plan import load_plan
+    from ..loss.sampling import sample
+
+    pool = filters.apply(case_set).cases
+    s = sample(load_plan(args.plan), pool)
+    if not s.units:
+        from ..errors import UsageError
+
+        raise UsageError("the loss plan selects no case from the filtered case set")
+    ids = tuple(u["case_id"] for u in s.units)
+    return Filters(ids=ids), {u["case_id"]: u["repeats"] for u in s.units}, {"sampling": s.to_json()}
+
+
 def filters_from(args) -> Filters:
     def split(values):
         return tuple(v.strip() for item in values for v in item.split(",") if v.strip())

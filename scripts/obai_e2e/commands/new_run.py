@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..output import emit
 from ..rundir import create_run, plan
-from ._common import add_config_args, add_filter_args, filters_from, load
+from ._common import add_config_args, add_filter_args, add_sample_args, filters_from, load, sampled
 
 
 def register(sub) -> None:
@@ -11,13 +11,14 @@ def register(sub) -> None:
                        description="Creates the run directory once and prints its path and the units to drive.")
     add_config_args(p)
     add_filter_args(p)
+    add_sample_args(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     config, cases = load(args)
-    filters = filters_from(args)
-    run_dir, meta = create_run(config, cases, filters)
+    filters, repeats, extra = sampled(args, cases, filters_from(args))
+    run_dir, meta = create_run(config, cases, filters, repeats=repeats, extra=extra)
     p = plan(run_dir, cases, filters)
     emit({"status": "created", "run_dir": str(run_dir), "run_id": meta["run_id"], **p.to_json()})
     return 0

@@ -6,7 +6,7 @@ from pathlib import Path
 from .. import headless
 from ..finish import after_run
 from ..output import emit, say
-from ._common import add_config_args, add_filter_args, filters_from, load
+from ._common import add_config_args, add_filter_args, add_sample_args, filters_from, load, sampled
 
 
 def register(sub) -> None:
@@ -14,6 +14,7 @@ def register(sub) -> None:
                        description="Exit codes: 0 no fail and no inconclusive; 1 at least one fail; 3 no fail "
                                    "but inconclusive units; 4 preflight not ready; 2 bad input.")
     add_filter_args(p)
+    add_sample_args(p)
     p.add_argument("--jobs", type=int, default=1, help="units driven at the same time (default 1)")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue an interrupted run directory")
     p.add_argument("--baseline", type=Path, metavar="RESULTS_OR_RUN_DIR",
@@ -31,7 +32,8 @@ def register(sub) -> None:
 def run(args) -> int:
     config, cases = load(args)
     hook = after_run(config, cases, html=not args.no_html, open_browser=args.open, baseline=args.baseline)
-    code, out = headless.run(config, cases, filters_from(args), jobs=args.jobs, resume=args.resume,
+    filters, repeats, extra = sampled(args, cases, filters_from(args))
+    code, out = headless.run(config, cases, filters, jobs=args.jobs, resume=args.resume, repeats=repeats, extra=extra,
                              after_finish=hook, say=say, panel_command=args.panel_command,
                              panel_judges=args.panel_judges)
     emit(out)
