@@ -128,6 +128,7 @@ class TargetConfig:
     mode: str
     catalog: Path | None
     holdout_cases: Path | None = field(default=None)
+    plan: Path | None = field(default=None)
     privacy: Privacy | None = field(default=None)  # None: no privacy section (a blocker for korpus cases)
 
 
@@ -234,6 +235,7 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
                       quote_allowed=bool(pv["quote_allowed"])) if pv is not None else None
     catalog = run.get("catalog")
     holdout = run.get("holdout_cases")
+    plan = run.get("plan")
     return TargetConfig(
         path=path,
         raw=data,
@@ -251,5 +253,6 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
         mode=run.get("mode", "A"),
         catalog=(root / catalog) if catalog else None,
         holdout_cases=(root / holdout) if holdout else None,
+        plan=(Path(plan) if Path(plan).is_absolute() else root / plan) if plan else None,
         privacy=privacy,
     )

@@ -41,7 +41,7 @@ def after_run(config, case_set, *, html: bool = True, open_browser: bool = False
 
         if config.catalog is not None:
             base = baseline or baseline_of(run_dir)
-            loss = score_run(run_dir, config=config, baseline=base)
+            loss = score_run(run_dir, config=config, baseline=base, plan_path=config.plan)
             out["loss"] = {k: loss[k] for k in ("suite_score", "suite_status", "findings", "top_findings",
                                                  "suite_json", "top_regressions", "baseline")}
 

@@ -30,7 +30,7 @@ def register(sub) -> None:
 def run(args) -> int:
     config = load_target_config(args.target)
     out = score_run(args.run_dir, config=config, baseline=args.baseline, catalog_path=args.catalog,
-                    plan_path=args.plan)
+                    plan_path=args.plan or config.plan)
     emit(out)
     score = out["suite_score"]
     shown = f"{score:.4f}" if score is not None else ", ".join(

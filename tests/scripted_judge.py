@@ -1,0 +1,48 @@
+"""A scripted judge for tests: reads a judge bundle on stdin, prints a JSON answer.
+
+It behaves like a careful judge that needs no model: every question of every packet gets
+a choice, the first payload's span id as evidence and a one-sentence rationale. Which
+choice is decided by ``SCRIPTED_JUDGE_PLAN``, a JSON object ``{"<label>": {"<query
+substring>": "<choice>"}}`` keyed by the judge label in ``OBAI_JUDGE_LABEL``; the default
+choice is "complete". No model is called.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+
+BLOCK = re.compile(r"^## Packet \d+ of \d+: \S+\n\n```json\n(.*?)\n```", re.S | re.M)
+
+
+def answer(bundle: str, label: str, plan: dict) -> dict:
+    rules = plan.get(label, {})
+    out = []
+    for block in BLOCK.findall(bundle):
+        packet = json.loads(block)
+        choice = next((c for text, c in rules.items() if text.lower() in packet["query"].lower()), "complete")
+        spans = [p["span_id"] for p in packet.get("specialist_payloads", [])][:1]
+        answers = []
+        for q in packet["questions"]:
+            if not q["applies"]:
+                answers.append({"question": q["id"], "choice": None, "evidence": {"spans": [], "numbers": []},
+                                "rationale": "The question does not apply to this packet."})
+                continue
+            pick = choice if choice in q["choices"] else q["choices"][0]
+            answers.append({"question": q["id"], "choice": pick, "evidence": {"spans": spans, "numbers": []},
+                            "rationale": f"Scripted judge {label}: {pick} for this answer."})
+        out.append({"packet_id": packet["packet_id"], "answers": answers})
+    return {"packets": out}
+
+
+def main() -> int:
+    label = os.environ.get("OBAI_JUDGE_LABEL", "J1")
+    plan = json.loads(os.environ.get("SCRIPTED_JUDGE_PLAN", "{}"))
+    source = open(sys.argv[1], encoding="utf-8").read() if len(sys.argv) > 1 else sys.stdin.read()
+    print(json.dumps(answer(source, label, plan)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
