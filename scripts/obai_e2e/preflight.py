@@ -1,9 +1,9 @@
 """Is everything in place for a run? One actionable reason when not.
 
-Checks run in order and stop at the first failure: configuration and cases, the
-blockers (target command, loss catalog, sandbox in mode A), anti-mock markers, the
-target answering its version command, the runs folder, the trace backend, and the
-freeze manifest when there is one.
+Checks run in order and stop at the first failure: configuration and cases, the freeze
+manifest when there is one, korpus cases needing a privacy rule, the blockers (target
+command, loss catalog, sandbox in mode A), anti-mock markers, the target answering its
+version command, the runs folder, and the trace backend.
 """
 from __future__ import annotations
 
@@ -83,6 +83,13 @@ def run(target_path: Path | None = None, *, start_store: bool = True,
             cs = state["cases"]
             return f"{len(cs.cases)} cases in {cs.path}"
         _check(report, "cases", cases_ok, "fix the cases file at the line named above")
+
+        from .freeze import preflight_check
+
+        verify_freeze = verify_freeze or preflight_check(config)
+        if verify_freeze is not None:
+            _check(report, "freeze", verify_freeze,
+                   "undo the change to the frozen file, or re-freeze on purpose (freeze_audit.py freeze --reason …)")
 
         def korpus_ok():
             korpus = [c.id for c in state["cases"].cases if c.provenance == "korpus" and not c.disabled]
@@ -165,12 +172,6 @@ def run(target_path: Path | None = None, *, start_store: bool = True,
         _check(report, "trace_backend", backend_ok,
                "start the local store (obai-e2e traces start) or fix the Opik configuration")
 
-        from .freeze import preflight_check
-
-        verify_freeze = verify_freeze or preflight_check(config)
-        if verify_freeze is not None:
-            _check(report, "freeze", verify_freeze,
-                   "undo the change to the frozen file, or re-freeze on purpose (freeze_audit.py freeze --reason …)")
     except _Stop:
         pass
     return report

@@ -1,0 +1,109 @@
+"""Freeze audit, write-once artifacts and run seals, on a copy of the bundle."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from obai_e2e import freeze
+from obai_e2e.config import load_target_config
+from obai_e2e.errors import HoldoutSealed, WriteOnceViolation
+from obai_e2e.fsutil import write_once, write_once_json
+from obai_e2e.holdout import require_open
+from obai_e2e.seal import seal, verify_seal
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    root = tmp_path / "bundle"
+    for name in ("cases", "catalogs", "schemas", "references"):
+        shutil.copytree(REPO / name, root / name)
+    shutil.copy2(REPO / "SKILL.md", root / "SKILL.md")
+    (root / "catalogs" / "freeze.json").unlink(missing_ok=True)
+    monkeypatch.setenv("OBAI_E2E_HOME", str(root))
+    monkeypatch.setenv("OBAI_E2E_TARGET", str(root / "cases" / "target.yaml"))
+    return root
+
+
+def frozen(home: Path):
+    config = load_target_config(home / "cases" / "target.yaml")
+    baseline = home / "baseline-results.json"
+    baseline.write_text('{"schema_version": 1}\n')
+    freeze.freeze(config, freeze_id="F1", baselines=[baseline], root=home)
+    return config
+
+
+@pytest.mark.parametrize("rel,kind", [
+    ("cases/cases.yaml", "cases"), ("cases/holdout.yaml", "holdout cases"), ("cases/plan.yaml", "plan"),
+    ("catalogs/loss-catalog.v1.json", "catalog"), ("catalogs/gates.yaml", "gates"), ("SKILL.md", "skill"),
+    ("references/judge-prompt.md", "judge prompt"), ("references/rubric.md", "reference"),
+    ("schemas/verdict.v1.schema.json", "schema"), ("baseline-results.json", "baseline"),
+])
+def test_drift_in_each_artifact_type_is_named(home, rel, kind):
+    config = frozen(home)
+    assert freeze.verify(config, root=home).clean
+    path = home / rel
+    path.write_bytes(path.read_bytes() + b"\n# changed\n")
+    drift = freeze.verify(config, root=home)
+    assert drift.changed == [rel], kind
+    assert rel in drift.describe()
+
+
+def test_rubric_part_of_target_config_is_frozen_but_timeouts_are_not(home):
+    config = frozen(home)
+    target = home / "cases" / "target.yaml"
+    target.write_text(target.read_text().replace("timeout_s: 180", "timeout_s: 120"))
+    assert freeze.verify(load_target_config(target), root=home).clean
+    target.write_text(target.read_text().replace("hub_span: hub", "hub_span: router"))
+    assert freeze.verify(load_target_config(target), root=home).changed == [freeze.TARGET_VIRTUAL]
+
+
+def test_missing_and_added_files_are_named(home):
+    config = frozen(home)
+    (home / "references" / "rubric.md").unlink()
+    (home / "schemas" / "extra.schema.json").write_text("{}")
+    drift = freeze.verify(config, root=home)
+    assert drift.missing == ["references/rubric.md"] and drift.added == ["schemas/extra.schema.json"]
+
+
+def test_preflight_refuses_a_drifted_freeze(home, monkeypatch, tmp_path):
+    from obai_e2e import preflight
+
+    frozen(home)
+    monkeypatch.setenv("OBAI_E2E_RUNS", str(tmp_path / "runs"))
+    (home / "cases" / "cases.yaml").write_text((home / "cases" / "cases.yaml").read_text() + "\n")
+    report = preflight.run(home / "cases" / "target.yaml", start_store=False)
+    assert not report.ready and "cases/cases.yaml" in report.reason and "re-freeze on purpose" in report.reason
+
+
+def test_write_once_refuses_and_keeps_the_original(tmp_path):
+    path = tmp_path / "X.verdict.json"
+    assert write_once_json(path, {"verdict": "fail"})
+    assert not write_once_json(path, {"verdict": "fail"})  # identical bytes: no-op
+    with pytest.raises(WriteOnceViolation):
+        write_once(path, '{"verdict": "pass"}\n')
+    assert json.loads(path.read_text()) == {"verdict": "fail"}
+
+
+def test_a_sealed_run_detects_a_manual_edit(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "MD1.verdict.json").write_text('{"verdict": "fail"}\n')
+    (run / "report.md").write_text("| ID |\n")
+    seal(run)
+    assert verify_seal(run).clean
+    (run / "gate-development.json").write_text("{}")  # arrives after the seal by design
+    assert verify_seal(run).clean
+    (run / "MD1.verdict.json").write_text('{"verdict": "pass"}\n')
+    (run / "planted.json").write_text("{}")
+    drift = verify_seal(run)
+    assert drift.changed == ["MD1.verdict.json"] and drift.added == ["planted.json"]
+
+
+def test_the_holdout_file_is_refused_without_an_open(home):
+    with pytest.raises(HoldoutSealed):
+        require_open(None, home / "cases" / "holdout.yaml", root=home)
