@@ -9,8 +9,6 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from . import opik_env
 from .errors import BackendUnreachable, StoreError
 
@@ -62,6 +60,8 @@ def _sdk_url() -> str | None:
 
 def ping(backend: Backend, timeout_s: float = 3.0) -> None:
     """Raise BackendUnreachable unless the backend answers its health check."""
+    import httpx  # deferred: a third of a second of import time for every script
+
     if backend.kind == "local":
         url = backend.api_url.rstrip("/") + "/is-alive/ping"
         try:
@@ -138,6 +138,8 @@ def warm_up(backend: Backend) -> threading.Thread:
 
 def is_unreachable_error(exc: BaseException) -> bool:
     """True for errors that mean the backend could not be reached or failed on its side."""
+    import httpx
+
     if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.ReadTimeout,
                         httpx.RemoteProtocolError, httpx.PoolTimeout, ConnectionError, StoreError)):
         return True

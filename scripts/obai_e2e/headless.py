@@ -84,6 +84,7 @@ def run(config, case_set, filters: Filters, *, jobs: int = 1, resume: Path | Non
         if p.disabled_line:
             say(p.disabled_line)
         todo = p.to_judge + p.pending
+        judged = set(p.done)
         # With a panel every unit is driven first, then judged, so that the panel's
         # majority is part of each verdict; without one, units are judged as they finish.
         defer = bool(panel_command)
@@ -91,14 +92,14 @@ def run(config, case_set, filters: Filters, *, jobs: int = 1, resume: Path | Non
             if not defer:
                 for unit_id in p.to_judge:
                     t0 = time.monotonic()
-                    res = judge_unit(config, case_set, run_dir, unit_id)
+                    res = judge_unit(config, case_set, run_dir, unit_id, judged)
                     progress.unit(unit_id, res["verdict"], res["reasons"], time.monotonic() - t0)
-            _drive_all(config, case_set, run_dir, p.pending, backend, jobs, progress, judge=not defer)
+            _drive_all(config, case_set, run_dir, p.pending, backend, jobs, progress, judged, judge=not defer)
             if defer:
                 say("judge panel: " + str(run_panel(run_dir, config, case_set, panel_command, judges=panel_judges)))
                 for unit_id in todo:
                     t0 = time.monotonic()
-                    res = judge_unit(config, case_set, run_dir, unit_id)
+                    res = judge_unit(config, case_set, run_dir, unit_id, judged)
                     progress.unit(unit_id, res["verdict"], res["reasons"], time.monotonic() - t0)
         outcome = finalize(config, case_set, run_dir, catalog_version=catalog_version(config))
         if after_finish is not None:
@@ -110,7 +111,7 @@ def run(config, case_set, filters: Filters, *, jobs: int = 1, resume: Path | Non
 
 
 def _drive_all(config, case_set, run_dir: Path, units: list[str], backend, jobs: int, progress: Progress,
-               judge: bool = True) -> None:
+               judged: set[str], judge: bool = True) -> None:
     if not units:
         return
     started: dict = {}
@@ -127,5 +128,5 @@ def _drive_all(config, case_set, run_dir: Path, units: list[str], backend, jobs:
                 unit_id = running.pop(future)
                 future.result()  # a harness bug surfaces here rather than being lost
                 if judge:
-                    res = judge_unit(config, case_set, run_dir, unit_id)
+                    res = judge_unit(config, case_set, run_dir, unit_id, judged)
                     progress.unit(unit_id, res["verdict"], res["reasons"], time.monotonic() - started[unit_id])

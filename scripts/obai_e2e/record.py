@@ -77,7 +77,7 @@ def _same_submission(old: dict, new: dict, submitted: dict) -> bool:
     return all(old.get(k) == new.get(k) for k in SUBMITTED_FIELDS)
 
 
-def record(config, case_set, run_dir: Path, unit_id: str, submitted: dict) -> dict:
+def record(config, case_set, run_dir: Path, unit_id: str, submitted: dict, judged: set[str] | None = None) -> dict:
     """Validate and record ``submitted`` for ``unit_id``; returns a status report."""
     run_dir = Path(run_dir)
     unit = resolve_unit(case_set, unit_id, load_run(run_dir))
@@ -101,15 +101,21 @@ def record(config, case_set, run_dir: Path, unit_id: str, submitted: dict) -> di
         rec = old
     else:
         wrote = write_once(path, dumps_json(rec))
-    appended = ensure_row(run_dir, unit, rec, packet)
+    appended = ensure_row(run_dir, unit, rec, packet, judged)
     return {"status": "recorded" if (wrote or appended) else "unchanged", "unit_id": unit.id,
             "verdict": rec["verdict"], "reasons": rec.get("reasons", []), "verdict_file": str(path),
             "row_appended": appended, "repair": rec.get("repair")}
 
 
-def ensure_row(run_dir: Path, unit, rec: dict, packet: dict) -> bool:
-    """Append the report row (and block) for a recorded verdict unless the row is there."""
-    if unit.id in judged_ids(Path(run_dir) / "report.md"):
+def ensure_row(run_dir: Path, unit, rec: dict, packet: dict, judged: set[str] | None = None) -> bool:
+    """Append the report row (and block) for a recorded verdict unless the row is there.
+
+    ``judged`` — the ids with a row, kept by a caller that records many units — spares
+    parsing report.md once per unit, which would make a run quadratic in its size.
+    """
+    if judged is None:
+        judged = set(judged_ids(Path(run_dir) / "report.md"))
+    if unit.id in judged:
         return False
     block = None
     if rec["verdict"] in ("fail", "needs_review"):
@@ -118,4 +124,5 @@ def ensure_row(run_dir: Path, unit, rec: dict, packet: dict) -> bool:
     append_entry(Path(run_dir) / "report.md",
                  row([unit.id, unit.case.feature, rec["verdict"], reason_cell(rec), trace_cell(packet),
                       latency_cell(packet)]), block)
+    judged.add(unit.id)
     return True
