@@ -18,7 +18,7 @@ from .errors import UsageError
 from .freeze import current_freeze_hash
 from .fsutil import dumps_json, write_once
 from .paths import bundle_root
-from .report_md import read_rows
+from .report_md import read_rows, table_rows
 from .results import load_results
 from .yamlio import load_yaml
 
@@ -92,8 +92,9 @@ def c_no_top_regressions(cond, run_dir, results, case_set) -> Check:
     path = Path(run_dir) / "TOP-REGRESSIONS.md"
     if not path.exists():
         return _missing(cond, "TOP-REGRESSIONS.md (no baseline comparison)")
-    rows = [line for line in path.read_text(encoding="utf-8").splitlines()
-            if line.startswith("|") and not line.startswith("| partition") and not set(line) <= set("|- ")]
+    from .loss.reports import TOP_COLUMNS
+
+    rows = table_rows(path.read_text(encoding="utf-8"), TOP_COLUMNS)
     if rows:
         return Check(cond["id"], FAIL, f"{len(rows)} provable regression(s) in TOP-REGRESSIONS.md")
     return Check(cond["id"], PASS, "no provable regression")

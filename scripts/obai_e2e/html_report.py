@@ -37,7 +37,8 @@ from markupsafe import Markup
 from .cases import CaseSet, default_cases_path, load_cases
 from .errors import ConfigError, ObaiError, UsageError
 from .fsutil import atomic_write_bytes
-from .report_md import unescape
+from .loss.reports import TOP_COLUMNS as REGRESSION_COLUMNS
+from .report_md import table_rows, unescape
 from .results import RESULTS_SCHEMAS
 
 REPORT_NAME = "report.html"
@@ -48,7 +49,6 @@ VERDICT_LABELS = {"pass": "pass", "fail": "fail", "needs_review": "needs review"
                   "not_judged": "not judged"}
 SHOWN_OUTCOMES = ("fail", "needs_review")
 TRACE_CHARS = 50_000  # per curated trace in the page; results.json keeps the whole text
-REGRESSION_COLUMNS = ["partition", "kategorie", "delta", "ci_low", "ci_high", "n", "run_id", "log_zitat"]
 
 # Block structure only (paragraphs, lists): the values are read raw and unescaped like the
 # table cells, and the head ``**ID — verdict**`` has a fixed shape, so inline parsing is skipped.
@@ -157,29 +157,7 @@ def read_top_regressions(path: Path) -> list[dict[str, str]] | None:
     path = Path(path)
     if not path.exists():
         return None
-    text = path.read_text(encoding="utf-8", errors="replace")
-    tokens = MarkdownIt("commonmark").enable("table").parse(text)
-    rows: list[dict[str, str]] = []
-    header: list[str] = []
-    current: list[str] = []
-    section = None
-    for tok in tokens:
-        if tok.type == "thead_open":
-            section, header = "head", []
-        elif tok.type == "tbody_open":
-            section = "body"
-        elif tok.type == "tr_open":
-            current = []
-        elif tok.type == "inline" and section in ("head", "body"):
-            current.append(unescape(tok.content))
-        elif tok.type == "tr_close":
-            if section == "head":
-                header = [h.strip().lower() for h in current]
-            elif section == "body" and header == REGRESSION_COLUMNS and len(current) == len(header):
-                rows.append(dict(zip(header, current)))
-        elif tok.type == "table_close":
-            section = None
-    return rows
+    return table_rows(path.read_text(encoding="utf-8", errors="replace"), REGRESSION_COLUMNS, fold_case=True)
 
 
 def read_suite(path: Path) -> dict | None:

@@ -91,22 +91,16 @@ def unescape(text: str) -> str:
     return "".join(out).replace("&lt;", "<").replace("&gt;", ">")
 
 
-def read_rows(path: Path) -> list[dict[str, str]]:
-    """Every row of every results table in report.md, as {column: text}."""
-    path = Path(path)
-    if not path.exists():
-        return []
-    text = path.read_text(encoding="utf-8")
-    if text and not text.endswith("\n"):
-        text = text[: text.rfind("\n") + 1]  # ignore a torn last line
+def table_rows(text: str, columns: list[str], *, fold_case: bool = False) -> list[dict[str, str]]:
+    """Body rows of every Markdown table in ``text`` whose header is exactly ``columns``."""
     tokens = MarkdownIt("commonmark").enable("table").parse(text)
     rows: list[dict[str, str]] = []
-    header_cells: list[str] = []
+    header: list[str] = []
     current: list[str] = []
     section = None
     for tok in tokens:
         if tok.type == "thead_open":
-            section, header_cells = "head", []
+            section, header = "head", []
         elif tok.type == "tbody_open":
             section = "body"
         elif tok.type == "tr_open":
@@ -115,12 +109,23 @@ def read_rows(path: Path) -> list[dict[str, str]]:
             current.append(unescape(tok.content))
         elif tok.type == "tr_close":
             if section == "head":
-                header_cells = current
-            elif section == "body" and header_cells == COLUMNS and len(current) == len(COLUMNS):
-                rows.append(dict(zip(COLUMNS, current)))
+                header = [h.strip().lower() for h in current] if fold_case else current
+            elif section == "body" and header == columns and len(current) == len(columns):
+                rows.append(dict(zip(columns, current)))
         elif tok.type == "table_close":
             section = None
     return rows
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    """Every row of every results table in report.md, as {column: text}."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8")
+    if text and not text.endswith("\n"):
+        text = text[: text.rfind("\n") + 1]  # ignore a torn last line
+    return table_rows(text, COLUMNS)
 
 
 def judged_ids(path: Path) -> list[str]:

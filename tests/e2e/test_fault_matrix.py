@@ -51,7 +51,8 @@ MATRIX = {
     "hang": ("O4", "Bull call spread", "inconclusive", "cli_timeout", set()),
     "no_trace": ("O5", "naked call on TSLA at strike 300", "inconclusive", "trace_not_found", set()),
     "duplicate_trace": ("G2", "ETF or in single stocks", "inconclusive", "multi_match", set()),
-    "crash": ("MD6", "performance von XOM", "fail", "trace.error_span:hub", set()),
+    "crash": ("MD6", "performance von XOM", "fail", "trace.error_span:hub",
+              {"routing.skill_missing", "routing.specialist_missing", "hub.empty_response"}),  # nothing ran after it
 }
 
 RULES = ["routing.skill_missing", "routing.skill_overload", "routing.specialist_missing",

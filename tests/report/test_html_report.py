@@ -56,7 +56,8 @@ def test_summary_and_cards_data(demo_run):
     assert ctx["run"]["target_name"] == "obai-demo" and ctx["run"]["target_version"].startswith("obai-demo")
     assert ctx["run"]["git_commit"] and ctx["run"]["run_id"] == demo_run.results["run"]["run_id"]
     assert [d["id"] for d in ctx["disabled"]] == ["D1"]
-    assert ctx["loss"] is None
+    # Finishing scores every run: the Loss section shows the suite (no baseline, so no regressions table).
+    assert ctx["loss"]["suite"] is not None and ctx["loss"]["regressions"] is None
     units = {u["id"]: u for u in ctx["data"]["units"]}
     a1 = units["A1"]
     assert a1["async"] and " → " in a1["traces"] and re.fullmatch(r"\d+\+\d+(\.\d+)?\+\d+", a1["latency"])

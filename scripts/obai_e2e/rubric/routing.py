@@ -1,8 +1,8 @@
 """Layer 1 — routing and skill loading, read from the curated trace.
 
+trace.error_span:<span_name> (first: a raised span is the cause of what follows it),
 routing.skill_missing, routing.skill_overload, routing.specialist_missing,
-routing.sequence_violation, routing.unexpected_specialist (soft),
-routing.hub_paraphrase, trace.error_span:<span_name>.
+routing.sequence_violation, routing.unexpected_specialist (soft), routing.hub_paraphrase.
 """
 from __future__ import annotations
 
@@ -152,8 +152,10 @@ def error_span(ctx: Context) -> Outcome:
     return Outcome(rule, LAYER, PASS, detail="no span with error_info")
 
 
-RULES = [skill_missing, skill_overload, specialist_missing, sequence_violation, unexpected_specialist,
-         hub_paraphrase, error_span]
+# An error span comes first: when the hub or a specialist raised, what is missing after it
+# is a consequence, and the verdict names the cause.
+RULES = [error_span, skill_missing, skill_overload, specialist_missing, sequence_violation, unexpected_specialist,
+         hub_paraphrase]
 
 
 def check(ctx: Context) -> list[Outcome]:

@@ -77,9 +77,16 @@ def _strategy_calls(digest: dict, name: str) -> list[dict]:
     return [c for c in digest["specialist_calls"] if c["name"] == name]
 
 
-def contract(digest: dict | None, strategy: str, source: str) -> list[Outcome]:
-    """The strategy contract (Verdict, operators, Total trades) and the zero-trades rule."""
+def contract(digest: dict | None, strategy: str, source: str, *, required: bool = False) -> list[Outcome]:
+    """The strategy contract (Verdict, operators, Total trades) and the zero-trades rule.
+
+    Without a strategy call the rules are skipped (routing.specialist_missing names it),
+    unless the turn had to deliver the result (``required``: an async follow-up).
+    """
     calls = _strategy_calls(digest, strategy) if digest else []
+    if not calls and not required:
+        return _skip_all(f"no {strategy} call (see routing.specialist_missing)",
+                         "specialist.strategy.contract_broken", "specialist.strategy.zero_trades")
     if not calls:
         return [Outcome("specialist.strategy.contract_broken", LAYER, FAIL, code="specialist.strategy.contract_broken",
                         detail=f"no {strategy} output to check", evidence=[Evidence("(no strategy call)", None, source)]),
@@ -136,7 +143,7 @@ def strategy(ctx: Context) -> list[Outcome]:
         return out
     out.append(Outcome(rules[1], LAYER, PASS, detail="follow-up turn recorded",
                        evidence=[Evidence(excerpt(ctx.followup_answer), None, "followup_answer")]))
-    return out + contract(ctx.followup_digest, name, "followup_trace")
+    return out + contract(ctx.followup_digest, name, "followup_trace", required=True)
 
 
 def prediction(ctx: Context) -> Outcome:
@@ -144,6 +151,8 @@ def prediction(ctx: Context) -> Outcome:
     if not ctx.is_prediction_case:
         return Outcome(rule, LAYER, SKIPPED, detail="not a prediction-market case")
     calls = [c for c in ctx.digest["specialist_calls"] if c["name"] == ctx.vocab.prediction_specialist]
+    if not calls:
+        return Outcome(rule, LAYER, SKIPPED, detail="no prediction call (see routing.specialist_missing)")
     ids: set[str] = set()
     for c in calls:
         ids |= set(_CONDITION_ID.findall(c["payload_text"]))
