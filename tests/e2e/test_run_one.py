@@ -94,8 +94,8 @@ def test_hanging_target_is_killed_with_its_children(setup):
     assert packet["trace"]["status"] == "cli_timeout"
     assert time.monotonic() - t0 < config.target.timeout_s + 15
     # Nothing of the turn's process group survives (the child ignored SIGTERM).
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    assert "obai-demo ask" not in "\n".join(l for l in out.splitlines() if "M4-" in l)
+    out = subprocess.run(["ps", "-eww", "-o", "pid,args"], capture_output=True, text=True).stdout
+    assert not [l for l in out.splitlines() if packet["session"] in l and "obai-demo" in l]
 
 
 def test_no_trace_is_trace_not_found(setup):
