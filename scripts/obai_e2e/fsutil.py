@@ -16,6 +16,9 @@ from typing import Any
 
 from .errors import WriteOnceViolation
 
+# Temporary files are created private (0600); what they become is an ordinary file.
+FILE_MODE = 0o644
+
 
 def dumps_json(data: Any) -> str:
     """The one JSON layout the project writes: sorted keys, two-space indent, newline."""
@@ -40,6 +43,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -79,6 +83,7 @@ def write_once(path: Path, data: bytes | str) -> bool:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
             fh.flush()

@@ -369,10 +369,10 @@ def _pct(value: Any) -> str:
     return f"{100 * value:.1f} %"
 
 
-def _category_text(by_cat: Any) -> str:
-    """``category: loss`` pairs; a cell object (suite.v1) shows its loss and any status but scored."""
+def _category_text(by_cat: Any) -> list[str]:
+    """``category: loss`` lines; a cell object (suite.v1) shows its loss and any status but scored."""
     if not isinstance(by_cat, dict):
-        return _fmt(by_cat)
+        return [_fmt(by_cat)]
     parts = []
     for name in sorted(by_cat):
         cell = by_cat[name]
@@ -383,13 +383,26 @@ def _category_text(by_cat: Any) -> str:
         else:
             text = _fmt(cell)
         parts.append(f"{name}: {text}")
-    return "; ".join(parts)
+    return parts
 
 
-def loss_view(suite: dict | None, regressions: list[dict] | None) -> dict | None:
+def read_comparison(path: Path) -> dict | None:
+    """How many cells the baseline comparison could compare, and against which run."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    return {"k": data.get("k"), "baseline": data.get("baseline_run_id"),
+            "not_compared": len(data.get("cells_not_compared") or [])}
+
+
+def loss_view(suite: dict | None, regressions: list[dict] | None, comparison: dict | None = None) -> dict | None:
     if suite is None and regressions is None:
         return None
-    view: dict[str, Any] = {"error": None, "suite": None, "partitions": [], "regressions": regressions}
+    view: dict[str, Any] = {"error": None, "suite": None, "partitions": [], "regressions": regressions,
+                            "comparison": comparison}
     if suite is not None and suite.get("_error"):
         view["error"] = suite["_error"]
     elif suite is not None:
@@ -463,7 +476,7 @@ def build_context(run_dir: Path) -> dict:
         "counts": counts,
         "features": sorted(features.items()),
         "disabled": [{"id": d.get("id", ""), "reason": d.get("reason", "")} for d in results.get("disabled") or []],
-        "loss": loss_view(suite, regressions),
+        "loss": loss_view(suite, regressions, read_comparison(run_dir / "comparison.json")),
         "data": {"page_size": PAGE_SIZE, "units": units,
                  "verdict_labels": VERDICT_LABELS},
     }

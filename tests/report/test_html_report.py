@@ -168,7 +168,7 @@ def test_suite_score_not_reported(run_copy):
         "catalog_version": "v1", "mode": "A", "provenance": "synthetic", "mde": 0.05, "suite_score": None,
         "suite_status": "suppressed", "completion_rate": 0.5, "partitions": []}), encoding="utf-8")
     html = render(run_copy)
-    assert "not reported (suppressed)" in html and "No TOP-REGRESSIONS.md in this run." in html
+    assert "not reported (suppressed)" in html and "No baseline comparison in this run" in html
 
 
 def test_missing_or_bad_inputs_are_clear_errors(tmp_path, run_copy):
