@@ -19,7 +19,7 @@ def config_cases():
 
 @pytest.fixture
 def run(tmp_path):
-    """A copy of the real run directory runs/2026-11-29/182418 (MD1, S2, A1, O2, R1)."""
+    """A copy of the real demo run kept in tests/judging/data/demo-run (MD1, S2, A1, O2, R1)."""
     return copy_run(tmp_path)
 
 

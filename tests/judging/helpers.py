@@ -7,9 +7,8 @@ from pathlib import Path
 
 from obai_e2e.judging.packets import generate
 from obai_e2e.judging.rounds import Round, load_round
-from obai_e2e.paths import bundle_root
-
-REAL_RUN = bundle_root() / "runs" / "2026-11-29" / "182418"
+# A real run of the demo target (MD1, S2, A1, O2, R1), kept with the tests as data.
+REAL_RUN = Path(__file__).resolve().parent / "data" / "demo-run"
 
 # A catalog with a model_judged category that no code question covers, so it is sampled.
 EXTRA_CATALOG = {
