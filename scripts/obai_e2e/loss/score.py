@@ -9,6 +9,8 @@ variance of the run). See references/loss-layer.md for the status rules.
 """
 from __future__ import annotations
 
+import gc
+
 import math
 from dataclasses import dataclass, field
 
@@ -162,6 +164,18 @@ def _raters(catalog: Catalog, rated_repeats: list) -> dict:
 
 def score(results: dict, catalog: Catalog, plan: Plan, *, mode: str | None = None) -> Scored:
     """Score a loaded results.json; ``mode`` B re-scores without execution (baselines)."""
+    # Scoring allocates many small, short-lived objects next to a large parsed results.json;
+    # the cyclic collector would rescan all of it over and over for nothing.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _score(results, catalog, plan, mode=mode)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _score(results: dict, catalog: Catalog, plan: Plan, *, mode: str | None = None) -> Scored:
     run = results.get("run") or {}
     mode = mode or run.get("mode") or "A"
     scorer = UnitScorer(catalog, mode)
