@@ -394,8 +394,9 @@ def read_comparison(path: Path) -> dict | None:
         return None
     if not isinstance(data, dict):
         return None
+    not_compared = data.get("cells_not_compared")
     return {"k": data.get("k"), "baseline": data.get("baseline_run_id"),
-            "not_compared": len(data.get("cells_not_compared") or [])}
+            "not_compared": len(not_compared) if isinstance(not_compared, list) else not_compared}
 
 
 def loss_view(suite: dict | None, regressions: list[dict] | None, comparison: dict | None = None) -> dict | None:

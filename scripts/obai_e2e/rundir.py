@@ -93,14 +93,14 @@ def finished_runs(root: Path | None = None) -> list[Path]:
     return sorted(runs, key=lambda p: (p.parent.name, p.name), reverse=True)
 
 
-def latest_comparable_run(filters: "Filters", root: Path | None = None) -> Path | None:
-    """The newest finished development run that selected cases with the same filters."""
+def latest_comparable_run(filters: "Filters", cases_file: Path, root: Path | None = None) -> Path | None:
+    """The newest finished development run of the same case file with the same filters."""
     for run in finished_runs(root):
         try:
             meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             continue
-        if meta.get("holdout"):
+        if meta.get("holdout") or Path(meta.get("cases_file", "")).resolve() != Path(cases_file).resolve():
             continue
         if Filters.from_json(meta.get("filters", {})) == filters:
             return run
@@ -133,7 +133,8 @@ def create_run(config, case_set: CaseSet, filters: Filters, *, root: Path | None
         unknown = sorted(set(repeats) - {c.id for c in selection.cases})
         if unknown:
             raise UsageError(f"the sampling plan names cases the filters do not select: {', '.join(unknown)}")
-    baseline = latest_comparable_run(filters)
+    # A holdout run is compared with nothing: its cases were never run before.
+    baseline = None if (extra or {}).get("holdout") else latest_comparable_run(filters, case_set.path)
     if not selection.cases:
         raise UsageError("the filters select no case (disabled cases run only when named with --id)")
     run_dir = new_run_dir(root)

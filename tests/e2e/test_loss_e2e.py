@@ -68,7 +68,7 @@ def loss_runs(harness_env, tmp_path_factory):
             else:
                 os.environ.pop("OBAI_DEMO_FAULTS", None)
             baseline = done["base"]["run_dir"] if name != "base" else None
-            hook = after_run(config, cases, html=False, baseline=Path(baseline) if baseline else None)
+            hook = after_run(config, cases, html=True, baseline=Path(baseline) if baseline else None)
             code, out = headless.run(config, cases, Filters(), jobs=2, after_finish=hook)
             done[name] = {"code": code, **out}
     finally:
@@ -101,6 +101,8 @@ def test_the_injected_fault_is_listed_in_its_partition_with_a_citation(loss_runs
     lows = [float(r[3]) for r in table]
     assert lows == sorted(lows, reverse=True)
     assert loss_runs["fault"]["code"] == headless.EXIT_FAIL
+    html = (run_dir / "report.html").read_text()
+    assert "specialist.strategy.zero_trades" in html and "Top regressions" in html
 
 
 def test_two_clean_runs_list_nothing(loss_runs):

@@ -146,6 +146,16 @@ def test_loss_section(run_copy):
     assert "grounding: 0.02" in html and "routing: 0.03" in html
     assert 'id="no-regression"' in html and "No provable regression." in html
 
+    # comparison.json as score-loss writes it: how many cells could be compared.
+    (run_copy / "comparison.json").write_text(json.dumps(
+        {"k": 14, "baseline_run_id": "2026-11-29/120000", "cells_not_compared": 3}), encoding="utf-8")
+    html = render(run_copy)
+    assert "No provable regression among 14 compared cells (baseline 2026-11-29/120000)." in html
+    (run_copy / "comparison.json").write_text(json.dumps(
+        {"k": 0, "baseline_run_id": "2026-11-29/120000", "cells_not_compared": 16}), encoding="utf-8")
+    assert "No cell could be compared with the baseline" in render(run_copy)
+    (run_copy / "comparison.json").unlink()
+
     (run_copy / "TOP-REGRESSIONS.md").write_text(
         "| partition | kategorie | delta | ci_low | ci_high | n | run_id | log_zitat |\n"
         "|---|---|---|---|---|---|---|---|\n"
