@@ -36,6 +36,7 @@ from obai_e2e.loss.plan import parse_plan  # noqa: E402
 from obai_e2e.loss.reports import top_regressions_md  # noqa: E402
 from obai_e2e.loss.score import check_suite, score  # noqa: E402
 from obai_e2e.paths import catalogs_dir  # noqa: E402
+from obai_e2e.results import summarize  # noqa: E402
 from obai_e2e import schema  # noqa: E402
 
 TEMPLATES = json.loads((ROOT / "tests" / "loss" / "data" / "templates.json").read_text(encoding="utf-8"))
@@ -97,10 +98,7 @@ def generate(n_units: int, partitions: int, seed: int, regression: bool) -> dict
             units.append(u)
         i += 1
     run = dict(TEMPLATES["run"], run_id=f"bench/{seed}", created_at="2026-12-01T12:00:00Z")
-    summary = {v: 0 for v in ("pass", "fail", "needs_review", "inconclusive", "not_judged")}
-    for u in units:
-        summary[u["verdict"]] += 1
-    summary["total"] = len(units)
+    summary = summarize(units)
     return {"schema_version": 1, "kind": "obai-e2e-results", "run": run, "summary": summary, "units": units,
             "disabled": []}
 

@@ -25,6 +25,7 @@ from obai_e2e.html_report import latency_text, trace_text, write_report  # noqa:
 from obai_e2e.junit import write_junit  # noqa: E402
 from obai_e2e.paths import runs_root  # noqa: E402
 from obai_e2e.report_md import append_entry, detail_block, ensure_header, row  # noqa: E402
+from obai_e2e.results import summarize  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -41,10 +42,7 @@ def replicate(source: Path, target: Path, n: int) -> None:
         u["unit_id"] = f"{u['case_id']}-{i:05d}"
         units.append(u)
     results["units"] = units
-    summary = {v: 0 for v in ("pass", "fail", "needs_review", "inconclusive", "not_judged")}
-    for u in units:
-        summary[u["verdict"]] += 1
-    summary["total"] = len(units)
+    summary = summarize(units)
     results["summary"] = summary
     target.mkdir(parents=True, exist_ok=True)
     run = json.loads((source / "run.json").read_text(encoding="utf-8"))

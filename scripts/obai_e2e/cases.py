@@ -1,7 +1,6 @@
 """Regression cases (``cases/cases.yaml``): loading, checking, and selecting by filter."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -9,15 +8,14 @@ from typing import Any, Iterable
 from . import schema
 from .errors import ConfigError, UsageError
 from .fsutil import sha256_file
-from .paths import bundle_root
+from .paths import cases_file
 from .yamlio import Lines, load_yaml
 
 DEFAULT_STOCHASTIC_REPEATS = 3
 
 
 def default_cases_path() -> Path:
-    env = os.environ.get("OBAI_E2E_CASES")
-    return Path(env) if env else bundle_root() / "cases" / "cases.yaml"
+    return cases_file("cases.yaml", "OBAI_E2E_CASES")
 
 
 @dataclass(frozen=True)

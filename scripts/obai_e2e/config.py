@@ -1,7 +1,6 @@
 """The target configuration (``cases/target.yaml``): how to drive and read the agent."""
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,15 +8,14 @@ from typing import Any
 
 from . import schema
 from .errors import ConfigError
-from .paths import bundle_root
+from .paths import bundle_root, cases_file
 from .yamlio import load_yaml
 
 DEFAULT_REDACT = ["*KEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*"]
 
 
 def default_target_path() -> Path:
-    env = os.environ.get("OBAI_E2E_TARGET")
-    return Path(env) if env else bundle_root() / "cases" / "target.yaml"
+    return cases_file("target.yaml", "OBAI_E2E_TARGET")
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from .errors import ConfigError, ObaiError, UsageError
 from .fsutil import atomic_write_bytes
 from .loss.reports import TOP_COLUMNS as REGRESSION_COLUMNS
 from .report_md import table_rows, unescape
-from .results import RESULTS_SCHEMAS
+from .results import read_results_json
 
 REPORT_NAME = "report.html"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -79,17 +79,7 @@ def read_results(path: Path) -> dict:
     repeating it here would cost seconds for thousands of units, and the renderers read
     every field defensively.
     """
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: results file not found (finish the run first: finalize_run.py)") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not valid JSON ({exc})") from None
-    version = data.get("schema_version") if isinstance(data, dict) else None
-    if version not in RESULTS_SCHEMAS:
-        raise ConfigError(f"{path}: field /schema_version: results schema version {version!r} is not supported "
-                          f"(this harness reads {sorted(RESULTS_SCHEMAS)})")
+    data = read_results_json(path)
     if not isinstance(data.get("units"), list) or not all(isinstance(u, dict) for u in data["units"]):
         raise ConfigError(f"{path}: field /units: expected a list of unit objects")
     for key in ("run", "summary"):

@@ -37,6 +37,12 @@ def cases_dir() -> Path:
     return bundle_root() / "cases"
 
 
+def cases_file(name: str, env_name: str) -> Path:
+    """A file of ``cases/`` (cases.yaml, target.yaml, plan.yaml), or the path ``env_name`` holds."""
+    env = os.environ.get(env_name)
+    return Path(env) if env else cases_dir() / name
+
+
 def schemas_dir() -> Path:
     return bundle_root() / "schemas"
 

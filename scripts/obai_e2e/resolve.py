@@ -12,7 +12,7 @@ import json
 import re
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, Callable
 
 from .backend import Backend, client, is_unreachable_error

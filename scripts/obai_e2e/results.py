@@ -87,11 +87,7 @@ def build_results(config, case_set, run_dir: Path, *, allow_incomplete: bool = F
         raise UsageError(f"{len(missing)} unit(s) have no verdict yet: {', '.join(missing[:10])}"
                          f"{' …' if len(missing) > 10 else ''}; resume the run first (or finish with --allow-incomplete)")
     entries = [unit_entry(config, case_set, run_dir, u, meta) for u in units]
-    summary = {v: 0 for v in VERDICTS}
-    summary["not_judged"] = 0
-    for e in entries:
-        summary[e["verdict"]] += 1
-    summary["total"] = len(entries)
+    summary = summarize(entries)
     finished = utc_now()
     run = {k: v for k, v in meta.items() if k not in ("units", "schema_version")}
     run["finished_at"] = iso(finished)
@@ -100,6 +96,16 @@ def build_results(config, case_set, run_dir: Path, *, allow_incomplete: bool = F
     disabled = [{"id": cid, "reason": _disabled_reason(case_set, cid)} for cid in meta.get("disabled_skipped", [])]
     return {"schema_version": RESULTS_SCHEMA_VERSION, "kind": "obai-e2e-results", "run": run,
             "summary": summary, "units": entries, "disabled": disabled}
+
+
+def summarize(entries: list[dict]) -> dict:
+    """The summary of results.json: units per verdict (not_judged included) and the total."""
+    summary = {v: 0 for v in VERDICTS}
+    summary["not_judged"] = 0
+    for e in entries:
+        summary[e["verdict"]] += 1
+    summary["total"] = len(entries)
+    return summary
 
 
 def _disabled_reason(case_set, cid: str) -> str:
@@ -131,8 +137,8 @@ def finalize(config, case_set, run_dir: Path, *, allow_incomplete: bool = False,
             "summary": data["summary"], "summary_line": summary_line(data["summary"])}
 
 
-def load_results(path: Path) -> dict:
-    """Read a results.json, refusing unknown schema versions with a clear message."""
+def read_results_json(path: Path) -> dict:
+    """Parse a results.json and refuse an unknown schema version, with a clear message."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -140,18 +146,27 @@ def load_results(path: Path) -> dict:
         raise ConfigError(f"{path}: results file not found (finish the run first: finalize_run.py)") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON ({exc})") from None
     version = data.get("schema_version") if isinstance(data, dict) else None
     if version not in RESULTS_SCHEMAS:
         raise ConfigError(f"{path}: field /schema_version: results schema version {version!r} is not supported "
                           f"(this harness reads {sorted(RESULTS_SCHEMAS)}); re-run or convert that run")
+    return data
+
+
+def load_results(path: Path) -> dict:
+    """Read a results.json and check it against the JSON Schema of its version."""
+    data = read_results_json(path)
+    schema_name = RESULTS_SCHEMAS[data["schema_version"]]
     units = data.get("units")
     if isinstance(units, list) and len(units) > FULL_CHECK_UNITS:
         # Validating every unit costs milliseconds each; a large file was validated when it
         # was written, so here its frame and an evenly spread sample of units are checked.
         step = len(units) // FULL_CHECK_UNITS + 1
-        schema.check({**data, "units": units[::step]}, RESULTS_SCHEMAS[version], source=str(path))
+        schema.check({**data, "units": units[::step]}, schema_name, source=str(path))
     else:
-        schema.check(data, RESULTS_SCHEMAS[version], source=str(path))
+        schema.check(data, schema_name, source=str(path))
     return data
 
 

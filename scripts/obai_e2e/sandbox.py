@@ -21,6 +21,7 @@ from typing import Mapping
 from .errors import NotReady
 from .fsutil import atomic_write_json
 from .paths import runs_root
+from .procs import alive
 from .turn import fill, kill_live_groups
 
 _ACTIVE: dict[str, "Sandbox"] = {}
@@ -30,15 +31,6 @@ _ACTIVE_LOCK = threading.Lock()
 def sandboxes_root() -> Path:
     return runs_root() / ".sandboxes"
 
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
 
 
 def _run_hook(argv: list[str], sandbox_dir: Path, timeout_s: float) -> str | None:
@@ -139,10 +131,10 @@ def clear_leftovers(config) -> list[str]:
             continue
         try:
             owner = json.loads((box / "owner.json").read_text())
-            alive = _pid_alive(int(owner["pid"]))
+            owned = alive(int(owner["pid"]))
         except (OSError, ValueError, KeyError, TypeError):
-            alive = False
-        if alive:
+            owned = False
+        if owned:
             continue
         _run_hook(config.sandbox.restore, box, config.sandbox.hook_timeout_s)
         shutil.rmtree(box, ignore_errors=True)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Callable
 
 import jsonschema

@@ -18,6 +18,7 @@ from typing import Mapping
 
 from .clock import iso, utc_now
 from .errors import NotReady
+from .procs import alive
 
 MAX_STDOUT_BYTES = 1_000_000
 PIPE_DRAIN_GRACE_S = 1.0
@@ -104,15 +105,6 @@ def _kill_group(pgid: int, sig: int) -> None:
         pass
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-
 
 def run_turn(
     argv: list[str],
@@ -177,7 +169,7 @@ def _supervise(proc, pgid, argv, started, t0, timeout_s, kill_grace_s, stderr_ta
     # A child left behind may hold the pipes open; give it a moment, then kill the group.
     out.join(PIPE_DRAIN_GRACE_S)
     err.join(0.1)
-    if out.is_alive() or err.is_alive() or _group_alive(pgid):
+    if out.is_alive() or err.is_alive() or alive(pgid, group=True):
         _kill_group(pgid, signal.SIGKILL)
         killed = killed or out.is_alive()
         out.join(2)

@@ -54,7 +54,7 @@ def test_drift_in_each_artifact_type_is_named(home, rel, kind):
 
 
 def test_rubric_part_of_target_config_is_frozen_but_timeouts_are_not(home):
-    config = frozen(home)
+    frozen(home)
     target = home / "cases" / "target.yaml"
     target.write_text(target.read_text().replace("timeout_s: 180", "timeout_s: 120"))
     assert freeze.verify(load_target_config(target), root=home).clean

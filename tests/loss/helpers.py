@@ -12,6 +12,7 @@ from pathlib import Path
 
 from obai_e2e.loss.catalog import parse_catalog
 from obai_e2e.loss.plan import parse_plan
+from obai_e2e.results import summarize
 from obai_e2e.yamlio import load_yaml
 
 DATA = Path(__file__).parent / "data"
@@ -68,10 +69,7 @@ def results(units: list[dict], *, run_id: str = "2026-12-01/120000", mode: str =
     provs = {u["provenance"] for u in units}
     run.update(run_id=run_id, mode=mode, created_at=created_at, catalog_version=catalog_version,
                provenance=provenance or (provs.pop() if len(provs) == 1 else "mixed"))
-    summary = {k: 0 for k in ("pass", "fail", "needs_review", "inconclusive", "not_judged")}
-    for u in units:
-        summary[u["verdict"]] += 1
-    summary["total"] = len(units)
+    summary = summarize(units)
     return {"schema_version": 1, "kind": "obai-e2e-results", "run": run, "summary": summary, "units": units,
             "disabled": []}
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from obai_e2e.fsutil import dumps_json
 from obai_e2e.html_report import latency_text, trace_text
 from obai_e2e.report_md import append_entry, detail_block, header, row
+from obai_e2e.results import summarize
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
@@ -113,10 +114,7 @@ def replicate(run_dir: Path, n: int) -> dict:
         u["unit_id"] = f"{u['case_id']}-{i:05d}"
         units.append(u)
     results["units"] = units
-    summary = {v: 0 for v in ("pass", "fail", "needs_review", "inconclusive", "not_judged")}
-    for u in units:
-        summary[u["verdict"]] += 1
-    summary["total"] = n
+    summary = summarize(units)
     results["summary"] = summary
     save(run_dir, results)
     write_report_md(run_dir, results)

@@ -1,7 +1,6 @@
 """obai-e2e freeze-audit: freeze, verify, status, open-holdout, gate."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from .. import freeze as core

@@ -4,7 +4,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..output import emit
 from ..packet import drive, packet_path
 from ..rundir import RunLock, load_run
 from ..sandbox import install_signal_teardown

@@ -7,7 +7,6 @@ to 401.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -18,7 +17,7 @@ import yaml
 from .. import schema
 from ..errors import ConfigError
 from ..fsutil import atomic_write_text, sha256_bytes
-from ..paths import bundle_root, cases_dir
+from ..paths import bundle_root, cases_file
 from ..report_md import cell
 from ..yamlio import Lines, line_for, load_yaml
 
@@ -148,8 +147,7 @@ class Plan:
 
 
 def default_plan_path() -> Path:
-    env = os.environ.get("OBAI_E2E_PLAN")
-    return Path(env) if env else cases_dir() / "plan.yaml"
+    return cases_file("plan.yaml", "OBAI_E2E_PLAN")
 
 
 def _number_texts(text: str) -> dict[tuple, str]:

@@ -31,6 +31,7 @@ from .. import paths
 from ..errors import StoreError, UsageError
 from ..fsutil import atomic_write_json
 from ..opik_env import local_store_env
+from ..procs import alive
 from .db import Store
 from .server import DEFAULT_MAX_BODY_BYTES, SERVICE, make_server
 from .timeutil import now_ts
@@ -152,13 +153,7 @@ def _reap(pid: int) -> None:
 
 def _pid_alive(pid: int) -> bool:
     _reap(pid)
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return alive(pid)
 
 
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
