@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from obai_e2e.opik_env import QUIET_SDK_ENV, local_store_env
+from obai_e2e.base.opik_env import QUIET_SDK_ENV, local_store_env
 from obai_e2e.tracestore import StoreInfo, ensure_running, stop
 
 # The SDK is imported by tests in this process too; it must not report anywhere.

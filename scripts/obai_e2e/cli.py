@@ -11,8 +11,8 @@ import importlib
 import sys
 
 from . import __version__
-from .errors import ObaiError
-from .output import emit
+from .base.errors import ObaiError
+from .base.output import emit
 
 # Command name -> module under obai_e2e.commands, in the order --help lists them. Only the
 # module of the command being run is imported, so a script starts in a fraction of a second.

@@ -23,7 +23,7 @@ from obai_demo import __version__, grounding
 from obai_demo.faults import FAULTS
 from obai_demo.guardrail import REFUSAL
 from obai_demo.specialists import text_of
-from obai_e2e.opik_env import QUIET_SDK_ENV, local_store_env
+from obai_e2e.base.opik_env import QUIET_SDK_ENV, local_store_env
 
 pytestmark = pytest.mark.slow
 

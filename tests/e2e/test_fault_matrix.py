@@ -16,10 +16,10 @@ import os
 import pytest
 
 from obai_demo.faults import FAULTS
-from obai_e2e import headless
-from obai_e2e.cases import load_cases_for
-from obai_e2e.config import load_target_config
-from obai_e2e.rundir import Filters
+from obai_e2e.run import headless
+from obai_e2e.config.cases import load_cases_for
+from obai_e2e.config.target import load_target_config
+from obai_e2e.rundir.layout import Filters
 
 from .conftest import target_variant
 

@@ -16,11 +16,11 @@ import pytest
 import yaml
 from markdown_it import MarkdownIt
 
-from obai_e2e import headless
-from obai_e2e.cases import load_cases
-from obai_e2e.config import load_target_config
-from obai_e2e.finish import after_run
-from obai_e2e.rundir import Filters
+from obai_e2e.run import headless
+from obai_e2e.config.cases import load_cases
+from obai_e2e.config.target import load_target_config
+from obai_e2e.run.finish import after_run
+from obai_e2e.rundir.layout import Filters
 
 from .conftest import REPO, target_variant
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from obai_e2e.report_md import read_rows
+from obai_e2e.report.report_md import read_rows
 
 from .conftest import REPO
 

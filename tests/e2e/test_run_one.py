@@ -14,13 +14,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from obai_e2e.backend import Backend, connect
-from obai_e2e.cases import load_cases_for
-from obai_e2e.config import load_target_config
-from obai_e2e.errors import UsageError
-from obai_e2e.opik_env import local_store_env
-from obai_e2e.packet import drive
-from obai_e2e.rundir import Filters, create_run
+from obai_e2e.trace.backend import Backend, connect
+from obai_e2e.config.cases import load_cases_for
+from obai_e2e.config.target import load_target_config
+from obai_e2e.base.errors import UsageError
+from obai_e2e.base.opik_env import local_store_env
+from obai_e2e.drive.packet import drive
+from obai_e2e.rundir.layout import Filters, create_run
 
 from .conftest import REPO, target_variant
 

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from obai_e2e.cases import load_cases_for
-from obai_e2e.config import load_target_config
-from obai_e2e.errors import RunLocked
-from obai_e2e.packet import drive
-from obai_e2e.preflight import run as preflight
-from obai_e2e.rundir import Filters, RunLock, create_run
-from obai_e2e.sandbox import sandboxes_root
+from obai_e2e.config.cases import load_cases_for
+from obai_e2e.config.target import load_target_config
+from obai_e2e.base.errors import RunLocked
+from obai_e2e.drive.packet import drive
+from obai_e2e.run.preflight import run as preflight
+from obai_e2e.rundir.layout import Filters, RunLock, create_run
+from obai_e2e.drive.sandbox import sandboxes_root
 
 from .conftest import REPO, target_variant
 

@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from obai_e2e.cases import load_cases, load_cases_for, select
-from obai_e2e.config import load_target_config
-from obai_e2e.errors import ConfigError, UsageError
+from obai_e2e.config.cases import load_cases, load_cases_for, select
+from obai_e2e.config.target import load_target_config
+from obai_e2e.base.errors import ConfigError, UsageError
 
 GOOD_CASE = """\
 version: 1

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from obai_e2e import freeze
-from obai_e2e.config import load_target_config
-from obai_e2e.errors import HoldoutSealed, WriteOnceViolation
-from obai_e2e.fsutil import write_once, write_once_json
-from obai_e2e.holdout import require_open
-from obai_e2e.seal import seal, verify_seal
+from obai_e2e.protocol import freeze
+from obai_e2e.config.target import load_target_config
+from obai_e2e.base.errors import HoldoutSealed, WriteOnceViolation
+from obai_e2e.base.fsutil import write_once, write_once_json
+from obai_e2e.protocol.holdout import require_open
+from obai_e2e.protocol.seal import seal, verify_seal
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -71,7 +71,7 @@ def test_missing_and_added_files_are_named(home):
 
 
 def test_preflight_refuses_a_drifted_freeze(home, monkeypatch, tmp_path):
-    from obai_e2e import preflight
+    from obai_e2e.run import preflight
 
     frozen(home)
     monkeypatch.setenv("OBAI_E2E_RUNS", str(tmp_path / "runs"))

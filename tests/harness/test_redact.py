@@ -1,5 +1,5 @@
 """Secrets never reach stored artifacts."""
-from obai_e2e.redact import MARK, Redactor
+from obai_e2e.base.redact import MARK, Redactor
 
 
 def test_env_secrets_and_headers_are_redacted():

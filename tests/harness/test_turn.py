@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from obai_e2e.errors import NotReady
-from obai_e2e.turn import fill, run_turn
+from obai_e2e.base.errors import NotReady
+from obai_e2e.drive.turn import fill, run_turn
 
 PY = sys.executable
 

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from obai_e2e.errors import UsageError
-from obai_e2e.install import MANIFEST, SKILL_NAME, install
+from obai_e2e.base.errors import UsageError
+from obai_e2e.bundle.install import MANIFEST, SKILL_NAME, install
 
 REPO = Path(__file__).resolve().parents[2]
 
 REQUIRED = ["SKILL.md", "README.md", "pyproject.toml", "uv.lock", ".gitignore", "runs/.gitignore",
             "scripts/preflight.py", "scripts/run_suite.py", "scripts/render_report.py", "scripts/obai_e2e/cli.py",
-            "scripts/obai_e2e/html_report.py", "scripts/obai_e2e/templates/report.html.j2",
-            "scripts/obai_e2e/templates/report.js", "scripts/obai_e2e/templates/report.css",
+            "scripts/obai_e2e/report/html.py", "scripts/obai_e2e/report/templates/report.html.j2",
+            "scripts/obai_e2e/report/templates/report.js", "scripts/obai_e2e/report/templates/report.css",
             "demo/obai_demo/cli.py", "schemas/results.v1.schema.json", "catalogs/loss-catalog.v1.json",
             "cases/cases.yaml", "cases/target.yaml"]
 

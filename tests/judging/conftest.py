@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from obai_e2e.cases import load_cases_for
-from obai_e2e.config import load_target_config
+from obai_e2e.config.cases import load_cases_for
+from obai_e2e.config.target import load_target_config
 
 from .helpers import EXTRA_CATALOG, copy_run, make_round
 

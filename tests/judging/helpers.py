@@ -5,8 +5,8 @@ import json
 import shutil
 from pathlib import Path
 
-from obai_e2e.judging.packets import generate
-from obai_e2e.judging.rounds import Round, load_round
+from obai_e2e.judge.panel.packets import generate
+from obai_e2e.judge.panel.rounds import Round, load_round
 # A real run of the demo target (MD1, S2, A1, O2, R1), kept with the tests as data.
 REAL_RUN = Path(__file__).resolve().parent / "data" / "demo-run"
 

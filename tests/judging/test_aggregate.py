@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from obai_e2e.errors import UsageError, WriteOnceViolation
-from obai_e2e.judging import panel_for_unit
-from obai_e2e.judging.aggregate import aggregate_round
-from obai_e2e.judging.responses import store
+from obai_e2e.base.errors import UsageError, WriteOnceViolation
+from obai_e2e.judge.panel import panel_for_unit
+from obai_e2e.judge.panel.aggregate import aggregate_round
+from obai_e2e.judge.panel.responses import store
 
 from .helpers import entry, make_round, pid_of, reply
 

@@ -7,12 +7,12 @@ import re
 
 import pytest
 
-from obai_e2e.errors import UsageError, WriteOnceViolation
-from obai_e2e.judging.aggregate import aggregate_round
-from obai_e2e.judging.packets import generate, judge_packet
-from obai_e2e.judging.questions import INCOMPLETE_ANSWER
-from obai_e2e.judging.responses import store
-from obai_e2e.judging.rounds import load_round
+from obai_e2e.base.errors import UsageError, WriteOnceViolation
+from obai_e2e.judge.panel.aggregate import aggregate_round
+from obai_e2e.judge.panel.packets import generate, judge_packet
+from obai_e2e.judge.panel.questions import INCOMPLETE_ANSWER
+from obai_e2e.judge.panel.responses import store
+from obai_e2e.judge.panel.rounds import load_round
 
 from .helpers import EXTRA_CATALOG, REAL_RUN, copy_run, make_round, pid_of, reply
 
@@ -178,7 +178,7 @@ def test_packets_and_bundles_leak_nothing(run, config_cases):
 
 
 def test_judge_prompt_is_in_the_bundle_verbatim(run, config_cases):
-    from obai_e2e.judging.packets import prompt_path
+    from obai_e2e.judge.panel.packets import prompt_path
 
     rnd = make_round(run, *config_cases)
     bundle = (rnd.dir / "bundle.md").read_text()

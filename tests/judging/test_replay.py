@@ -6,10 +6,10 @@ import json
 import pytest
 
 from obai_e2e.cli import main
-from obai_e2e.errors import FrozenArtifactChanged
-from obai_e2e.judging.aggregate import aggregate_round
-from obai_e2e.judging.replay import replay
-from obai_e2e.judging.responses import store
+from obai_e2e.base.errors import FrozenArtifactChanged
+from obai_e2e.judge.panel.aggregate import aggregate_round
+from obai_e2e.judge.panel.replay import replay
+from obai_e2e.judge.panel.responses import store
 
 from .helpers import entry, make_round, reply
 from .test_aggregate import PANEL

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from obai_e2e.errors import VerdictInvalid
-from obai_e2e.judging import schema
-from obai_e2e.judging.responses import store
+from obai_e2e.base.errors import VerdictInvalid
+from obai_e2e.judge.panel import schema
+from obai_e2e.judge.panel.responses import store
 
 from .helpers import entry, pid_of
 

@@ -108,6 +108,6 @@ def test_prune_korpus_dry_run(capsys, runs_root):
 
 
 def test_unit_helper_builds_valid_results(setup):
-    from obai_e2e.results import load_results
+    from obai_e2e.report.results import load_results
     assert load_results(setup["new"] / "results.json")["units"][0]["unit_id"] == "P0"
     assert unit("X").keys() >= {"unit_id", "rule_outcomes", "verdict", "labels", "provenance"}

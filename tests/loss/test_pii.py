@@ -6,14 +6,21 @@ from datetime import datetime, timezone
 
 import pytest
 
-from obai_e2e.cases import Case
-from obai_e2e.config import Privacy, load_target_config
-from obai_e2e.errors import ConfigError
-from obai_e2e.loss.pii import (QUOTE_WITHHELD, SALT_FILE, Pseudonymizer, iban_ok, load_or_create_salt, luhn_ok,
-                               withhold_quotes)
+from obai_e2e.config.cases import Case
+from obai_e2e.config.target import Privacy, load_target_config
+from obai_e2e.base.errors import ConfigError
+from obai_e2e.base.pii import (
+    QUOTE_WITHHELD,
+    SALT_FILE,
+    Pseudonymizer,
+    iban_ok,
+    load_or_create_salt,
+    luhn_ok,
+    withhold_quotes,
+)
 from obai_e2e.loss.retention import prune_korpus
-from obai_e2e.privacy import protect_packet
-from obai_e2e.rubric.numbers import extract
+from obai_e2e.drive.privacy import protect_packet
+from obai_e2e.judge.rubric.numbers import extract
 
 from .helpers import TEMPLATE, ev, unit
 

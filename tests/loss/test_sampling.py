@@ -1,6 +1,6 @@
 """Stratified sampling: up to n_min per partition, deterministic, thin partitions flagged, repeats."""
-from obai_e2e.cases import Case, load_cases_for
-from obai_e2e.config import load_target_config
+from obai_e2e.config.cases import Case, load_cases_for
+from obai_e2e.config.target import load_target_config
 from obai_e2e.loss.plan import load_plan
 from obai_e2e.loss.sampling import sample
 

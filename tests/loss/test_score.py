@@ -12,8 +12,8 @@ import math
 import numpy as np
 import pytest
 
-from obai_e2e.errors import ConfigError
-from obai_e2e.fsutil import dumps_json
+from obai_e2e.base.errors import ConfigError
+from obai_e2e.base.fsutil import dumps_json
 from obai_e2e.loss.score import check_suite, score
 
 from .helpers import cat, catalog, ev, plan, results, unit

@@ -6,10 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from obai_e2e.fsutil import dumps_json
-from obai_e2e.html_report import latency_text, trace_text
-from obai_e2e.report_md import append_entry, detail_block, header, row
-from obai_e2e.results import summarize
+from obai_e2e.base.fsutil import dumps_json
+from obai_e2e.report.html import latency_text, trace_text
+from obai_e2e.report.report_md import append_entry, detail_block, header, row
+from obai_e2e.report.results import summarize
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from obai_e2e.html_report import write_report
+from obai_e2e.report.html import write_report
 
 from .helpers import ARTIFACTS, EXPECTED, replicate
 

@@ -12,7 +12,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from obai_e2e.html_report import write_report
+from obai_e2e.report.html import write_report
 
 from .helpers import ATTR_BREAK, HOSTILE, JS_LINK, SCRIPT_BREAK, make_hostile
 

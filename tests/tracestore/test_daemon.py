@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from obai_e2e.errors import StoreError, UsageError
+from obai_e2e.base.errors import StoreError, UsageError
 from obai_e2e.tracestore import daemon, ensure_running, status, stop
 
 from .helpers import Api, flt, project_name, trace_payload

@@ -6,9 +6,9 @@ import json
 import os
 from pathlib import Path
 
-from ..cases import CaseSet, load_cases
-from ..config import TargetConfig, load_target_config
-from ..rundir import Filters
+from ..config.cases import CaseSet, load_cases
+from ..config.target import TargetConfig, load_target_config
+from ..rundir.layout import Filters
 
 
 def add_config_args(parser: argparse.ArgumentParser) -> None:
@@ -43,7 +43,7 @@ def sampled(args, case_set, filters: Filters) -> tuple[Filters, dict | None, dic
     pool = filters.apply(case_set).cases
     s = sample(load_plan(args.plan), pool)
     if not s.units:
-        from ..errors import UsageError
+        from ..base.errors import UsageError
 
         raise UsageError("the loss plan selects no case from the filtered case set")
     ids = tuple(u["case_id"] for u in s.units)

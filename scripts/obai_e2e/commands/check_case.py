@@ -3,14 +3,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import UsageError
-from ..judging.aggregate import panel_for_unit
-from ..output import emit
-from ..packet import load_packet
-from ..rubric import check_packet
-from ..rundir import load_run
-from ..units import resolve_unit
-from ..verdict import applicable_codes
+from ..base.errors import UsageError
+from ..judge.panel.aggregate import panel_for_unit
+from ..base.output import emit
+from ..drive.packet import load_packet
+from ..judge.rubric import check_packet
+from ..rundir.layout import load_run
+from ..config.units import resolve_unit
+from ..judge.verdict import applicable_codes
 from ._common import add_config_args, load
 
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..finish import finish
-from ..output import emit, say
-from ..rundir import RunLock
+from ..run.finish import finish
+from ..base.output import emit, say
+from ..rundir.layout import RunLock
 from ._common import add_config_args, load
 
 

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import freeze as core
-from .. import gates, holdout
-from ..config import load_target_config
-from ..errors import FrozenArtifactChanged
-from ..output import emit, say
-from ..paths import bundle_root
-from ..rundir import RunLock, git_commit, load_run
-from ..seal import verify_seal
+from ..protocol import freeze as core
+from ..protocol import gates, holdout
+from ..config.target import load_target_config
+from ..base.errors import FrozenArtifactChanged
+from ..base.output import emit, say
+from ..base.paths import bundle_root
+from ..rundir.layout import RunLock, git_commit, load_run
+from ..protocol.seal import verify_seal
 from ._common import load
 
 ACTIONS = ("freeze", "verify", "status", "open-holdout", "gate")

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import sys
 
-from ..backend import connect
-from ..config import load_target_config
-from ..curate import curate
-from ..output import emit
-from ..resolve import fetch
+from ..trace.backend import connect
+from ..config.target import load_target_config
+from ..trace.curate import curate
+from ..base.output import emit
+from ..trace.resolve import fetch
 
 
 def register(sub) -> None:

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..judging.packets import DEFAULT_PANEL, generate
-from ..judging.rounds import judging_lock
-from ..output import emit
+from ..judge.panel.packets import DEFAULT_PANEL, generate
+from ..judge.panel.rounds import judging_lock
+from ..base.output import emit
 from ._common import add_config_args, load
 
 

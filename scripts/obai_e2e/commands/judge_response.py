@@ -4,10 +4,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..errors import UsageError
-from ..judging.responses import store
-from ..judging.rounds import judging_lock
-from ..output import emit
+from ..base.errors import UsageError
+from ..judge.panel.responses import store
+from ..judge.panel.rounds import judging_lock
+from ..base.output import emit
 
 
 def register(sub) -> None:

@@ -1,8 +1,8 @@
 """obai-e2e new-run: create a run directory for the selected cases."""
 from __future__ import annotations
 
-from ..output import emit
-from ..rundir import create_run, plan
+from ..base.output import emit
+from ..rundir.layout import create_run, plan
 from ._common import add_config_args, add_filter_args, add_sample_args, filters_from, load, sampled
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..output import emit
-from ..rundir import Filters, load_run, plan
+from ..base.output import emit
+from ..rundir.layout import Filters, load_run, plan
 from ._common import add_config_args, add_filter_args, filters_from, load
 
 

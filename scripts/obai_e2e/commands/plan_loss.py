@@ -5,7 +5,7 @@ from pathlib import Path
 
 from ..loss.plan import decimal_text, load_plan, write_plan_md
 from ..loss.sampling import sample
-from ..output import emit, say
+from ..base.output import emit, say
 from ._common import add_config_args, load
 
 

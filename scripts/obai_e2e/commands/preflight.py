@@ -1,8 +1,8 @@
 """obai-e2e preflight: is everything ready for a run?"""
 from __future__ import annotations
 
-from ..output import emit
-from .. import preflight as core
+from ..base.output import emit
+from ..run import preflight as core
 
 
 def register(sub) -> None:

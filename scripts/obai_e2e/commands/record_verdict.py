@@ -5,11 +5,11 @@ import json
 import sys
 from pathlib import Path
 
-from ..errors import UsageError
-from ..judge import judge_unit
-from ..output import emit
-from ..record import record
-from ..rundir import RunLock
+from ..base.errors import UsageError
+from ..run.judging import judge_unit
+from ..base.output import emit
+from ..report.record import record
+from ..rundir.layout import RunLock
 from ._common import add_config_args, load
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..html_report import open_in_browser, write_report
-from ..output import emit, say
+from ..report.html import open_in_browser, write_report
+from ..base.output import emit, say
 
 
 def register(sub) -> None:

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import FrozenArtifactChanged
-from ..judging.replay import replay
-from ..output import emit
+from ..base.errors import FrozenArtifactChanged
+from ..judge.panel.replay import replay
+from ..base.output import emit
 
 
 def register(sub) -> None:

@@ -1,11 +1,11 @@
 """obai-e2e resolve-trace: find the one trace of a turn."""
 from __future__ import annotations
 
-from ..backend import connect
-from ..clock import iso, utc_now
-from ..config import load_target_config
-from ..output import emit
-from ..resolve import RESOLVED, TurnKey, resolve
+from ..trace.backend import connect
+from ..base.clock import iso, utc_now
+from ..config.target import load_target_config
+from ..base.output import emit
+from ..trace.resolve import RESOLVED, TurnKey, resolve
 
 
 def register(sub) -> None:

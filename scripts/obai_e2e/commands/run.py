@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import headless
-from ..finish import after_run
-from ..output import emit, say
+from ..run import headless
+from ..run.finish import after_run
+from ..base.output import emit, say
 from ._common import add_config_args, add_filter_args, add_sample_args, filters_from, load, sampled
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..packet import drive, packet_path
-from ..rundir import RunLock, load_run
-from ..sandbox import install_signal_teardown
-from ..units import check_unit_id
+from ..drive.packet import drive, packet_path
+from ..rundir.layout import RunLock, load_run
+from ..drive.sandbox import install_signal_teardown
+from ..config.units import check_unit_id
 from ._common import add_config_args, load
 
 

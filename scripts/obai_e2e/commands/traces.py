@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..output import emit, say
+from ..base.output import emit, say
 
 EXIT_CODES = """exit codes:
   0  success (status: the store is running)

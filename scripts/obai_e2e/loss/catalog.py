@@ -15,10 +15,10 @@ from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
 
-from .. import schema
-from ..errors import ConfigError
-from ..fsutil import sha256_bytes
-from ..rubric.codes import HARD_CODES, SOFT_CODES
+from ..base import schema
+from ..base.errors import ConfigError
+from ..base.fsutil import sha256_bytes
+from ..judge.rubric.codes import HARD_CODES, SOFT_CODES
 
 DETERMINISTIC = "deterministic"
 MODEL_JUDGED = "model_judged"

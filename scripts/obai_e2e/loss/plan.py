@@ -14,12 +14,12 @@ from pathlib import Path
 
 import yaml
 
-from .. import schema
-from ..errors import ConfigError
-from ..fsutil import atomic_write_text, sha256_bytes
-from ..paths import bundle_root, cases_file
-from ..report_md import cell
-from ..yamlio import Lines, line_for, load_yaml
+from ..base import schema
+from ..base.errors import ConfigError
+from ..base.fsutil import atomic_write_text, sha256_bytes
+from ..base.paths import bundle_root, cases_file
+from ..report.report_md import cell
+from ..base.yamlio import Lines, line_for, load_yaml
 
 SCHEMA = "plan.schema.json"
 DEFAULT_MDE = Fraction(1, 20)

@@ -13,12 +13,12 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from ..errors import ObaiError
-from ..fsutil import append_text, dumps_json, write_once
-from ..paths import runs_root
-from ..report_md import row
+from ..base.errors import ObaiError
+from ..base.fsutil import append_text, dumps_json, write_once
+from ..base.paths import runs_root
+from ..report.report_md import row
 from .compare import Comparison
-from .pii import QUOTE_WITHHELD, may_quote
+from ..base.pii import QUOTE_WITHHELD, may_quote
 from .score import UNTERBELEGT, Scored, count_cells
 from .units import COMPLETED, SEVERITY, tripped_codes
 

@@ -13,9 +13,9 @@ import shutil
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from ..clock import iso, parse_iso, utc_now
-from ..errors import ConfigError
-from ..paths import runs_root
+from ..base.clock import iso, parse_iso, utc_now
+from ..base.errors import ConfigError
+from ..base.paths import runs_root
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _TIME = re.compile(r"^\d{6}$")

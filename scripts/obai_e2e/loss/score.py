@@ -14,7 +14,7 @@ import gc
 import math
 from dataclasses import dataclass, field
 
-from .. import schema
+from ..base import schema
 from .catalog import Catalog
 from .plan import Plan
 from .sampling import unit_labels

@@ -12,9 +12,9 @@ import json
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import ConfigError, UsageError, WriteOnceViolation
-from ..fsutil import dumps_json, write_once
-from ..results import load_results
+from ..base.errors import ConfigError, UsageError, WriteOnceViolation
+from ..base.fsutil import dumps_json, write_once
+from ..report.results import load_results
 from .catalog import Catalog, load_catalog
 from .compare import compare
 from .plan import load_plan

@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from .. import paths
-from ..errors import StoreError, UsageError
-from ..fsutil import atomic_write_json
-from ..opik_env import local_store_env
-from ..procs import alive
+from ..base import paths
+from ..base.errors import StoreError, UsageError
+from ..base.fsutil import atomic_write_json
+from ..base.opik_env import local_store_env
+from ..base.procs import alive
 from .db import Store
 from .server import DEFAULT_MAX_BODY_BYTES, SERVICE, make_server
 from .timeutil import now_ts

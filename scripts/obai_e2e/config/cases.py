@@ -1,0 +1,244 @@
+"""Regression cases (``cases/cases.yaml``): loading, checking, and selecting by filter."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..base import schema
+from ..base.errors import ConfigError, UsageError
+from ..base.fsutil import sha256_file
+from ..base.paths import cases_file
+from ..base.yamlio import Lines, load_yaml
+
+DEFAULT_STOCHASTIC_REPEATS = 3
+
+
+def default_cases_path() -> Path:
+    return cases_file("cases.yaml", "OBAI_E2E_CASES")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One curated question with what a healthy agent must do for it."""
+
+    id: str
+    feature: str
+    query: str
+    description: str = ""
+    smoke: bool = False
+    disabled: bool = False
+    disabled_reason: str = ""
+    expected_skills: tuple[str, ...] = ()
+    expected_skills_absent: tuple[str, ...] = ()
+    expected_tools: tuple[str, ...] = ()
+    expected_sequence: tuple[str, ...] = ()
+    allowed_extras: tuple[str, ...] = ()
+    expect_rejection: bool = False
+    expect_async_job: bool = False
+    expect_options_shape: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    provenance: str = "synthetic"
+    stochastic: bool = False
+    repeats: int = 1
+    known_needs_review: tuple[str, ...] = ()
+    line: int | None = None
+
+    def expected_summary(self) -> dict[str, Any]:
+        """The expectation fields, as the report and results show them."""
+        out: dict[str, Any] = {}
+        for key in ("expected_skills", "expected_skills_absent", "expected_tools", "expected_sequence",
+                    "allowed_extras"):
+            value = getattr(self, key)
+            if value:
+                out[key] = list(value)
+        for key in ("expect_rejection", "expect_async_job"):
+            if getattr(self, key):
+                out[key] = True
+        if self.expect_options_shape:
+            out["expect_options_shape"] = self.expect_options_shape
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"id": self.id, "feature": self.feature, "query": self.query}
+        out.update(self.expected_summary())
+        if self.labels:
+            out["labels"] = dict(self.labels)
+        out["provenance"] = self.provenance
+        if self.smoke:
+            out["smoke"] = True
+        if self.disabled:
+            out["disabled"] = True
+        out["repeats"] = self.repeats
+        return out
+
+
+@dataclass(frozen=True)
+class CaseSet:
+    """A loaded cases file."""
+
+    path: Path
+    sha256: str
+    holdout: bool
+    cases: tuple[Case, ...]
+
+    def by_id(self, case_id: str) -> Case:
+        for case in self.cases:
+            if case.id == case_id:
+                return case
+        raise UsageError(f"unknown case id {case_id!r} in {self.path}")
+
+    def ids(self) -> list[str]:
+        return [c.id for c in self.cases]
+
+
+def _case_label(data: Any) -> Any:
+    def label(path: tuple) -> str | None:
+        if len(path) >= 2 and path[0] == "cases" and isinstance(path[1], int):
+            try:
+                cid = data["cases"][path[1]].get("id")
+            except (IndexError, AttributeError, KeyError, TypeError):
+                cid = None
+            return f"case {cid!r}" if cid else f"case #{path[1] + 1}"
+        return None
+    return label
+
+
+def _semantic_checks(raw: dict, lines: Lines, source: str, specialists: Iterable[str] | None,
+                     strategy: str | None, options: str | None) -> None:
+    seen: dict[str, int] = {}
+    known = set(specialists) if specialists is not None else None
+    for index, c in enumerate(raw["cases"]):
+        cid = c["id"]
+        line = lines.get(("cases", index))
+        where = f"{source}:{line}" if line else source
+
+        def fail(field_: str, message: str) -> None:
+            field_line = lines.get(("cases", index, field_), line)
+            at = f"{source}:{field_line}" if field_line else source
+            raise ConfigError(f"{at}: case {cid!r}, field /cases/{index}/{field_}: {message}")
+
+        if cid in seen:
+            raise ConfigError(f"{where}: case {cid!r}: duplicate id (first defined at line {seen[cid]}); ids must be unique")
+        seen[cid] = line or 0
+        tools = c.get("expected_tools", [])
+        for name in c.get("expected_sequence", []):
+            if name not in tools:
+                fail("expected_sequence", f"{name!r} is not in expected_tools; every sequence entry must be an expected tool")
+        if known is not None:
+            for key in ("expected_tools", "expected_sequence", "allowed_extras"):
+                for name in c.get(key, []):
+                    if name not in known:
+                        fail(key, f"{name!r} is not a specialist of the target (known: {', '.join(sorted(known))})")
+        if c.get("expect_rejection") and tools:
+            fail("expected_tools", "a rejection case expects no specialists; remove expected_tools or expect_rejection")
+        if c.get("expect_async_job") and strategy and strategy not in tools:
+            fail("expect_async_job", f"an async job case must expect the strategy specialist {strategy!r}")
+        if c.get("expect_options_shape") and options and options not in tools:
+            fail("expect_options_shape", f"an options-shape case must expect the options specialist {options!r}")
+        if c.get("stochastic") and c.get("repeats", DEFAULT_STOCHASTIC_REPEATS) < 3:
+            fail("repeats", "a stochastic case needs at least 3 repeats")
+        both = set(c.get("expected_skills", [])) & set(c.get("expected_skills_absent", []))
+        if both:
+            fail("expected_skills_absent", f"{sorted(both)} is both expected and banned")
+
+
+def load_cases(path: Path | None = None, *, specialists: Iterable[str] | None = None,
+               strategy: str | None = None, options: str | None = None, run_dir: Path | None = None) -> CaseSet:
+    """Load and check a cases file; specialist names are checked when ``specialists`` is given.
+
+    A holdout file loads only for the holdout run its ledger entry names (``run_dir``).
+    """
+    path = Path(path) if path else default_cases_path()
+    from ..protocol.holdout import is_holdout_file, require_open
+
+    if is_holdout_file(path):
+        require_open(run_dir, path)
+    return parse_cases(path, specialists=specialists, strategy=strategy, options=options)
+
+
+def parse_cases(path: Path, *, specialists: Iterable[str] | None = None,
+                strategy: str | None = None, options: str | None = None) -> CaseSet:
+    """Read and check a cases file with no holdout guard (callers decide whether they may)."""
+    source = str(path)
+    data, lines = load_yaml(path, label=source)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping with 'version' and 'cases'")
+    schema.check(data, "cases.schema.json", source=source, lines=lines, item_label=_case_label(data))
+    _semantic_checks(data, lines, source, specialists, strategy, options)
+    cases = []
+    for index, c in enumerate(data["cases"]):
+        stochastic = bool(c.get("stochastic", False))
+        repeats = int(c.get("repeats", DEFAULT_STOCHASTIC_REPEATS if stochastic else 1))
+        cases.append(Case(
+            id=c["id"], feature=c["feature"], query=c["query"],
+            description=c.get("description", ""),
+            smoke=bool(c.get("smoke", False)),
+            disabled=bool(c.get("disabled", False)),
+            disabled_reason=c.get("disabled_reason", ""),
+            expected_skills=tuple(c.get("expected_skills", [])),
+            expected_skills_absent=tuple(c.get("expected_skills_absent", [])),
+            expected_tools=tuple(c.get("expected_tools", [])),
+            expected_sequence=tuple(c.get("expected_sequence", [])),
+            allowed_extras=tuple(c.get("allowed_extras", [])),
+            expect_rejection=bool(c.get("expect_rejection", False)),
+            expect_async_job=bool(c.get("expect_async_job", False)),
+            expect_options_shape=c.get("expect_options_shape"),
+            labels=dict(c.get("labels", {})),
+            provenance=c.get("provenance", "synthetic"),
+            stochastic=stochastic,
+            repeats=repeats,
+            known_needs_review=tuple(c.get("known_needs_review", [])),
+            line=lines.get(("cases", index)),
+        ))
+    return CaseSet(path=path, sha256=sha256_file(path), holdout=bool(data.get("holdout", False)),
+                   cases=tuple(cases))
+
+
+def load_cases_for(config) -> CaseSet:
+    """Load the default cases file, checking names against ``config``'s vocabulary."""
+    v = config.vocabulary
+    return load_cases(specialists=v.specialists, strategy=v.strategy_specialist, options=v.options_specialist)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The cases a run will drive, and the disabled ones it skipped."""
+
+    cases: tuple[Case, ...]
+    skipped_disabled: tuple[Case, ...]
+
+    def disabled_line(self) -> str | None:
+        if not self.skipped_disabled:
+            return None
+        ids = ", ".join(c.id for c in self.skipped_disabled)
+        return f"skipped {len(self.skipped_disabled)} disabled cases: {ids}"
+
+
+def select(case_set: CaseSet, *, smoke: bool = False, features: Iterable[str] = (),
+           ids: Iterable[str] = ()) -> Selection:
+    """Apply the filters. A disabled case runs only when named by id."""
+    features = [f for f in features if f]
+    ids = [i for i in ids if i]
+    known_ids = set(case_set.ids())
+    unknown = [i for i in ids if i not in known_ids]
+    if unknown:
+        raise UsageError(f"unknown case id(s): {', '.join(unknown)} (not in {case_set.path})")
+    known_features = {c.feature for c in case_set.cases}
+    bad_features = [f for f in features if f not in known_features]
+    if bad_features:
+        raise UsageError(
+            f"unknown feature(s): {', '.join(bad_features)}; known: {', '.join(sorted(known_features))}")
+    chosen, skipped = [], []
+    for case in case_set.cases:
+        if ids and case.id not in ids:
+            continue
+        if smoke and not case.smoke:
+            continue
+        if features and case.feature not in features:
+            continue
+        if case.disabled and case.id not in ids:
+            skipped.append(case)
+            continue
+        chosen.append(case)
+    return Selection(cases=tuple(chosen), skipped_disabled=tuple(skipped))

@@ -1,0 +1,160 @@
+"""Per-case isolation of the target (mode A) and a teardown that always runs.
+
+Each case gets a fresh folder with its own HOME, TMPDIR and (optionally) working
+directory, the configured sandbox keys, and optional snapshot/restore hooks around it.
+Teardown (restore hook, then removal) runs on success, failure, timeout, Ctrl-C and
+SIGTERM. A SIGKILL cannot be caught, so every sandbox records its owner's pid, and
+sandboxes whose owner is gone are cleared before a new run starts.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Mapping
+
+from ..base.errors import NotReady
+from ..base.fsutil import atomic_write_json
+from ..base.paths import runs_root
+from ..base.procs import alive
+from .turn import fill, kill_live_groups
+
+_ACTIVE: dict[str, "Sandbox"] = {}
+_ACTIVE_LOCK = threading.Lock()
+
+
+def sandboxes_root() -> Path:
+    return runs_root() / ".sandboxes"
+
+
+
+def _run_hook(argv: list[str], sandbox_dir: Path, timeout_s: float) -> str | None:
+    """Run a snapshot/restore hook; the error text, or None on success."""
+    if not argv:
+        return None
+    cmd = fill(argv, {"sandbox": str(sandbox_dir)})
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
+    except FileNotFoundError:
+        return f"hook command not found: {cmd[0]!r}"
+    except subprocess.TimeoutExpired:
+        return f"hook {cmd[0]!r} timed out after {timeout_s:g} s"
+    if done.returncode != 0:
+        return f"hook {cmd[0]!r} exited {done.returncode}: {done.stderr.strip()[-500:]}"
+    return None
+
+
+class Sandbox:
+    """A fresh folder and environment for one case; use as a context manager."""
+
+    def __init__(self, config, token: str, base_env: Mapping[str, str]):
+        self.config = config
+        self.spec = config.sandbox
+        self.dir = sandboxes_root() / token
+        self.base_env = dict(base_env)
+        self.restore_error: str | None = None
+        self._torn_down = False
+
+    @property
+    def workdir(self) -> Path:
+        if self.spec.enabled and self.spec.fresh_workdir:
+            return self.dir / "work"
+        return self.config.target.workdir
+
+    def env(self) -> dict[str, str]:
+        env = dict(self.base_env)
+        if not self.spec.enabled:
+            return env
+        if self.spec.fresh_home:
+            env["HOME"] = str(self.dir / "home")
+        env["TMPDIR"] = str(self.dir / "tmp")
+        for key, value in self.spec.keys.items():
+            env[key] = value.replace("{sandbox}", str(self.dir))
+        return env
+
+    def __enter__(self) -> "Sandbox":
+        if not self.spec.enabled:
+            return self
+        if self.dir.exists():
+            shutil.rmtree(self.dir, ignore_errors=True)
+        for sub in ("home", "tmp", "work"):
+            (self.dir / sub).mkdir(parents=True, exist_ok=True)
+        atomic_write_json(self.dir / "owner.json", {"pid": os.getpid(), "created": time.time()})
+        if self.spec.fresh_home and self.config.backend.kind == "opik":
+            # The target's SDK reads ~/.opik.config; give the fresh HOME the user's copy.
+            user_cfg = Path.home() / ".opik.config"
+            if user_cfg.exists():
+                shutil.copy2(user_cfg, self.dir / "home" / ".opik.config")
+        with _ACTIVE_LOCK:
+            _ACTIVE[str(self.dir)] = self
+        error = _run_hook(self.spec.snapshot, self.dir, self.spec.hook_timeout_s)
+        if error:
+            self.teardown()
+            raise NotReady(f"sandbox snapshot failed: {error}")
+        return self
+
+    def teardown(self) -> None:
+        if self._torn_down or not self.spec.enabled:
+            return
+        self._torn_down = True
+        self.restore_error = _run_hook(self.spec.restore, self.dir, self.spec.hook_timeout_s)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        with _ACTIVE_LOCK:
+            _ACTIVE.pop(str(self.dir), None)
+
+    def __exit__(self, *exc) -> None:
+        self.teardown()
+
+
+def teardown_all() -> None:
+    """Kill running turns and tear down every open sandbox (signal path)."""
+    kill_live_groups()
+    with _ACTIVE_LOCK:
+        boxes = list(_ACTIVE.values())
+    for box in boxes:
+        box.teardown()
+
+
+def clear_leftovers(config) -> list[str]:
+    """Remove sandboxes whose owning process is gone; run the restore hook for each first."""
+    root = sandboxes_root()
+    cleared = []
+    if not root.exists():
+        return cleared
+    for box in sorted(root.iterdir()):
+        if not box.is_dir():
+            continue
+        try:
+            owner = json.loads((box / "owner.json").read_text())
+            owned = alive(int(owner["pid"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            owned = False
+        if owned:
+            continue
+        _run_hook(config.sandbox.restore, box, config.sandbox.hook_timeout_s)
+        shutil.rmtree(box, ignore_errors=True)
+        cleared.append(box.name)
+    return cleared
+
+
+def install_signal_teardown() -> None:
+    """Make SIGTERM and SIGINT tear everything down before the process ends.
+
+    Only the main thread may install handlers; elsewhere this is a no-op.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum, frame):
+        teardown_all()
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)

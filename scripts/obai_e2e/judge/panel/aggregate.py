@@ -1,0 +1,199 @@
+"""Combining a round's validated judge answers: majority, agreement, rater variance.
+
+N is the round's panel size; a judge whose response failed to parse, whose entry for a
+packet was refused, or who did not answer, casts no vote there. A choice given by more
+than N/2 judges is the majority; otherwise the question is ``abstain`` (undecided). The
+result is a pure function of the stored packets and validations, written once as
+``aggregate.json`` and reproducible byte for byte by the offline replay.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from itertools import combinations
+from pathlib import Path
+
+from ...base.errors import UsageError
+from ...base.fsutil import dumps_json, write_once
+from . import schema
+from .agreement import as_float, fleiss, pairwise, rater_variance
+from .questions import ABSTAIN, QuestionDef
+from .responses import load_responses, summary
+from .rounds import Round, load_round, round_names
+
+AGGREGATE_VERSION = 1
+VOTING = ("valid", "repaired")
+
+
+def _exact(value) -> str | None:
+    return None if value is None else str(value)
+
+
+def _answer(record: dict, question_id: str) -> dict | None:
+    for a in record["value"]["answers"]:
+        if a["question"] == question_id:
+            return a
+    return None
+
+
+def _no_vote(response: dict, pid: str) -> str:
+    v = response["validation"]
+    if not v["parse"]["ok"]:
+        return "parse_failed"
+    if not v["structure"]["ok"]:
+        return "refused"
+    return v["packets"].get(pid, {"status": "absent"})["status"]
+
+
+def aggregate(rnd: Round, responses: dict[str, dict]) -> dict:
+    """The aggregate of ``responses`` (judge → stored response record) for round ``rnd``."""
+    judges = sorted(responses)
+    n_panel = max(rnd.panel_size, len(judges))
+    qdefs = {k: QuestionDef.from_json(v) for k, v in rnd.manifest["questions"].items()}
+    units: dict[str, dict] = {}
+    items: dict[str, list[list[str]]] = {}
+    unit_ratings: dict[str, list[list[int | None]]] = {}
+    per_judge_ratings: dict[str, dict[str, list[int | None]]] = {}
+    stats = {j: {"questions": 0, "answered": 0, "applicable_answered": 0, "abstained": 0,
+                 "with_majority": 0, "majority_items": 0} for j in judges}
+    total_questions = 0
+    pair_rows: list[dict[str, str]] = []  # applicable items: judge → choice, for pairwise agreement
+    for pid in sorted(rnd.packets, key=lambda p: (rnd.mapping[p], p)):
+        packet, uid = rnd.packets[pid], rnd.mapping[pid]
+        version = schema.context_version(packet)
+        out = {"round": rnd.name, "packet_id": pid, "judges": judges, "panel_size": n_panel,
+               "ratings": {}, "majority": {}, "questions": {}}
+        for q in packet["questions"]:
+            total_questions += 1
+            qdef = qdefs[q["feeds"]]
+            applicable = schema.applies(q, version)
+            choices, no_vote, ratings, evidence, rationale = {}, {}, [], [], []
+            for j in judges:
+                stats[j]["questions"] += 1
+                record = responses[j]["validation"]["packets"].get(pid, {"status": "absent"})
+                if not responses[j]["validation"]["structure"]["ok"] or record["status"] not in VOTING:
+                    no_vote[j] = _no_vote(responses[j], pid)
+                    ratings.append(None)
+                    continue
+                a = _answer(record, q["id"])
+                stats[j]["answered"] += 1
+                choices[j] = a["choice"]
+                ratings.append(qdef.loss_of(a["choice"]) if applicable else None)
+                if applicable:
+                    stats[j]["applicable_answered"] += 1
+                    stats[j]["abstained"] += a["choice"] == ABSTAIN
+                ev = a.get("evidence") or {"spans": [], "numbers": []}
+                if ev["spans"] or ev["numbers"]:
+                    evidence.append({"judge": j, "spans": ev["spans"], "numbers": ev["numbers"]})
+                if a.get("rationale"):
+                    rationale.append({"judge": j, "text": a["rationale"]})
+            votes = Counter(c for c in choices.values() if c is not None)
+            entry = {"question": q["id"], "kind": qdef.kind, "categories": list(qdef.categories),
+                     "applies": applicable, "choices": choices, "no_vote": no_vote, "votes": dict(votes),
+                     "ratings": ratings, "evidence": evidence, "rationale": rationale}
+            if applicable:
+                top, count = votes.most_common(1)[0] if votes else (None, 0)
+                decided = 2 * count > n_panel
+                entry["majority"] = top if decided else ABSTAIN
+                entry["decided"] = decided
+                entry["majority_loss"] = qdef.loss_of(top) if decided else None
+                entry["trips"] = bool(decided and qdef.loss_of(top) == 1)
+                pair_rows.append({j: choices[j] for j in choices})
+                if len(choices) == n_panel and n_panel >= 2:
+                    items.setdefault(q["feeds"], []).append([choices[j] for j in judges])
+                unit_ratings.setdefault(q["feeds"], []).append(ratings)
+                for j, r in zip(judges, ratings):
+                    per_judge_ratings.setdefault(q["feeds"], {}).setdefault(j, []).append(r)
+                if decided:
+                    for j in choices:
+                        stats[j]["majority_items"] += 1
+                        stats[j]["with_majority"] += choices[j] == top
+            else:
+                entry.update(majority=None, decided=None, majority_loss=None, trips=False)
+            out["questions"][q["feeds"]] = entry
+            out["ratings"][q["feeds"]] = ratings
+            out["majority"][q["feeds"]] = entry["majority"]
+        units[uid] = out
+
+    def agreement(rows: list[list[str]]) -> dict:
+        f = fleiss(rows)
+        return {"items": f.items, "raters": f.raters, "percent_agreement": as_float(f.percent),
+                "chance_agreement": as_float(f.chance), "fleiss_kappa": as_float(f.kappa),
+                "exact": {"percent_agreement": _exact(f.percent), "chance_agreement": _exact(f.chance),
+                          "fleiss_kappa": _exact(f.kappa)},
+                "categories": sorted({c for r in rows for c in r})}
+
+    by_question = {k: agreement(v) for k, v in sorted(items.items())}
+    overall = agreement([r for k in sorted(items) for r in items[k]])
+    # Also per pair of judges, over the items both answered: useful when one judge gave no valid vote.
+    overall["pairs"] = {}
+    for a, b in combinations(judges, 2):
+        both = [r for r in pair_rows if a in r and b in r]
+        overall["pairs"][f"{a}|{b}"] = {"items": len(both), "percent_agreement": as_float_ratio(
+            sum(r[a] == r[b] for r in both), len(both))}
+    variance = {}
+    for feeds, rows in sorted(unit_ratings.items()):
+        value, m = rater_variance(rows)
+        variance[feeds] = {"sigma_r2": as_float(value), "exact": _exact(value), "m": m,
+                           "raters": len(judges), "pairs": pairwise(per_judge_ratings[feeds])}
+    figures = {}
+    for j in judges:
+        s = stats[j]
+        figures[j] = {
+            "model": responses[j]["model"], "received_at": responses[j]["received_at"],
+            "raw_sha256": responses[j]["raw_sha256"], **summary(responses[j]["validation"]),
+            "valid_share": as_float_ratio(s["answered"], total_questions),
+            "abstain_rate": as_float_ratio(s["abstained"], s["applicable_answered"]),
+            "agreement_with_majority": as_float_ratio(s["with_majority"], s["majority_items"]),
+            "majority_items": s["majority_items"],
+        }
+    return {
+        "schema_version": AGGREGATE_VERSION, "round": rnd.name, "run_id": rnd.manifest["run_id"],
+        "panel_size": n_panel, "judges": judges, "missing_judges": n_panel - len(judges),
+        "questions": total_questions,
+        "agreement": {"overall": overall, "by_question": by_question,
+                      "note": "items are applicable questions every judge of the panel answered validly; "
+                              "categories are the choices, abstain included"},
+        "judge_figures": figures, "rater_variance": variance, "units": units,
+    }
+
+
+def as_float_ratio(num: int, den: int) -> float | None:
+    return None if den == 0 else num / den
+
+
+def aggregate_round(run_dir: Path, round_name: str, *, allow_missing: bool = False) -> dict:
+    """Write ``aggregate.json`` of a round once (identical bytes again: a no-op)."""
+    rnd = load_round(run_dir, round_name)
+    responses = load_responses(rnd)
+    if not responses:
+        raise UsageError(f"round {round_name!r} has no stored judge response yet")
+    missing = rnd.panel_size - len(responses)
+    if missing > 0 and not allow_missing:
+        raise UsageError(f"round {round_name!r} has {len(responses)} of {rnd.panel_size} judge responses "
+                         f"({', '.join(sorted(responses))}); store the others first, or aggregate with "
+                         "--allow-missing (a missing judge counts as no vote)")
+    result = aggregate(rnd, responses)
+    created = write_once(rnd.aggregate_path, dumps_json(result))
+    decided = sum(1 for u in result["units"].values() for q in u["questions"].values() if q["decided"])
+    trips = sorted(f"{uid}:{k}" for uid, u in result["units"].items() for k, q in u["questions"].items() if q["trips"])
+    return {"status": "created" if created else "unchanged", "round": round_name,
+            "file": str(rnd.aggregate_path), "units": len(result["units"]), "judges": result["judges"],
+            "missing_judges": result["missing_judges"], "decided": decided, "trips": trips,
+            "agreement": {k: result["agreement"]["overall"][k] for k in ("items", "percent_agreement", "fleiss_kappa")},
+            "rater_variance": {k: v["sigma_r2"] for k, v in result["rater_variance"].items()}}
+
+
+def panel_for_unit(run_dir: Path, unit_id: str, round_name: str | None = None) -> dict | None:
+    """The panel result of ``unit_id`` from the latest aggregated round that rated it (or from ``round_name``).
+
+    The result names its round; None when no aggregated round rated the unit.
+    """
+    names = [round_name] if round_name else list(reversed(round_names(run_dir)))
+    for name in names:
+        path = Path(run_dir) / "judging" / name / "aggregate.json"
+        if path.exists():
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if unit_id in data["units"]:
+                return data["units"][unit_id]
+    return None

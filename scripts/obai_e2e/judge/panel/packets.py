@@ -1,0 +1,275 @@
+"""Blind judge packets: one anonymous packet per unit that needs a model's judgment.
+
+A packet holds the query, the final answer (and, for an async unit, the labelled
+follow-up answer), the specialist payloads (ref, name, span id, output text), the
+questions with their definitions and choices, the context schema version and the
+response schema — and nothing else: no case or unit id, no feature or labels, no
+expected field, no mechanical outcome, no baseline, no file name, no other judge. Its id
+is random (``secrets``), so it carries nothing about the unit; the id → unit map is kept
+in ``mapping.json``, which no judge sees. ``bundle.md`` is the whole text a fresh judge
+gets: the frozen prompt, every packet and the exact response format.
+"""
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+import secrets
+from fractions import Fraction
+from pathlib import Path
+
+from ...base.clock import iso, utc_now
+from ...base.errors import ConfigError, UsageError, WriteOnceViolation
+from ...base.fsutil import dumps_json, sha256_bytes, sha256_file, write_once, write_once_json
+from ...drive.packet import load_packet
+from ...base.paths import bundle_root, catalogs_dir
+from ..rubric import check_packet
+from ..rubric.outcome import NEEDS_JUDGMENT
+from ...rundir.layout import load_run
+from ...config.units import resolve_unit
+from . import schema
+from .questions import NOT_APPLICABLE_NOTE, QuestionDef, plan_questions
+from .rounds import check_round, round_dir
+
+MANIFEST_VERSION = 1
+DEFAULT_PANEL = 3
+MIN_SHARE = Fraction(1, 5)
+OUTPUT_CHARS = 8000
+MASK = "[masked]"
+FOLLOWUP_NOTE = ("The first answer started a background job. This is the follow-up question sent later in the "
+                 "same conversation and the answer to it; together with the first answer it is the final answer.")
+
+
+def prompt_path() -> Path:
+    return bundle_root() / "references" / "judge-prompt.md"
+
+
+def default_catalog_path() -> Path:
+    return catalogs_dir() / "loss-catalog.v1.json"
+
+
+def parse_share(value) -> Fraction:
+    try:
+        share = Fraction(str(value))
+    except (ValueError, ZeroDivisionError):
+        raise UsageError(f"--share {value!r}: expected a number between 0.2 and 1") from None
+    if not MIN_SHARE <= share <= 1:
+        raise UsageError(f"--share {value}: model_judged categories need at least 20 % of eligible units "
+                         "rated by the panel; give a share between 0.2 and 1")
+    return share
+
+
+def load_catalog(path: Path | None) -> tuple[dict, Path]:
+    path = Path(path) if path else default_catalog_path()
+    try:
+        return json.loads(path.read_text(encoding="utf-8")), path
+    except FileNotFoundError:
+        raise ConfigError(f"loss catalog {path} is missing") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"loss catalog {path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+
+
+# -- what is hidden from the judge ------------------------------------------------------
+
+def _masker(packet: dict, unit_id: str):
+    """Replace identifiers of the unit and the run that might sit inside free text."""
+    literal = {packet.get("session"), packet.get("run_id")}
+    if packet.get("run_id"):
+        literal.add(packet["run_id"].replace("/", "-"))
+    for turn in ((packet.get("turn") or {}), ((packet.get("followup") or {}).get("turn") or {})):
+        literal.add(turn.get("correlation_tag"))
+    literal = sorted((s for s in literal if s and len(s) >= 6), key=len, reverse=True)
+    tokens = sorted({unit_id, packet.get("case_id") or unit_id}, key=len, reverse=True)
+    token_rx = re.compile(r"(?<![A-Za-z0-9_.-])(" + "|".join(map(re.escape, tokens)) + r")(?![A-Za-z0-9_-])")
+    count = [0]
+
+    def mask(text: str | None) -> str:
+        text = text or ""
+        for s in literal:
+            if s in text:
+                count[0] += text.count(s)
+                text = text.replace(s, MASK)
+        text, n = token_rx.subn(MASK, text)
+        count[0] += n
+        return text
+    return mask, count
+
+
+def _cut(text: str) -> str:
+    if len(text) <= OUTPUT_CHARS:
+        return text
+    return text[:OUTPUT_CHARS] + f"\n… [cut: {len(text) - OUTPUT_CHARS} more characters]"
+
+
+def judge_packet(packet_id: str, packet: dict, unit_id: str, questions: list[tuple[QuestionDef, bool]]) -> tuple[dict, int]:
+    """The blind packet for one unit, and how many identifier occurrences were masked."""
+    mask, masked = _masker(packet, unit_id)
+    follow = packet.get("followup")
+    turns = [("first turn", (packet.get("trace") or {}).get("digest") or {})]
+    if follow:
+        turns.append(("follow-up turn", ((follow.get("trace") or {}).get("digest")) or {}))
+    payloads = []
+    for label, digest in turns:
+        for call in digest.get("specialist_calls") or []:
+            payloads.append({"ref": f"P{len(payloads) + 1}", "turn": label, "specialist": call.get("name"),
+                             "span_id": call.get("span_id"), "output_text": _cut(mask(call.get("output_text")))})
+    out = {
+        "packet_id": packet_id,
+        "response_schema_version": schema.CURRENT_VERSION,
+        "query": mask((packet.get("case") or {}).get("query")),
+        "final_answer": mask(packet.get("answer")),
+        "specialist_payloads": payloads,
+        "questions": [
+            {"id": f"q{i}", "feeds": q.feeds, "applies": ok, "choices": list(q.choices),
+             "definition": q.definition if ok else f"{q.definition} {NOT_APPLICABLE_NOTE}"}
+            for i, (q, ok) in enumerate(questions, 1)],
+    }
+    if follow:
+        out["followup"] = {"note": FOLLOWUP_NOTE, "query": mask(follow.get("query")),
+                           "final_answer": mask(follow.get("answer"))}
+    out["response_schema"] = schema.entry_schema(out)
+    return out, masked[0]
+
+
+# -- which units, which questions -------------------------------------------------------
+
+def _select(run_dir: Path, config, case_set, meta: dict, codes: dict, sampled: list[QuestionDef],
+            share: Fraction, seed: str) -> tuple[dict, dict, dict, dict]:
+    """(questions per unit, coverage per question, skipped units with reasons, loaded packets)."""
+    eligible, code_ok, answer_ok, skipped, loaded = [], {}, {}, {}, {}
+    for uid in meta.get("units", []):
+        packet = load_packet(run_dir, uid)
+        if packet is None:
+            skipped[uid] = "not run yet (no packet)"
+            continue
+        case = resolve_unit(case_set, uid, meta).case
+        check = check_packet(packet, case, config)
+        if check.verdict == "inconclusive":
+            skipped[uid] = f"inconclusive ({', '.join(check.reasons)}): nothing to judge"
+            continue
+        eligible.append(uid)
+        loaded[uid] = packet
+        code_ok[uid] = {o.rule for o in check.outcomes if o.status == NEEDS_JUDGMENT and o.rule in codes}
+        # A model-judged category judges an answer: a refusal or an empty answer has none.
+        answer_ok[uid] = not case.expect_rejection and bool((packet.get("answer") or "").strip())
+    chosen = {}
+    for q in sampled:
+        k = max(1, math.ceil(share * len(eligible))) if eligible else 0
+        chosen[q.feeds] = set(random.Random(f"{seed}|{q.feeds}").sample(sorted(eligible), k))
+    per_unit, coverage = {}, {}
+    for uid in eligible:
+        cats = [q for q in sampled if uid in chosen[q.feeds]]
+        if not code_ok[uid] and not cats:
+            continue
+        per_unit[uid] = [(q, feeds in code_ok[uid]) for feeds, q in sorted(codes.items())] + \
+                        [(q, answer_ok[uid]) for q in cats]
+    for q in [*codes.values(), *sampled]:
+        asked = [u for u, qs in per_unit.items() if any(x.feeds == q.feeds for x, _ in qs)]
+        applicable = [u for u, qs in per_unit.items() if any(x.feeds == q.feeds and ok for x, ok in qs)]
+        coverage[q.feeds] = {"kind": q.kind, "eligible_units": len(eligible), "asked": len(asked),
+                             "applicable": len(applicable)}
+    return per_unit, coverage, skipped, loaded
+
+
+# -- the bundle ------------------------------------------------------------------------
+
+def _skeleton(packets: list[dict]) -> dict:
+    return {"packets": [
+        {"packet_id": p["packet_id"], "answers": [
+            {"question": q["id"],
+             "choice": (" | ".join(q["choices"]) if q["applies"] else None),
+             "evidence": {"spans": [], "numbers": []}, "rationale": ""}
+            for q in p["questions"]]}
+        for p in packets]}
+
+
+READING_ORDER = ("packet_id", "query", "final_answer", "followup", "specialist_payloads", "questions",
+                 "response_schema_version", "response_schema")
+
+
+def _for_reading(packet: dict) -> dict:
+    """The packet with its keys in reading order (query before answer before payloads)."""
+    first = {k: packet[k] for k in READING_ORDER if k in packet}
+    return {**first, **{k: v for k, v in sorted(packet.items()) if k not in first}}
+
+
+def render_bundle(prompt: str, packets: list[dict]) -> str:
+    parts = [prompt.rstrip("\n"), "", "---", "", "# Packets", "",
+             f"There are {len(packets)} packet(s). Answer every question of every packet.", ""]
+    for i, p in enumerate(packets, 1):
+        parts += [f"## Packet {i} of {len(packets)}: {p['packet_id']}", "", "```json",
+                  json.dumps(_for_reading(p), indent=2, ensure_ascii=False), "```", ""]
+    parts += [
+        "---", "", "# Response format", "",
+        "Reply with exactly one JSON object that satisfies this schema, with one entry per packet; each "
+        "entry must also satisfy that packet's own `response_schema`:", "",
+        "```json", json.dumps(schema.envelope_schema(), indent=2, sort_keys=True), "```", "",
+        "Start from this skeleton: replace each choice by exactly one of the listed options (keep null where "
+        "it is null), cite evidence from the same packet and write one sentence per rationale:", "",
+        "```json", json.dumps(_skeleton(packets), indent=2, ensure_ascii=False), "```", ""]
+    return "\n".join(parts)
+
+
+# -- generating a round ----------------------------------------------------------------
+
+def _shown(path: Path) -> str:
+    """A path relative to the bundle root when it lies inside it."""
+    try:
+        return str(Path(path).resolve().relative_to(bundle_root()))
+    except ValueError:
+        return str(path)
+
+
+def generate(run_dir: Path, config, case_set, *, round_name: str = "r1", share="0.2", seed: str | None = None,
+             catalog_path: Path | None = None, panel_size: int = DEFAULT_PANEL) -> dict:
+    """Write the packets, mapping, bundle and manifest of a new round; an existing round is refused."""
+    run_dir = Path(run_dir)
+    rd = round_dir(run_dir, check_round(round_name))
+    if (rd / "round.json").exists():
+        raise WriteOnceViolation(f"round {round_name!r} of {run_dir} was generated already and is write-once; "
+                                 "start a new round (e.g. --round r2)")
+    if rd.exists() and any(rd.iterdir()):
+        raise WriteOnceViolation(f"{rd} holds an unfinished generation; it is kept as it is: use a new round name")
+    if panel_size < 1:
+        raise UsageError("--judges must be at least 1 (3 recommended)")
+    frac = parse_share(share)
+    meta = load_run(run_dir)
+    seed = str(seed) if seed is not None else meta["run_id"]
+    catalog, cat_path = load_catalog(catalog_path)
+    codes, sampled = plan_questions(catalog)
+    per_unit, coverage, skipped, loaded = _select(run_dir, config, case_set, meta, codes, sampled, frac, seed)
+    prompt_file = prompt_path()
+    prompt = prompt_file.read_text(encoding="utf-8")
+
+    packets, mapping, digests = [], {}, {}
+    for uid in sorted(per_unit):
+        pid = secrets.token_hex(8)
+        while pid in mapping:
+            pid = secrets.token_hex(8)
+        jp, masked = judge_packet(pid, loaded[uid], uid, per_unit[uid])
+        packets.append(jp)
+        mapping[pid] = {"unit_id": uid, "masked": masked}
+    packets.sort(key=lambda p: p["packet_id"])  # random ids: the order says nothing about the units
+    for jp in packets:
+        path = rd / "packets" / f"{jp['packet_id']}.json"
+        write_once_json(path, jp)
+        digests[jp["packet_id"]] = sha256_file(path)
+    write_once_json(rd / "mapping.json", {"round": round_name, "packets": mapping})
+    bundle = render_bundle(prompt, packets)
+    write_once(rd / "bundle.md", bundle)
+    questions = {q.feeds: q.to_json() for q in [*codes.values(), *sampled]}
+    manifest = {
+        "schema_version": MANIFEST_VERSION, "round": round_name, "run_id": meta["run_id"],
+        "created_at": iso(utc_now()), "panel_size": panel_size, "seed": seed, "share": float(frac),
+        "catalog": {"path": _shown(cat_path), "version": catalog.get("version"), "sha256": sha256_file(cat_path)},
+        "prompt": {"path": "references/judge-prompt.md", "sha256": sha256_bytes(prompt.encode("utf-8"))},
+        "bundle_sha256": sha256_bytes(bundle.encode("utf-8")),
+        "response_schema_version": schema.CURRENT_VERSION, "questions": questions,
+        "packets": digests, "coverage": coverage, "skipped": skipped,
+    }
+    write_once(rd / "round.json", dumps_json(manifest))  # last: marks the generation complete
+    return {"status": "created", "round": round_name, "run_dir": str(run_dir), "packets": len(packets),
+            "panel_size": panel_size, "bundle": str(rd / "bundle.md"), "coverage": coverage, "skipped": skipped,
+            "next": f"give {panel_size} fresh judges the text of {rd / 'bundle.md'} (and nothing else); store each "
+                    f"reply with judge-response --round {round_name} --judge J<n> --model <model>"}

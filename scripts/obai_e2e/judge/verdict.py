@@ -1,0 +1,199 @@
+"""The verdict contract: what a judge may record for a unit, given its case.
+
+The versioned base schema (schemas/verdict.v<N>.schema.json) fixes the shape; here its
+code patterns are narrowed to the codes that can apply to the case, so that, e.g., a
+rejection case admits no specialist code and a case without an options shape admits no
+``specialist.options.math``. A mechanical hard failure can only be recorded as anything
+else with an override naming that rule and a reason.
+"""
+from __future__ import annotations
+
+import copy
+import re
+
+from .contract import Accepted, Problem, RepairRule, accept
+from ..base.errors import VerdictInvalid
+from .rubric import codes
+from ..base.schema import load_schema
+
+CURRENT_VERSION = 1
+SCHEMAS = {1: "verdict.v1.schema.json"}
+
+
+def applicable_codes(case, config) -> tuple[list[str], list[str]]:
+    """(hard code patterns, soft code patterns) that can apply to ``case``."""
+    v = config.vocabulary
+    names = "|".join(re.escape(n) for n in v.specialists)
+    hard, soft = [], []
+    if case.expect_rejection:
+        hard += [r"guardrail\.leaky", r"guardrail\.exit_code", r"guardrail\.leaky_response"]
+    else:
+        hard += [r"trace\.error_span:[A-Za-z0-9_.:-]+", rf"specialist\.({names})\.(empty|tool_error)",
+                 r"hub\.empty_response"]
+        soft += [r"routing\.unexpected_specialist", r"hub\.unverified_number:[^\s|]+", r"hub\.incomplete_answer"]
+    if case.expected_skills:
+        hard.append(r"routing\.skill_missing")
+    if case.expected_skills_absent:
+        hard.append(r"routing\.skill_overload")
+    if case.expected_tools:
+        hard.append(r"routing\.specialist_missing")
+    if len(case.expected_sequence) >= 2:
+        hard.append(r"routing\.sequence_violation")
+    strategy = v.strategy_specialist and v.strategy_specialist in case.expected_tools
+    if strategy:
+        hard += [r"routing\.hub_paraphrase", r"specialist\.strategy\.(contract_broken|zero_trades)"]
+    if case.expect_async_job:
+        hard.append(r"specialist\.strategy\.(async_stub_broken|async_followup_missing)")
+    if v.prediction_specialist and v.prediction_specialist in case.expected_tools:
+        hard.append(r"specialist\.prediction\.no_slug")
+    if case.expect_options_shape:
+        hard.append(r"specialist\.options\.math")
+    return hard, soft
+
+
+def schema_for(case, config, unit_id: str, version: int = CURRENT_VERSION) -> dict:
+    """The base schema of ``version`` narrowed to this case and unit."""
+    try:
+        base = load_schema(SCHEMAS[version])
+    except KeyError:
+        raise VerdictInvalid(f"/schema_version: unknown verdict schema version {version!r} "
+                             f"(known: {', '.join(map(str, SCHEMAS))})") from None
+    schema = copy.deepcopy(base)
+    hard, soft = applicable_codes(case, config)
+    hard_rx = "^(" + "|".join(hard) + ")$" if hard else "^$(?!.)"
+    soft_rx = "^(" + "|".join(soft) + ")$" if soft else "^$(?!.)"
+    schema["properties"]["unit_id"] = {"const": unit_id}
+    for branch in schema["allOf"]:
+        verdict = branch["if"]["properties"]["verdict"]["const"]
+        items = branch["then"].get("properties", {}).get("reasons", {}).get("items")
+        if items is None:
+            continue
+        if verdict == "fail":
+            items["pattern"] = hard_rx
+        elif verdict == "needs_review":
+            items["pattern"] = soft_rx
+    schema["x-applicable"] = {"hard": hard, "soft": soft}
+    return schema
+
+
+def _hints(case, schema):
+    hard, soft = schema["x-applicable"]["hard"], schema["x-applicable"]["soft"]
+
+    def hint(problem: Problem) -> str | None:
+        if problem.pointer.startswith("/reasons/") and "does not match" in problem.message:
+            return (f"{problem.message.split(' does not match')[0]} is not admissible here; for this case a "
+                    f"fail needs exactly one of the hard codes {_readable(hard)}, a needs_review only soft codes "
+                    f"{_readable(soft) or '(none: this case admits no soft code)'}, an inconclusive one of "
+                    f"{', '.join(codes.INFRA_REASONS)}")
+        if problem.pointer == "/reasons" and "should be non-empty" in problem.message:
+            return "a fail, needs_review or inconclusive verdict needs its reason code(s) in /reasons"
+        if problem.pointer == "/reasons" and "is too long" in problem.message:
+            return "this verdict admits the number of reasons given: pass none, fail and inconclusive exactly one"
+        return None
+    return hint
+
+
+def _readable(patterns: list[str]) -> str:
+    return ", ".join(p.replace("\\", "").replace("(", "{").replace(")", "}") for p in patterns)
+
+
+def _pass_with_reason(value: dict, _ctx) -> bool:
+    reasons = value.get("reasons")
+    return (value.get("verdict") == "pass" and isinstance(reasons, list) and reasons
+            and all(isinstance(r, str) and codes.is_known(r) for r in reasons))
+
+
+def _neutralise_reasons(value: dict) -> dict:
+    value["reasons"] = []
+    return value
+
+
+REPAIRS = [RepairRule("non_applicable_reason:/reasons", _pass_with_reason, _neutralise_reasons)]
+
+
+def validate(submitted: dict, case, config, unit_id: str) -> Accepted:
+    """Check a submitted verdict against its (narrowed) schema; one audited repair at most."""
+    version = submitted.get("schema_version", CURRENT_VERSION) if isinstance(submitted, dict) else CURRENT_VERSION
+    if not isinstance(version, int) or version not in SCHEMAS:
+        raise VerdictInvalid(f"verdict /schema_version: must be one of {sorted(SCHEMAS)}, got {version!r}")
+    schema = schema_for(case, config, unit_id, version)
+    return accept(submitted, schema, rules=REPAIRS, what="verdict", hints=_hints(case, schema))
+
+
+def check_override(value: dict, mechanical: dict) -> None:
+    """Refuse a verdict that silently contradicts the mechanical check."""
+    mv, mr = mechanical["verdict"], mechanical.get("reasons") or []
+    if mv == "inconclusive":
+        if value["verdict"] != "inconclusive" or value.get("reasons") != mr:
+            raise VerdictInvalid(
+                f"verdict /verdict: the unit is inconclusive ({', '.join(mr)}): there is no trace to judge; "
+                f"record verdict inconclusive with reasons {mr}")
+        return
+    if mv != "fail":
+        if value["verdict"] == "inconclusive":
+            raise VerdictInvalid("verdict /verdict: inconclusive is for infrastructure failures; this unit has a trace")
+        return
+    code = mr[0]
+    if value["verdict"] == "fail" and value.get("reasons") == [code]:
+        return
+    override = value.get("override")
+    if not override:
+        raise VerdictInvalid(
+            f"verdict /override: the mechanical check found the hard failure {code}; to record "
+            f"{value['verdict']}{' ' + str(value.get('reasons')) if value.get('reasons') else ''} instead, add "
+            f"override {{\"rule\": \"{code}\", \"reason\": \"why the rule does not hold\"}}")
+    if override.get("rule") != code:
+        raise VerdictInvalid(f"verdict /override/rule: must name the mechanical failure {code!r}, got {override.get('rule')!r}")
+
+
+PANEL_CODE = "hub.incomplete_answer"
+
+
+def check_panel(value: dict, panel: dict | None) -> None:
+    """A decided panel majority is the judgment on its question; a verdict may not contradict it."""
+    q = ((panel or {}).get("questions") or {}).get(PANEL_CODE)
+    if not q or not q.get("decided") or value["verdict"] in ("fail", "inconclusive"):
+        return
+    has = PANEL_CODE in (value.get("reasons") or [])
+    if q.get("trips") and not has:
+        raise VerdictInvalid(
+            f"verdict /reasons: the judge panel's majority ({q.get('majority')}) found the answer incomplete; "
+            f"include {PANEL_CODE} (verdict needs_review) unless a hard rule failed")
+    if not q.get("trips") and has:
+        raise VerdictInvalid(
+            f"verdict /reasons: the judge panel's majority ({q.get('majority')}) found the answer complete; "
+            f"{PANEL_CODE} contradicts it")
+
+
+def mechanical_verdict(check, panel: dict | None = None) -> dict:
+    """The verdict a program records from a check result (headless runs).
+
+    A judge panel's majority on ``hub.incomplete_answer`` becomes part of it: a tripped
+    majority adds that soft code unless the unit already failed a hard rule.
+    """
+    verdict, reasons, judgment = check.verdict, list(check.reasons), check.judgment
+    judged_by = "mechanical"
+    q = ((panel or {}).get("questions") or {}).get(PANEL_CODE)
+    if q is not None and verdict in ("pass", "needs_review"):
+        judged_by = "mechanical+panel"
+        votes = ", ".join(f"{k} {v}" for k, v in sorted((q.get("votes") or {}).items()))
+        if q.get("trips"):
+            verdict = "needs_review"
+            reasons = reasons + [PANEL_CODE] if PANEL_CODE not in reasons else reasons
+            judgment = f"The judge panel found the answer incomplete ({votes}). " + judgment
+        elif not q.get("decided"):
+            judgment = judgment + f" The judge panel did not agree on completeness ({votes})."
+    return {
+        "schema_version": CURRENT_VERSION,
+        "unit_id": check.unit_id,
+        "verdict": verdict,
+        "reasons": reasons,
+        "expected": check.expected[:500],
+        "observed": check.observed[:500],
+        "judgment": _one_line(judgment)[:400] or "No judgment.",
+        "judged_by": judged_by,
+    }
+
+
+def _one_line(text: str) -> str:
+    return " ".join((text or "").split())

@@ -1,0 +1,144 @@
+"""The sealed holdout set: never seen by the normal flow, opened once after a passed gate.
+
+The holdout cases live in their own file marked ``holdout: true``. Loading that file is
+refused unless the ledger (``catalogs/holdout-ledger.json``) records an open of exactly
+that content for the run that asks. ``open_holdout`` is allowed only when the
+development run's gate result passed under the current freeze; it records the open
+(time, freeze id and hash, the development run, the holdout run) and creates the one
+holdout run. A second open is refused. Hashing the file for the freeze audit is not an
+open.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..base.clock import iso, utc_now
+from ..base.errors import HoldoutSealed, UsageError
+from .freeze import LEDGER, load_manifest, verify
+from ..base.fsutil import atomic_write_json, sha256_file
+from ..base.paths import bundle_root
+
+LEDGER_VERSION = 1
+
+
+def ledger_path(root: Path | None = None) -> Path:
+    return (root or bundle_root()) / LEDGER
+
+
+def ledger_entries(root: Path | None = None) -> list[dict]:
+    path = ledger_path(root)
+    if not path.exists():
+        return []
+    return json.loads(path.read_text(encoding="utf-8")).get("opens", [])
+
+
+def holdout_result_exists(entry: dict) -> bool:
+    run = entry.get("holdout_run")
+    return bool(run) and (Path(run) / "results.json").exists()
+
+
+def is_holdout_file(path: Path) -> bool:
+    """True when the file declares ``holdout: true`` (read as text; this is no open)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return False
+    return isinstance(data, dict) and data.get("holdout") is True
+
+
+def open_for_run(run_dir: Path, cases_path: Path, root: Path | None = None) -> dict | None:
+    """The ledger entry that lets ``run_dir`` use the holdout file at ``cases_path``."""
+    digest = sha256_file(cases_path)
+    for entry in ledger_entries(root):
+        if entry.get("holdout_sha256") == digest and Path(entry.get("holdout_run", "")).resolve() == Path(run_dir).resolve():
+            return entry
+    return None
+
+
+def require_open(run_dir: Path | None, cases_path: Path, root: Path | None = None) -> dict:
+    if run_dir is not None:
+        entry = open_for_run(run_dir, cases_path, root)
+        if entry is not None:
+            return entry
+    raise HoldoutSealed(
+        f"{cases_path} is the sealed holdout set: it is never planned, run, listed or shown by the normal flow. "
+        "It opens once, through freeze_audit.py open-holdout, after the development gate passed.")
+
+
+def open_holdout(config, dev_run: Path, holdout_cases: Path, *, create_run, root: Path | None = None) -> dict:
+    """Open the holdout once: check the gate and the freeze, record the open, create the holdout run."""
+    root = root or bundle_root()
+    manifest = load_manifest(root)
+    if manifest is None:
+        raise HoldoutSealed("nothing is frozen: freeze first (freeze_audit.py freeze), then run and gate the development set")
+    drift = verify(config, root, manifest)
+    if not drift.clean:
+        raise HoldoutSealed(f"the freeze does not verify ({drift.describe()}); the holdout stays sealed")
+    gate_file = Path(dev_run) / "gate-development.json"
+    if not gate_file.exists():
+        raise HoldoutSealed(f"no development gate result in {dev_run} (run: freeze_audit.py gate --run-dir {dev_run}); the holdout stays sealed")
+    gate = json.loads(gate_file.read_text(encoding="utf-8"))
+    if gate.get("freeze_hash") != manifest["freeze_hash"]:
+        raise HoldoutSealed("the development gate was evaluated under another freeze; re-run and re-gate the development set")
+    if not gate.get("passed"):
+        failed = ", ".join(c["id"] for c in gate.get("conditions", []) if c.get("status") == "fail")
+        raise HoldoutSealed(f"the development gate failed ({failed}); the protocol stops here and the holdout stays sealed")
+    digest = sha256_file(holdout_cases)
+    for entry in ledger_entries(root):
+        if entry.get("holdout_sha256") == digest:
+            raise HoldoutSealed(
+                f"the holdout set was already opened on {entry['opened_at']} (freeze {entry['freeze_id']}, run "
+                f"{entry['holdout_run']}); it can be opened only once")
+    run_dir = create_run()
+    entry = {
+        "freeze_id": manifest["freeze_id"],
+        "freeze_hash": manifest["freeze_hash"],
+        "holdout_file": str(Path(holdout_cases).resolve().relative_to(root.resolve()))
+        if Path(holdout_cases).resolve().is_relative_to(root.resolve()) else str(holdout_cases),
+        "holdout_sha256": digest,
+        "opened_at": iso(utc_now()),
+        "dev_run": str(Path(dev_run).resolve()),
+        "holdout_run": str(Path(run_dir).resolve()),
+    }
+    data = {"schema_version": LEDGER_VERSION, "opens": ledger_entries(root) + [entry]}
+    atomic_write_json(ledger_path(root), data)
+    return entry
+
+
+def open_and_create_run(config, dev_run: Path, holdout_cases: Path | None = None) -> dict:
+    """Open the holdout (see open_holdout) and create its one run directory."""
+    from ..config.cases import parse_cases
+    from ..rundir.layout import Filters, create_run
+
+    path = Path(holdout_cases or config.holdout_cases or "")
+    if not path.is_file():
+        raise UsageError(f"no holdout cases file at {path}; set run.holdout_cases in the target configuration")
+    if not is_holdout_file(path):
+        raise UsageError(f"{path} is not marked 'holdout: true'; a holdout set must say so")
+    v = config.vocabulary
+
+    def make_run() -> Path:
+        # Reached only after every check passed: this parse is the one open.
+        cases = parse_cases(path, specialists=v.specialists, strategy=v.strategy_specialist,
+                            options=v.options_specialist)
+        run_dir, _ = create_run(config, cases, Filters(), extra={"holdout": True})
+        return run_dir
+
+    return open_holdout(config, dev_run, path, create_run=make_run)
+
+
+def status(root: Path | None = None) -> dict:
+    entries = ledger_entries(root)
+    if not entries:
+        return {"state": "sealed", "opens": 0}
+    last = entries[-1]
+    return {"state": "result recorded" if holdout_result_exists(last) else "opened", "opens": len(entries),
+            "last_open": last}
+
+
+def check_not_holdout(path: Path) -> None:
+    if is_holdout_file(path):
+        raise UsageError(f"{path} is a holdout file; it cannot be used as the development case set")

@@ -1,0 +1,60 @@
+"""Sealing a finished run directory, and detecting any later change to it.
+
+The seal (``seal.json``, written once) lists the SHA-256 of every file of the run at the
+end of finishing. ``verify_seal`` names each file changed, removed or added since. Gate
+results are the only files expected to arrive after the seal.
+"""
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+
+from ..base.errors import UsageError
+from .freeze import Drift
+from ..base.fsutil import dumps_json, sha256_file, write_once
+
+SEAL = "seal.json"
+IGNORED = (".runner.lock", ".runner.owner.json", ".judging.lock", "*.tmp", SEAL)
+LATE = ("gate-*.json", "replay-report.json")
+
+
+def _files(run_dir: Path) -> dict[str, str]:
+    out = {}
+    for path in sorted(Path(run_dir).rglob("*")):
+        if not path.is_file():
+            continue
+        rel = path.relative_to(run_dir).as_posix()
+        if any(fnmatch.fnmatch(path.name, pat) for pat in IGNORED):
+            continue
+        out[rel] = sha256_file(path)
+    return out
+
+
+def seal(run_dir: Path) -> dict:
+    run_dir = Path(run_dir)
+    data = {"schema_version": 1, "files": _files(run_dir)}
+    path = run_dir / SEAL
+    if path.exists():
+        return {"status": "already_sealed", "seal": str(path)}
+    write_once(path, dumps_json(data))
+    return {"status": "sealed", "seal": str(path), "files": len(data["files"])}
+
+
+def verify_seal(run_dir: Path) -> Drift:
+    import json
+
+    run_dir = Path(run_dir)
+    path = run_dir / SEAL
+    if not path.exists():
+        raise UsageError(f"{run_dir} is not sealed (seal.json is written when a run is finished)")
+    sealed = json.loads(path.read_text(encoding="utf-8"))["files"]
+    now = _files(run_dir)
+    drift = Drift()
+    for rel, digest in sealed.items():
+        if rel not in now:
+            drift.missing.append(rel)
+        elif now[rel] != digest:
+            drift.changed.append(rel)
+    drift.added = sorted(rel for rel in now if rel not in sealed
+                         and not any(fnmatch.fnmatch(Path(rel).name, pat) for pat in LATE))
+    return drift

@@ -1,0 +1,153 @@
+"""results.junit.xml: the run as one JUnit test suite, for CI dashboards.
+
+One ``<testsuite name="obai-e2e">`` with one ``<testcase classname="obai-e2e.<feature>"
+name="<unit>">`` per unit, ``time`` = the unit's latency in seconds (initial + wait +
+follow-up for async cases). Verdicts map as follows:
+
+* ``fail`` → ``<failure message=type=<first code>>`` with the judgment, expected and
+  observed as text;
+* ``inconclusive`` → ``<error message=type=<reason>>``: the harness or the trace
+  backend could not decide, which CI should show apart from a regression;
+* ``needs_review`` → a passing test case with a ``<system-out>`` naming the soft codes.
+  Soft rules ask a person to look; failing CI on them would turn every soft rule into a
+  hard one, and the rubric says they are not failures;
+* ``not_judged`` (a run finished with ``--allow-incomplete``) → ``<skipped>``;
+* disabled cases listed in results.json → a test case with ``<skipped message="disabled:
+  <reason>">``.
+
+The file validates against the JUnit result schema the tests carry (tests/report/junit-results.xsd) and is
+deterministic for a given results.json.
+"""
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from ..base.fsutil import atomic_write_bytes
+from .html import cases_for_run, read_results
+
+JUNIT_NAME = "results.junit.xml"
+SUITE_NAME = "obai-e2e"
+# Characters XML 1.0 cannot carry at all (C0 controls other than tab/newline/CR, surrogates, FFFE/FFFF).
+_INVALID_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_text(value: object) -> str:
+    return _INVALID_XML.sub("\ufffd", "" if value is None else str(value))
+
+
+def unit_seconds(latency: dict | None) -> float:
+    lat = latency or {}
+    total = (lat.get("turn_ms") or 0) / 1000.0 + float(lat.get("wait_s") or 0) + (lat.get("followup_ms") or 0) / 1000.0
+    return round(total, 3)
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def _timestamp(created_at: str | None) -> str | None:
+    # JUnit consumers expect second precision without a zone; the run's own clock is UTC.
+    return created_at[:19] if created_at and len(created_at) >= 19 else None
+
+
+def _details(entry: dict) -> str:
+    lines = [entry.get("judgment") or "",
+             f"expected: {entry.get('expected') or ''}",
+             f"observed: {entry.get('observed') or ''}",
+             f"query: {entry.get('query') or ''}"]
+    traces = [t for t in entry.get("trace_ids") or [] if t]
+    if traces:
+        lines.append(f"trace: {' → '.join(traces)}")
+    return xml_text("\n".join(lines))
+
+
+def _case_features(results: dict, run_dir: Path, case_set=None) -> dict[str, str]:
+    if not results.get("disabled"):
+        return {}
+    if case_set is None:
+        case_set = cases_for_run(results, run_dir)
+    return {c.id: c.feature for c in case_set.cases} if case_set is not None else {}
+
+
+def build(results: dict, *, features: dict[str, str] | None = None) -> ET.Element:
+    """The ``<testsuite>`` element for ``results`` (a loaded results.json)."""
+    features = features or {}
+    run = results.get("run") or {}
+    units = results.get("units") or []
+    disabled = results.get("disabled") or []
+    counts = {"fail": 0, "inconclusive": 0, "skipped": len(disabled)}
+    for e in units:
+        v = e.get("verdict")
+        if v in ("fail", "inconclusive"):
+            counts[v] += 1
+        elif v == "not_judged":
+            counts["skipped"] += 1
+
+    suite = ET.Element("testsuite")
+    suite.set("name", SUITE_NAME)
+    suite.set("tests", str(len(units) + len(disabled)))
+    suite.set("failures", str(counts["fail"]))
+    suite.set("errors", str(counts["inconclusive"]))
+    suite.set("skipped", str(counts["skipped"]))
+    suite.set("time", _seconds(float(run.get("duration_s") or 0)))
+    stamp = _timestamp(run.get("created_at"))
+    if stamp:
+        suite.set("timestamp", stamp)
+    if run.get("run_id"):
+        suite.set("id", xml_text(run["run_id"]))
+
+    props = ET.SubElement(suite, "properties")
+    target = run.get("target") or {}
+    for name, value in (("run_id", run.get("run_id")), ("target", target.get("name")),
+                        ("target_version", target.get("version")), ("git_commit", run.get("git_commit")),
+                        ("mode", run.get("mode")), ("provenance", run.get("provenance")),
+                        ("catalog_version", run.get("catalog_version"))):
+        if value:
+            ET.SubElement(props, "property", {"name": name, "value": xml_text(value)})
+
+    for e in units:
+        case = ET.SubElement(suite, "testcase")
+        case.set("classname", xml_text(f"{SUITE_NAME}.{e.get('feature', '')}"))
+        case.set("name", xml_text(e.get("unit_id", "")))
+        case.set("time", _seconds(unit_seconds(e.get("latency"))))
+        verdict = e.get("verdict")
+        reasons = [str(r) for r in e.get("reasons") or []]
+        if verdict == "fail":
+            code = xml_text(reasons[0] if reasons else "fail")
+            ET.SubElement(case, "failure", {"message": code, "type": code}).text = _details(e)
+        elif verdict == "inconclusive":
+            reason = xml_text(reasons[0] if reasons else "inconclusive")
+            ET.SubElement(case, "error", {"message": reason, "type": reason}).text = _details(e)
+        elif verdict == "needs_review":
+            ET.SubElement(case, "system-out").text = xml_text(
+                f"needs_review (soft, not a failure): {', '.join(reasons)}\n{_details(e)}")
+        elif verdict == "not_judged":
+            ET.SubElement(case, "skipped", {"message": "not judged (run finished with --allow-incomplete)"})
+    for d in disabled:
+        cid = str(d.get("id", ""))
+        case = ET.SubElement(suite, "testcase")
+        case.set("classname", xml_text(f"{SUITE_NAME}.{features.get(cid, 'disabled')}"))
+        case.set("name", xml_text(cid))
+        case.set("time", _seconds(0))
+        reason = d.get("reason") or "no reason given"
+        ET.SubElement(case, "skipped", {"message": xml_text(f"disabled: {reason}")})
+    return suite
+
+
+def render(results: dict, *, features: dict[str, str] | None = None) -> bytes:
+    suite = build(results, features=features)
+    ET.indent(suite, space="  ")
+    return ET.tostring(suite, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+def write_junit(run_dir: Path, *, case_set=None) -> dict:
+    """Write ``run_dir/results.junit.xml`` from its results.json (unchanged bytes are not rewritten)."""
+    run_dir = Path(run_dir)
+    results = read_results(run_dir / "results.json")
+    data = render(results, features=_case_features(results, run_dir, case_set))
+    path = run_dir / JUNIT_NAME
+    if not (path.exists() and path.read_bytes() == data):
+        atomic_write_bytes(path, data)
+    return {"junit_xml": str(path), "bytes": len(data)}

@@ -1,0 +1,149 @@
+"""report.md: the header, one table row per judged unit, detail blocks, and reading rows back.
+
+Rows are appended, never rewritten, so a run's cost grows linearly with its cases. A
+detail block ends the current table in Markdown, so the next row re-opens the table with
+its header. Reading uses markdown-it-py's table parser, so a row is found by its ID cell,
+never by a substring that might also occur in a query or a reason.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from markdown_it import MarkdownIt
+
+from ..base.fsutil import append_text, trim_torn_tail
+
+COLUMNS = ["ID", "Feature", "Verdict", "Reason", "Trace", "Latency"]
+TABLE_HEAD = "| " + " | ".join(COLUMNS) + " |\n" + "|" + "---|" * len(COLUMNS) + "\n"
+QUERY_CHARS = 120
+
+
+def header(timestamp: str, disabled_line: str | None = None) -> str:
+    text = f"# OBaI E2E Regression — {timestamp}\n\n"
+    if disabled_line:
+        text += f"_{inline(disabled_line)}_\n\n"
+    return text + TABLE_HEAD
+
+
+def cell(value: object) -> str:
+    """Text safe inside a table cell: no pipe, newline, HTML or code span can escape it."""
+    text = "" if value is None else str(value)
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", " ")
+    text = text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+    text = text.replace("<", "&lt;").replace(">", "&gt;")
+    return text.strip()
+
+
+def inline(value: object) -> str:
+    """Text safe on one line of a list item (same escaping as a cell)."""
+    return cell(value)
+
+
+def row(values: list[object]) -> str:
+    return "| " + " | ".join(cell(v) for v in values) + " |\n"
+
+
+def detail_block(unit_id: str, verdict: str, query: str, expected: str, observed: str, judgment: str) -> str:
+    q = query if len(query) <= QUERY_CHARS else query[:QUERY_CHARS]
+    return (
+        "\n"
+        f"**{inline(unit_id)} — {inline(verdict)}**\n"
+        f"- query: {inline(q)}\n"
+        f"- expected: {inline(expected)}\n"
+        f"- observed: {inline(observed)}\n"
+        f"- judgment: {inline(judgment)}\n"
+        "\n"
+    )
+
+
+def _tail_is_table(path: Path) -> bool:
+    """True when the file ends inside a table (so a row can follow directly)."""
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        fh.seek(max(0, size - 4096))
+        tail = fh.read().decode("utf-8", errors="replace")
+    if not tail.endswith("\n") or tail.endswith("\n\n"):
+        return False
+    return tail.rstrip("\n").split("\n")[-1].startswith("|")
+
+
+def append_entry(path: Path, row_text: str, block: str | None) -> None:
+    """Append one row (re-opening the table if a block closed it) and its block, in one write."""
+    path = Path(path)
+    trim_torn_tail(path)
+    text = row_text if _tail_is_table(path) else "\n" + TABLE_HEAD + row_text
+    if block:
+        text += block
+    append_text(path, text)
+
+
+def unescape(text: str) -> str:
+    out, i = [], 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text) and text[i + 1] in "\\|`":
+            out.append(text[i + 1])
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out).replace("&lt;", "<").replace("&gt;", ">")
+
+
+def table_rows(text: str, columns: list[str], *, fold_case: bool = False) -> list[dict[str, str]]:
+    """Body rows of every Markdown table in ``text`` whose header is exactly ``columns``."""
+    tokens = MarkdownIt("commonmark").enable("table").parse(text)
+    rows: list[dict[str, str]] = []
+    header: list[str] = []
+    current: list[str] = []
+    section = None
+    for tok in tokens:
+        if tok.type == "thead_open":
+            section, header = "head", []
+        elif tok.type == "tbody_open":
+            section = "body"
+        elif tok.type == "tr_open":
+            current = []
+        elif tok.type == "inline" and section in ("head", "body"):
+            current.append(unescape(tok.content))
+        elif tok.type == "tr_close":
+            if section == "head":
+                header = [h.strip().lower() for h in current] if fold_case else current
+            elif section == "body" and header == columns and len(current) == len(columns):
+                rows.append(dict(zip(columns, current)))
+        elif tok.type == "table_close":
+            section = None
+    return rows
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    """Every row of every results table in report.md, as {column: text}."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8")
+    if text and not text.endswith("\n"):
+        text = text[: text.rfind("\n") + 1]  # ignore a torn last line
+    return table_rows(text, COLUMNS)
+
+
+def judged_ids(path: Path) -> list[str]:
+    return [r["ID"] for r in read_rows(path)]
+
+
+def ensure_header(path: Path, timestamp: str, disabled_line: str | None) -> bool:
+    """Write the header if the file does not exist; True when written."""
+    path = Path(path)
+    if path.exists():
+        return False
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    try:
+        fd = os.open(path, flags, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(header(timestamp, disabled_line))
+        fh.flush()
+        os.fsync(fh.fileno())
+    return True

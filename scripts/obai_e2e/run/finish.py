@@ -1,0 +1,55 @@
+"""What happens after the last verdict: results, the HTML report, JUnit, and the loss layer."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..report.html import open_in_browser, write_report
+from ..report.junit import write_junit
+from ..loss.score_run import score_run
+from ..rundir.layout import baseline_of
+from ..report.results import finalize
+from ..protocol.seal import seal
+
+
+def finish(config, case_set, run_dir: Path, *, allow_incomplete: bool = False, html: bool = True,
+           open_browser: bool = False, baseline: Path | None = None) -> dict:
+    out = finalize(config, case_set, run_dir, allow_incomplete=allow_incomplete,
+                   catalog_version=catalog_version(config))
+    out.update(after_run(config, case_set, html=html, open_browser=open_browser, baseline=baseline)(Path(run_dir), out))
+    out["seal"] = seal(run_dir)["seal"]
+    return out
+
+
+def catalog_version(config) -> str | None:
+    if config.catalog is None or not Path(config.catalog).exists():
+        return None
+    from ..loss.catalog import load_catalog
+
+    return load_catalog(config.catalog).version
+
+
+def after_run(config, case_set, *, html: bool = True, open_browser: bool = False, baseline: Path | None = None):
+    """The steps that follow finalize(), as a callable for the headless runner.
+
+    Order matters: the loss layer writes suite.json / TOP-REGRESSIONS.md before the HTML
+    is rendered, so that report.html carries the Loss section.
+    """
+    def hook(run_dir: Path, outcome: dict) -> dict:
+        run_dir = Path(run_dir)
+        out: dict = {}
+        out["junit_xml"] = write_junit(run_dir, case_set=case_set)["junit_xml"]
+
+        if config.catalog is not None:
+            base = baseline or baseline_of(run_dir)
+            loss = score_run(run_dir, config=config, baseline=base, plan_path=config.plan)
+            out["loss"] = {k: loss[k] for k in ("suite_score", "suite_status", "findings", "top_findings",
+                                                 "suite_json", "top_regressions", "baseline")}
+
+        if html:
+            rendered = write_report(run_dir)
+            out["report_html"] = rendered["report_html"]
+            out["report_html_bytes"] = rendered["bytes"]
+            if open_browser:
+                out["opened"] = open_in_browser(Path(rendered["report_html"]))
+        return out
+    return hook

@@ -1,0 +1,177 @@
+"""Is everything in place for a run? One actionable reason when not.
+
+Checks run in order and stop at the first failure: configuration and cases, the freeze
+manifest when there is one, korpus cases needing a privacy rule, the blockers (target
+command, loss catalog, sandbox in mode A), anti-mock markers, the target answering its
+version command, the runs folder, and the trace backend.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..trace.backend import connect, ping
+from ..config.cases import load_cases_for
+from ..config.target import load_target_config
+from ..base.errors import ObaiError
+from ..base.paths import runs_root
+from ..drive.sandbox import clear_leftovers
+
+
+@dataclass
+class Report:
+    """Preflight outcome: every check done, and the first failure if any."""
+
+    checks: list[dict] = field(default_factory=list)
+    reason: str | None = None
+    next_step: str | None = None
+    info: dict = field(default_factory=dict)
+
+    @property
+    def ready(self) -> bool:
+        return self.reason is None
+
+    def to_json(self) -> dict:
+        return {"status": "ready" if self.ready else "not_ready", "reason": self.reason,
+                "next_step": self.next_step, "checks": self.checks, **self.info}
+
+
+class _Stop(Exception):
+    pass
+
+
+def _check(report: Report, name: str, fn: Callable[[], str | None], next_step: str) -> None:
+    try:
+        detail = fn()
+    except ObaiError as exc:
+        report.checks.append({"name": name, "ok": False, "detail": str(exc)})
+        report.reason, report.next_step = str(exc), next_step
+        raise _Stop from None
+    report.checks.append({"name": name, "ok": True, "detail": detail or ""})
+
+
+def _fail(message: str) -> None:
+    raise ObaiError(message)
+
+
+def anti_mock_findings(config, env: dict[str, str]) -> list[str]:
+    found = []
+    for name, values in config.anti_mock_env.items():
+        if name in env and (not values or env[name].strip().lower() in [v.lower() for v in values]):
+            found.append(f"{name}={env[name]}")
+    return found
+
+
+def run(target_path: Path | None = None, *, start_store: bool = True,
+        verify_freeze: Callable[[], str | None] | None = None) -> Report:
+    report = Report()
+    state: dict = {}
+    try:
+        def config_ok():
+            state["config"] = load_target_config(target_path)
+            return str(state["config"].path)
+        _check(report, "target_config", config_ok, "fix the target configuration file named above")
+        config = state["config"]
+
+        def cases_ok():
+            state["cases"] = load_cases_for(config)
+            cs = state["cases"]
+            return f"{len(cs.cases)} cases in {cs.path}"
+        _check(report, "cases", cases_ok, "fix the cases file at the line named above")
+
+        from ..protocol.freeze import preflight_check
+
+        verify_freeze = verify_freeze or preflight_check(config)
+        if verify_freeze is not None:
+            _check(report, "freeze", verify_freeze,
+                   "undo the change to the frozen file, or re-freeze on purpose (freeze_audit.py freeze --reason …)")
+
+        def korpus_ok():
+            korpus = [c.id for c in state["cases"].cases if c.provenance == "korpus" and not c.disabled]
+            if korpus and getattr(config, "privacy", None) is None:
+                _fail(f"blocker: korpus cases ({', '.join(korpus[:5])}) need a privacy section in the target "
+                      "configuration (names to pseudonymise, retention_days, quote_allowed)")
+            return f"{len(korpus)} korpus case(s), privacy rule set" if korpus else "no korpus cases"
+        _check(report, "korpus", korpus_ok, "add the privacy section to the target configuration")
+
+        def command_ok():
+            exe = config.target.command[0]
+            found = shutil.which(exe, path=os.environ.get("PATH")) if os.sep not in exe else (exe if os.access(exe, os.X_OK) else None)
+            if not found:
+                _fail(f"blocker: the target command {exe!r} is not on PATH or not executable")
+            return found
+        _check(report, "target_command", command_ok,
+               "install the target CLI or set target.command in the target configuration")
+
+        def catalog_ok():
+            if config.catalog is None:
+                _fail("blocker: no loss catalog configured (run.catalog in the target configuration)")
+            if not config.catalog.exists():
+                _fail(f"blocker: the loss catalog {config.catalog} does not exist")
+            return str(config.catalog)
+        _check(report, "loss_catalog", catalog_ok, "point run.catalog at a loss catalog (catalogs/loss-catalog.v1.json)")
+
+        def sandbox_ok():
+            if config.mode == "A" and not config.sandbox.enabled:
+                _fail("blocker: mode A executes the target and needs a sandbox, but sandbox.enabled is false")
+            cleared = clear_leftovers(config)
+            return f"mode {config.mode}; cleared {len(cleared)} leftover sandbox(es)" if cleared else f"mode {config.mode}"
+        _check(report, "sandbox", sandbox_ok, "enable the sandbox (sandbox.enabled: true) or use mode B")
+
+        def anti_mock_ok():
+            found = anti_mock_findings(config, {**os.environ, **config.target.env})
+            if found:
+                _fail(f"anti-mock: {', '.join(found)} is set, which marks a stubbed target; unset it for a real run")
+            return "no stub markers"
+        _check(report, "anti_mock", anti_mock_ok, "unset the stub markers named above")
+
+        def target_runs():
+            cmd = config.target.version_command
+            if not cmd:
+                return "no version_command configured"
+            try:
+                done = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                                      cwd=str(config.target.workdir), env={**os.environ, **config.target.env},
+                                      stdin=subprocess.DEVNULL)
+            except FileNotFoundError:
+                _fail(f"the target version command {cmd[0]!r} was not found")
+            except subprocess.TimeoutExpired:
+                _fail(f"the target version command {' '.join(cmd)} did not finish in 60 s")
+            if done.returncode != 0:
+                _fail(f"the target version command exited {done.returncode}: {done.stderr.strip()[-300:]}")
+            version = (done.stdout or done.stderr).strip()
+            markers = [m for m in config.anti_mock_version_markers if m.lower() in version.lower()]
+            if markers:
+                _fail(f"anti-mock: the target reports {version!r}, which looks like a stub ({', '.join(markers)})")
+            report.info["target_version"] = version
+            return version
+        _check(report, "target_runs", target_runs, "make the target CLI start (run its version command by hand)")
+
+        def runs_writable():
+            root = runs_root()
+            try:
+                root.mkdir(parents=True, exist_ok=True)
+                with tempfile.NamedTemporaryFile(dir=root, prefix=".preflight-"):
+                    pass
+            except OSError as exc:
+                _fail(f"the runs folder {root} is not writable ({exc.strerror})")
+            return str(root)
+        _check(report, "runs_writable", runs_writable, "make the runs folder writable or set OBAI_E2E_RUNS")
+
+        def backend_ok():
+            backend = connect(config, start_local=start_store)
+            ping(backend)
+            report.info["trace_backend"] = {"kind": backend.kind, "api_url": backend.api_url,
+                                            "project": backend.project}
+            return backend.describe()
+        _check(report, "trace_backend", backend_ok,
+               "start the local store (obai-e2e traces start) or fix the Opik configuration")
+
+    except _Stop:
+        pass
+    return report

@@ -1,0 +1,147 @@
+"""The trace backend: the local store or a real Opik, reached through the ``opik`` SDK.
+
+``opik`` is imported only when a trace is actually read: importing it costs seconds.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from ..base import opik_env
+from ..base.errors import BackendUnreachable, StoreError
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where traces live, and the variables an SDK process needs to reach them."""
+
+    kind: str
+    project: str
+    api_url: str | None
+    sdk_env: dict[str, str]
+
+    def describe(self) -> str:
+        return f"local trace store at {self.api_url}" if self.kind == "local" else f"Opik at {self.api_url or 'the SDK default'}"
+
+
+def connect(config, *, start_local: bool = True) -> Backend:
+    """Resolve the configured backend; the local store is started when needed."""
+    b = config.backend
+    if b.kind == "local":
+        from ..tracestore import daemon
+
+        if start_local:
+            info = daemon.ensure_running()
+        else:
+            state = daemon.status()
+            if not state.get("running"):
+                raise BackendUnreachable("the local trace store is not running (start it: obai-e2e traces start)")
+            info = state
+        api_url = info.api_url if hasattr(info, "api_url") else info["api_url"]
+        env = opik_env.local_store_env(api_url, b.flush_timeout_s)
+        env["OPIK_PROJECT_NAME"] = b.project
+        return Backend(kind="local", project=b.project, api_url=api_url, sdk_env=env)
+    env = opik_env.remote_env(b.flush_timeout_s)
+    env["OPIK_PROJECT_NAME"] = b.project
+    return Backend(kind="opik", project=b.project, api_url=_sdk_url(), sdk_env=env)
+
+
+def _sdk_url() -> str | None:
+    """The base URL the SDK would use, from its own configuration sources."""
+    try:
+        from opik import config as opik_config
+
+        return opik_config.OpikConfig().url_override
+    except Exception:  # a broken user config shows up in ping() with a clear message
+        return None
+
+
+def ping(backend: Backend, timeout_s: float = 3.0) -> None:
+    """Raise BackendUnreachable unless the backend answers its health check."""
+    import httpx  # deferred: a third of a second of import time for every script
+
+    if backend.kind == "local":
+        url = backend.api_url.rstrip("/") + "/is-alive/ping"
+        try:
+            response = httpx.get(url, timeout=timeout_s)
+        except httpx.HTTPError as exc:
+            raise BackendUnreachable(f"{backend.describe()} does not answer ({type(exc).__name__})") from None
+        if response.status_code != 200:
+            raise BackendUnreachable(f"{backend.describe()} answered HTTP {response.status_code} to a ping")
+        return
+    _apply_sdk_env(backend)
+    try:
+        from opik import config as opik_config
+        from opik import url_helpers
+
+        cfg = opik_config.OpikConfig()
+        url = url_helpers.get_is_alive_ping_url(cfg.url_override)
+        headers = {}
+        if cfg.api_key:
+            headers["authorization"] = cfg.api_key
+        if cfg.workspace:
+            headers["Comet-Workspace"] = cfg.workspace
+        response = httpx.get(url, timeout=timeout_s, headers=headers)
+    except httpx.HTTPError as exc:
+        raise BackendUnreachable(f"Opik does not answer ({type(exc).__name__}); check OPIK_URL_OVERRIDE / ~/.opik.config") from None
+    if response.status_code != 200:
+        raise BackendUnreachable(f"Opik answered HTTP {response.status_code} to a ping at {url}")
+
+
+def _apply_sdk_env(backend: Backend) -> None:
+    # Only quietening variables and the local URL are set; a user's own Opik settings win.
+    for key, value in backend.sdk_env.items():
+        if backend.kind == "local" or key not in os.environ:
+            os.environ[key] = value
+
+
+_CLIENTS: dict[tuple, Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def client(backend: Backend):
+    """An ``opik.Opik`` client for reading, created once per backend per process."""
+    key = (backend.kind, backend.api_url, backend.project)
+    with _CLIENTS_LOCK:
+        if key in _CLIENTS:
+            return _CLIENTS[key]
+        _apply_sdk_env(backend)
+        import opik  # deferred: seconds of import time
+
+        if backend.kind == "local":
+            c = opik.Opik(project_name=backend.project, host=backend.api_url, workspace="default",
+                          _show_misconfiguration_message=False)
+        else:
+            c = opik.Opik(project_name=backend.project, _show_misconfiguration_message=False)
+        _CLIENTS[key] = c
+        return c
+
+
+def warm_up(backend: Backend) -> threading.Thread:
+    """Import the SDK and build the client on a thread while the target runs.
+
+    The target's own turn takes seconds, so the import cost of ``opik`` is hidden
+    behind it instead of being added to every case.
+    """
+    def work() -> None:
+        try:
+            client(backend)
+        except Exception:  # noqa: BLE001 - the real call reports the problem
+            pass
+
+    thread = threading.Thread(target=work, name="opik-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+def is_unreachable_error(exc: BaseException) -> bool:
+    """True for errors that mean the backend could not be reached or failed on its side."""
+    import httpx
+
+    if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.ReadTimeout,
+                        httpx.RemoteProtocolError, httpx.PoolTimeout, ConnectionError, StoreError)):
+        return True
+    status = getattr(exc, "status_code", None)
+    return isinstance(status, int) and (status >= 500 or status in (401, 403))

@@ -1,0 +1,195 @@
+"""Finding the one trace that a turn produced.
+
+By correlation tag (or metadata value) first; without one, by time window and input.
+Polls with a short backoff until a deadline, waits a moment after a first match for a
+possible second one, and never guesses: zero matches is ``trace_not_found``, two or
+more is ``multi_match`` with the candidates listed, a backend that does not answer is
+``opik_unreachable``.
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import timedelta
+from typing import Any, Callable
+
+from .backend import Backend, client, is_unreachable_error
+from ..base.clock import iso, parse_iso
+
+RESOLVED = "resolved"
+NOT_FOUND = "trace_not_found"
+MULTI_MATCH = "multi_match"
+UNREACHABLE = "opik_unreachable"
+INCOMPLETE = "trace_incomplete"
+OUTCOMES = (RESOLVED, NOT_FOUND, MULTI_MATCH, UNREACHABLE, INCOMPLETE)
+
+UNREACHABLE_GIVE_UP_S = 3.0
+MAX_CANDIDATES = 20
+
+
+@dataclass(frozen=True)
+class TurnKey:
+    """What identifies a turn's trace."""
+
+    query: str
+    started_at: str
+    ended_at: str
+    tag: str | None = None
+
+
+@dataclass
+class Resolution:
+    """The outcome of looking for a turn's trace."""
+
+    status: str
+    method: str
+    trace_id: str | None = None
+    candidates: list[str] = field(default_factory=list)
+    attempts: int = 0
+    elapsed_ms: int = 0
+    message: str = ""
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def as_dict(obj: Any) -> dict:
+    """A TracePublic/SpanPublic (or plain dict) as JSON-ready data."""
+    if isinstance(obj, dict):
+        return obj
+    return obj.model_dump(mode="json")
+
+
+def _quote(value: str) -> str:
+    # The filter language has no escape for quotes; callers pass only safe text.
+    return '"' + value + '"'
+
+
+_SAFE = re.compile(r'[^"\\\n\r]{1,80}')
+
+
+def safe_fragment(query: str) -> str | None:
+    """The longest run of the query (up to 80 chars) that a filter string can carry."""
+    runs = _SAFE.findall(query)
+    return max(runs, key=len).strip() if runs else None
+
+
+def _input_has_query(trace: dict, query: str) -> bool:
+    payload = trace.get("input")
+    if isinstance(payload, str):
+        return query in payload
+    if isinstance(payload, dict):
+        if any(v == query for v in payload.values()):
+            return True
+    return json.dumps(query, ensure_ascii=False)[1:-1] in json.dumps(payload, ensure_ascii=False)
+
+
+def build_search(config, key: TurnKey) -> tuple[str, str, Callable[[dict], bool]]:
+    """(method, filter string, exact check) for this turn."""
+    corr = config.correlation
+    if key.tag and corr.match == "tag":
+        return "tag", f"tags contains {_quote(key.tag)}", lambda t: key.tag in (t.get("tags") or [])
+    if key.tag and corr.match == "metadata":
+        mk = corr.metadata_key
+        return ("metadata", f"metadata.{mk} = {_quote(key.tag)}",
+                lambda t: str((t.get("metadata") or {}).get(mk)) == key.tag)
+    slack = timedelta(seconds=corr.window_slack_s)
+    lo = iso(parse_iso(key.started_at) - slack)
+    hi = iso(parse_iso(key.ended_at) + slack)
+    parts = [f"start_time >= {_quote(lo)}", f"start_time <= {_quote(hi)}"]
+    fragment = safe_fragment(key.query)
+    if fragment:
+        parts.append(f"input contains {_quote(fragment)}")
+    return "window", " AND ".join(parts), lambda t: _input_has_query(t, key.query)
+
+
+def resolve(backend: Backend, config, key: TurnKey, *, deadline_s: float | None = None,
+            search: Callable[[str], list[dict]] | None = None) -> Resolution:
+    """Find the one trace of this turn (see the module docstring for the outcomes)."""
+    b = config.backend
+    deadline_s = b.resolve_deadline_s if deadline_s is None else deadline_s
+    method, filter_string, exact = build_search(config, key)
+    if search is None:
+        def search(fs: str) -> list[dict]:
+            found = client(backend).search_traces(project_name=backend.project, filter_string=fs,
+                                                  max_results=MAX_CANDIDATES + 1, max_batch_size=50)
+            return [as_dict(t) for t in found]
+
+    t0 = time.monotonic()
+    delay = b.poll_initial_s
+    attempts = 0
+    first_unreachable: float | None = None
+    last_error = ""
+    while True:
+        attempts += 1
+        try:
+            matches = [t for t in search(filter_string) if exact(t)]
+            first_unreachable = None
+        except Exception as exc:  # the SDK raises many types; classify, never crash
+            if not is_unreachable_error(exc):
+                raise
+            matches = None
+            last_error = f"{type(exc).__name__}: {exc}"[:300]
+            now = time.monotonic()
+            first_unreachable = first_unreachable or now
+            if now - first_unreachable >= min(UNREACHABLE_GIVE_UP_S, deadline_s):
+                return Resolution(UNREACHABLE, method, attempts=attempts,
+                                  elapsed_ms=int((now - t0) * 1000),
+                                  message=f"{backend.describe()} did not answer: {last_error}")
+        if matches:
+            if len(matches) == 1 and b.settle_s > 0:
+                # A second trace of the same turn may still be on its way.
+                time.sleep(b.settle_s)
+                try:
+                    again = [t for t in search(filter_string) if exact(t)]
+                except Exception as exc:
+                    if not is_unreachable_error(exc):
+                        raise
+                    again = matches
+                attempts += 1
+                matches = again or matches
+            elapsed = int((time.monotonic() - t0) * 1000)
+            ids = sorted(t["id"] for t in matches)
+            if len(ids) == 1:
+                return Resolution(RESOLVED, method, trace_id=ids[0], candidates=ids,
+                                  attempts=attempts, elapsed_ms=elapsed)
+            return Resolution(MULTI_MATCH, method, candidates=ids[:MAX_CANDIDATES], attempts=attempts,
+                              elapsed_ms=elapsed,
+                              message=f"{len(ids)} traces match this turn ({method}); refusing to pick one")
+        elapsed_s = time.monotonic() - t0
+        if elapsed_s >= deadline_s:
+            if matches is None:  # the backend never answered the last attempt
+                return Resolution(UNREACHABLE, method, attempts=attempts, elapsed_ms=int(elapsed_s * 1000),
+                                  message=f"{backend.describe()} did not answer: {last_error}")
+            return Resolution(NOT_FOUND, method, attempts=attempts, elapsed_ms=int(elapsed_s * 1000),
+                              message=f"no trace matched ({method}: {filter_string}) within {deadline_s:g} s")
+        time.sleep(min(delay, max(0.0, deadline_s - elapsed_s)))
+        delay = min(delay * 2, b.poll_max_s)
+
+
+@dataclass
+class FetchedTrace:
+    """A resolved trace with its spans, as plain data."""
+
+    trace: dict
+    spans: list[dict]
+    complete: bool
+    waited_ms: int
+
+
+def fetch(backend: Backend, trace_id: str, *, deadline_s: float = 10.0, settle_s: float = 0.1) -> FetchedTrace:
+    """Read a trace and all its spans, waiting until the trace has ended and no span is open."""
+    c = client(backend)
+    t0 = time.monotonic()
+    while True:
+        trace = as_dict(c.get_trace_content(trace_id))
+        spans = [as_dict(s) for s in c.search_spans(project_name=backend.project, trace_id=trace_id,
+                                                     max_results=10_000)]
+        complete = trace.get("end_time") is not None and all(s.get("end_time") for s in spans)
+        if complete or time.monotonic() - t0 >= deadline_s:
+            break
+        time.sleep(settle_s)
+    return FetchedTrace(trace=trace, spans=spans, complete=complete,
+                        waited_ms=int((time.monotonic() - t0) * 1000))
