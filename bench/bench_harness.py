@@ -42,10 +42,10 @@ def isolate(tmp: Path) -> None:
 
 
 def demo(units: int) -> dict:
-    from obai_e2e.run import headless
     from obai_e2e.config.cases import load_cases_for
+    from obai_e2e.config.selection import Filters
     from obai_e2e.config.target import load_target_config
-    from obai_e2e.rundir.layout import Filters
+    from obai_e2e.run import headless
 
     config = load_target_config()
     cases = load_cases_for(config)
@@ -100,10 +100,10 @@ def scripts(units: int) -> dict:
 
 
 def scale(sizes: list[int], tmp: Path) -> dict:
-    from obai_e2e.run import headless
     from obai_e2e.config.cases import load_cases
+    from obai_e2e.config.selection import Filters
     from obai_e2e.config.target import load_target_config
-    from obai_e2e.rundir.layout import Filters
+    from obai_e2e.run import headless
 
     target = yaml.safe_load((REPO / "cases" / "target.yaml").read_text())
     target["target"]["command"] = [sys.executable, str(REPO / "bench" / "standin_agent.py"), "--session",

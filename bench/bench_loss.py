@@ -28,16 +28,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import yaml  # noqa: E402
-
+from obai_e2e.base import schema  # noqa: E402
 from obai_e2e.base.fsutil import dumps_json  # noqa: E402
+from obai_e2e.base.paths import catalogs_dir  # noqa: E402
 from obai_e2e.loss.catalog import load_catalog  # noqa: E402
 from obai_e2e.loss.compare import compare  # noqa: E402
 from obai_e2e.loss.plan import parse_plan  # noqa: E402
 from obai_e2e.loss.reports import top_regressions_md  # noqa: E402
 from obai_e2e.loss.score import check_suite, score  # noqa: E402
-from obai_e2e.base.paths import catalogs_dir  # noqa: E402
 from obai_e2e.report.results import summarize  # noqa: E402
-from obai_e2e.base import schema  # noqa: E402
 
 TEMPLATES = json.loads((ROOT / "tests" / "loss" / "data" / "templates.json").read_text(encoding="utf-8"))
 INTENTS = ["price_lookup", "fundamentals", "backtest", "multi", "options_risk", "prediction", "refusal", "general",

@@ -21,10 +21,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
 from obai_e2e.base.fsutil import dumps_json  # noqa: E402
-from obai_e2e.report.html import latency_text, trace_text, write_report  # noqa: E402
-from obai_e2e.report.junit import write_junit  # noqa: E402
+from obai_e2e.base.mdtable import row  # noqa: E402
 from obai_e2e.base.paths import runs_root  # noqa: E402
-from obai_e2e.report.report_md import append_entry, detail_block, ensure_header, row  # noqa: E402
+from obai_e2e.report.html import write_report  # noqa: E402
+from obai_e2e.report.html_view import latency_text, trace_text  # noqa: E402
+from obai_e2e.report.junit import write_junit  # noqa: E402
+from obai_e2e.report.report_md import append_entry, detail_block, ensure_header  # noqa: E402
 from obai_e2e.report.results import summarize  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")

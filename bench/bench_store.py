@@ -24,7 +24,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
 import httpx  # noqa: E402
-
 from obai_e2e.base.opik_env import QUIET_SDK_ENV  # noqa: E402
 from obai_e2e.tracestore import ensure_running, stop  # noqa: E402
 from obai_e2e.tracestore.timeutil import new_uuid7  # noqa: E402

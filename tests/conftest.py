@@ -5,7 +5,6 @@ import os
 from collections.abc import Iterator
 
 import pytest
-
 from obai_e2e.base.opik_env import QUIET_SDK_ENV, local_store_env
 from obai_e2e.tracestore import StoreInfo, ensure_running, stop
 

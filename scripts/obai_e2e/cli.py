@@ -10,9 +10,9 @@ import argparse
 import importlib
 import sys
 
-from . import __version__
-from .base.errors import ObaiError
+from .base.errors import Exit, ObaiError
 from .base.output import emit
+from .base.version import __version__
 
 # Command name -> module under obai_e2e.commands, in the order --help lists them. Only the
 # module of the command being run is imported, so a script starts in a fraction of a second.
@@ -72,7 +72,7 @@ def run_command(func, args) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         print("obai-e2e: interrupted", file=sys.stderr)
-        return 130
+        return Exit.INTERRUPTED
     return int(code or 0)
 
 

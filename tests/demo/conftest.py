@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from obai_demo import faults as fault_table
 from obai_demo import flake as flake_mod
 from obai_demo import hub, spans, tracing

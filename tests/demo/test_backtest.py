@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from obai_demo.backtest import simulate, wilder_rsi
 
 

@@ -5,7 +5,6 @@ import subprocess
 import sys
 
 import pytest
-
 from obai_demo import __version__, cli, tracing
 from obai_demo.guardrail import REFUSAL
 

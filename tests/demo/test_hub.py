@@ -5,7 +5,6 @@ import re
 import time
 
 import pytest
-
 from obai_demo import compose, grounding
 from obai_demo.faults import FAULTS
 from obai_demo.guardrail import REFUSAL

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from obai_demo import routing, skills
 from obai_demo.guardrail import classify
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
 from obai_demo import __version__, grounding
 from obai_demo.faults import FAULTS
 from obai_demo.guardrail import REFUSAL

@@ -5,7 +5,6 @@ import re
 from decimal import Decimal
 
 import pytest
-
 from obai_demo.jobs import JobBook
 from obai_demo.specialists import strategy
 from obai_demo.strategy_spec import parse_spec, write_spec

@@ -40,3 +40,13 @@ def target_variant(tmp_path: Path, **changes) -> Path:
     path = tmp_path / "target.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
+
+
+def drive_id(config, cases, run_dir: Path, unit_id: str, *, backend=None) -> tuple[dict, bool]:
+    """Drive one unit named by id through its run's plan, as run-one does; the packet's JSON form."""
+    from obai_e2e.drive.packet import drive
+    from obai_e2e.run.plan import plan
+
+    p = plan(run_dir, cases)
+    packet, created = drive(config, run_dir, p.meta, p.unit(unit_id), backend=backend)
+    return packet.to_json(), created

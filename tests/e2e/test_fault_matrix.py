@@ -14,12 +14,12 @@ import json
 import os
 
 import pytest
-
 from obai_demo.faults import FAULTS
-from obai_e2e.run import headless
+from obai_e2e.base.errors import Exit
 from obai_e2e.config.cases import load_cases_for
+from obai_e2e.config.selection import Filters
 from obai_e2e.config.target import load_target_config
-from obai_e2e.rundir.layout import Filters
+from obai_e2e.run import headless
 
 from .conftest import target_variant
 
@@ -103,7 +103,7 @@ def test_each_scope_selects_exactly_its_case():
 def test_clean_run_has_no_fail_no_inconclusive(runs):
     cases, clean, _ = runs
     assert clean["summary"]["fail"] == 0 and clean["summary"]["inconclusive"] == 0, clean["summary"]
-    assert clean["code"] == headless.EXIT_OK
+    assert clean["code"] == Exit.OK
     for uid, unit in clean["units"].items():
         known = set(cases.by_id(unit["case_id"]).known_needs_review)
         if unit["verdict"] == "needs_review":
@@ -139,7 +139,7 @@ def test_no_other_unit_changes_verdict(runs):
         if unit["case_id"] in targeted:
             continue
         assert (unit["verdict"], unit["reasons"]) == (clean["units"][uid]["verdict"], clean["units"][uid]["reasons"]), uid
-    assert faulted["code"] == headless.EXIT_FAIL
+    assert faulted["code"] == Exit.UNIT_FAILED
 
 
 @pytest.mark.parametrize("rule", RULES)

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 import yaml
 from markdown_it import MarkdownIt
-
-from obai_e2e.run import headless
+from obai_e2e.base.errors import Exit
 from obai_e2e.config.cases import load_cases
+from obai_e2e.config.selection import Filters
 from obai_e2e.config.target import load_target_config
+from obai_e2e.run import headless
 from obai_e2e.run.finish import after_run
-from obai_e2e.rundir.layout import Filters
 
 from .conftest import REPO, target_variant
 
@@ -100,7 +100,7 @@ def test_the_injected_fault_is_listed_in_its_partition_with_a_citation(loss_runs
     assert "specialist.strategy.zero_trades" in top[7] and "span" in top[7]
     lows = [float(r[3]) for r in table]
     assert lows == sorted(lows, reverse=True)
-    assert loss_runs["fault"]["code"] == headless.EXIT_FAIL
+    assert loss_runs["fault"]["code"] == Exit.UNIT_FAILED
     html = (run_dir / "report.html").read_text()
     assert "specialist.strategy.zero_trades" in html and "Top regressions" in html
 

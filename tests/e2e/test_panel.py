@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from obai_e2e.report.report_md import read_rows
 
 from .conftest import REPO

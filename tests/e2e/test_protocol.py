@@ -70,7 +70,7 @@ def test_freeze_gate_and_one_holdout_run(tmp_path, trace_store):
 
     # Before any gate the holdout is sealed for every path into it.
     code, out, err = e2e(env, "new-run", "--cases", str(home / "cases" / "holdout.yaml"))
-    assert code == 6 and out["error"] == "holdout_sealed"
+    assert code == 7 and out["error"] == "holdout_sealed"
     code, out, _ = e2e(env, "freeze-audit", "status")
     assert out["holdout"] == {"opens": 0, "state": "sealed"}
 
@@ -91,7 +91,7 @@ def test_freeze_gate_and_one_holdout_run(tmp_path, trace_store):
     holdout_run = Path(opened["holdout_run"])
     assert json.loads(ledger.read_text())["opens"][0]["freeze_id"] == "F1"
     code, again, _ = e2e(env, "freeze-audit", "open-holdout", "--dev-run", str(dev))
-    assert code == 6 and "only once" in again["message"]
+    assert code == 7 and "only once" in again["message"]
 
     code, out, err = e2e(env, "run", "--resume", str(holdout_run), "--jobs", "2")
     assert code == 0, err
@@ -106,10 +106,10 @@ def test_freeze_gate_and_one_holdout_run(tmp_path, trace_store):
     prompt = home / "references" / "judge-prompt.md"
     prompt.write_text(prompt.read_text() + "\nOne more instruction.\n")
     code, out, _ = e2e(env, "freeze-audit", "freeze", "--id", "F1", "--reason", "tuning after the holdout")
-    assert code == 6 and out["error"] == "holdout_sealed" and "references/judge-prompt.md" in out["message"]
+    assert code == 7 and out["error"] == "holdout_sealed" and "references/judge-prompt.md" in out["message"]
     # The development cases are still not the holdout: the normal flow refuses a drifted freeze.
     code, out, _ = e2e(env, "preflight")
-    assert code == 1 and "references/judge-prompt.md" in out["reason"]
+    assert code == 4 and "references/judge-prompt.md" in out["reason"]
 
 
 def test_a_failed_development_gate_keeps_the_holdout_sealed(tmp_path, trace_store):
@@ -120,12 +120,12 @@ def test_a_failed_development_gate_keeps_the_holdout_sealed(tmp_path, trace_stor
     assert code == 1, err  # a case failed
     dev = Path(out["run_dir"])
     code, gate, _ = e2e(env, "freeze-audit", "gate", "--run-dir", str(dev))
-    assert code == 1 and not gate["passed"]
+    assert code == 11 and not gate["passed"]
     failed = {c["id"] for c in gate["conditions"] if c["status"] == "fail"}
     assert {"no_fail", "no_fail_in_smoke"} <= failed
     code, out, _ = e2e(env, "freeze-audit", "open-holdout", "--dev-run", str(dev))
-    assert code == 6 and "gate failed" in out["message"]
+    assert code == 7 and "gate failed" in out["message"]
     assert not (home / "catalogs" / "holdout-ledger.json").exists()
     # The gate result is write-once: evaluating again gives the same file.
     code2, gate2, _ = e2e(env, "freeze-audit", "gate", "--run-dir", str(dev))
-    assert code2 == 1 and gate2["conditions"] == gate["conditions"]
+    assert code2 == 11 and gate2["conditions"] == gate["conditions"]

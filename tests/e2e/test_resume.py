@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from obai_e2e.report.report_md import read_rows
 
 from .conftest import REPO

@@ -13,16 +13,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
-from obai_e2e.trace.backend import Backend, connect
-from obai_e2e.config.cases import load_cases_for
-from obai_e2e.config.target import load_target_config
 from obai_e2e.base.errors import UsageError
 from obai_e2e.base.opik_env import local_store_env
-from obai_e2e.drive.packet import drive
-from obai_e2e.rundir.layout import Filters, create_run
+from obai_e2e.config.cases import load_cases_for
+from obai_e2e.config.selection import Filters
+from obai_e2e.config.target import load_target_config
+from obai_e2e.run.plan import create_run
+from obai_e2e.trace.backend import Backend, connect
 
-from .conftest import REPO, target_variant
+from .conftest import REPO, drive_id, target_variant
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +47,7 @@ def with_faults(spec: str | None):
 def test_sync_case_resolves_its_trace(setup):
     config, cases, run_dir, backend = setup
     with_faults(None)
-    packet, created = drive(config, cases, run_dir, "MD1", backend=backend)
+    packet, created = drive_id(config, cases, run_dir, "MD1", backend=backend)
     assert created
     assert packet["turn"]["exit_code"] == 0 and not packet["turn"]["timed_out"]
     assert packet["trace"]["status"] == "resolved" and packet["trace"]["method"] == "tag"
@@ -58,13 +57,13 @@ def test_sync_case_resolves_its_trace(setup):
     assert digest["final_response"].strip() == packet["answer"]
     assert "SKILL LOADS:" in packet["trace"]["curated"] and "MARKET_DATA_ANALYSIS CALLS" in packet["trace"]["curated"]
     assert packet["harness"]["overhead_ms"] < packet["harness"]["wall_ms"]
-    again, created = drive(config, cases, run_dir, "MD1", backend=backend)
+    again, created = drive_id(config, cases, run_dir, "MD1", backend=backend)
     assert not created and again == packet
 
 
 def test_async_case_waits_and_follows_up_in_the_same_session(setup):
     config, cases, run_dir, backend = setup
-    packet, _ = drive(config, cases, run_dir, "A1", backend=backend)
+    packet, _ = drive_id(config, cases, run_dir, "A1", backend=backend)
     assert packet["async"]["job_id"] and packet["async"]["wait_s"] >= packet["async"]["eta_s"]
     follow = packet["followup"]
     assert follow is not None and "Total trades" in follow["answer"]
@@ -75,7 +74,7 @@ def test_async_case_waits_and_follows_up_in_the_same_session(setup):
 
 def test_rejection_case(setup):
     config, cases, run_dir, backend = setup
-    packet, _ = drive(config, cases, run_dir, "R1", backend=backend)
+    packet, _ = drive_id(config, cases, run_dir, "R1", backend=backend)
     assert packet["turn"]["exit_code"] == 1
     digest = packet["trace"]["digest"]
     assert digest["guardrail"]["refused"] and digest["specialist_calls"] == []
@@ -86,7 +85,7 @@ def test_hanging_target_is_killed_with_its_children(setup):
     with_faults("hang@price of AAPL,")
     try:
         t0 = time.monotonic()
-        packet, _ = drive(config, cases, run_dir, "M4", backend=backend)
+        packet, _ = drive_id(config, cases, run_dir, "M4", backend=backend)
     finally:
         with_faults(None)
     assert packet["turn"]["timed_out"] and packet["turn"]["killed"]
@@ -101,7 +100,7 @@ def test_no_trace_is_trace_not_found(setup):
     config, cases, run_dir, backend = setup
     with_faults("no_trace@52-week")
     try:
-        packet, _ = drive(config, cases, run_dir, "MD2", backend=backend)
+        packet, _ = drive_id(config, cases, run_dir, "MD2", backend=backend)
     finally:
         with_faults(None)
     assert packet["turn"]["exit_code"] == 0
@@ -113,7 +112,7 @@ def test_duplicate_trace_is_multi_match(setup):
     config, cases, run_dir, backend = setup
     with_faults("duplicate_trace@Nvidia")
     try:
-        packet, _ = drive(config, cases, run_dir, "MD3", backend=backend)
+        packet, _ = drive_id(config, cases, run_dir, "MD3", backend=backend)
     finally:
         with_faults(None)
     assert packet["trace"]["status"] == "multi_match"
@@ -126,7 +125,7 @@ def test_stopped_store_is_opik_unreachable(setup, tmp_path):
     backend = Backend(kind="local", project=config.backend.project, api_url=dead,
                       sdk_env={**local_store_env(dead), "OPIK_PROJECT_NAME": config.backend.project})
     t0 = time.monotonic()
-    packet, _ = drive(config, cases, run_dir, "MD4", backend=backend)
+    packet, _ = drive_id(config, cases, run_dir, "MD4", backend=backend)
     assert packet["turn"]["exit_code"] == 0  # the agent still answers without its backend
     assert packet["trace"]["status"] == "opik_unreachable"
     assert time.monotonic() - t0 < 30
@@ -136,7 +135,7 @@ def test_four_units_in_parallel_get_their_own_traces(setup):
     config, cases, run_dir, backend = setup
     ids = ["F1", "F3", "F4", "O1"]
     with ThreadPoolExecutor(4) as pool:
-        packets = list(pool.map(lambda i: drive(config, cases, run_dir, i, backend=backend)[0], ids))
+        packets = list(pool.map(lambda i: drive_id(config, cases, run_dir, i, backend=backend)[0], ids))
     trace_ids = [p["trace"]["trace_id"] for p in packets]
     assert all(p["trace"]["status"] == "resolved" for p in packets)
     assert len(set(trace_ids)) == 4
@@ -150,9 +149,9 @@ def test_unknown_or_hostile_ids_write_nothing(setup):
     before = sorted(p.name for p in run_dir.iterdir())
     for bad in ("NOPE", "../MD1", "MD1/../../x", "S1.r9"):
         with pytest.raises(UsageError):
-            drive(config, cases, run_dir, bad, backend=backend)
+            drive_id(config, cases, run_dir, bad, backend=backend)
     with pytest.raises(UsageError, match="does not exist"):
-        drive(config, cases, run_dir / "missing", "MD1", backend=backend)
+        drive_id(config, cases, run_dir / "missing", "MD1", backend=backend)
     assert sorted(p.name for p in run_dir.iterdir()) == before
 
 
@@ -189,5 +188,5 @@ def test_kill_9_leaves_no_packet_or_a_complete_one(setup):
             assert data["unit_id"] == unit and "harness" in data
     # Whatever was left, a later drive completes the units.
     for unit in ("F2", "F5"):
-        packet, _ = drive(config, cases, run_dir, unit, backend=backend)
+        packet, _ = drive_id(config, cases, run_dir, unit, backend=backend)
         assert packet["trace"]["status"] == "resolved"

@@ -10,16 +10,16 @@ import time
 from pathlib import Path
 
 import pytest
-
-from obai_e2e.config.cases import load_cases_for
-from obai_e2e.config.target import load_target_config
 from obai_e2e.base.errors import RunLocked
-from obai_e2e.drive.packet import drive
-from obai_e2e.run.preflight import run as preflight
-from obai_e2e.rundir.layout import Filters, RunLock, create_run
+from obai_e2e.config.cases import load_cases_for
+from obai_e2e.config.selection import Filters
+from obai_e2e.config.target import load_target_config
 from obai_e2e.drive.sandbox import sandboxes_root
+from obai_e2e.run.plan import create_run
+from obai_e2e.run.preflight import run as preflight
+from obai_e2e.rundir.lock import RunLock
 
-from .conftest import REPO, target_variant
+from .conftest import REPO, drive_id, target_variant
 
 pytestmark = pytest.mark.slow
 
@@ -45,7 +45,7 @@ def test_hooks_run_around_a_case_and_the_sandbox_is_removed(harness_env, tmp_pat
     config = load_target_config(hooked_target(tmp_path))
     cases = load_cases_for(config)
     run_dir, _ = create_run(config, cases, Filters(ids=("MD1",)))
-    packet, _ = drive(config, cases, run_dir, "MD1")
+    packet, _ = drive_id(config, cases, run_dir, "MD1")
     assert packet["trace"]["status"] == "resolved" and packet["sandbox"]["restore_error"] is None
     lines = (tmp_path / "hooks.log").read_text().split()
     assert lines[0] == "snapshot" and lines[2] == "restore" and lines[1] == lines[3]
@@ -69,7 +69,7 @@ def test_sigterm_tears_everything_down(harness_env, tmp_path):
     config = load_target_config(path)
     cases = load_cases_for(config)
     run_dir, meta = create_run(config, cases, Filters(ids=("MD2",)))
-    marker = f"{meta['run_id'].replace('/', '-')}-MD2-"
+    marker = f"{meta.run_id.replace('/', '-')}-MD2-"
     env = {**os.environ, "OBAI_DEMO_FAULTS": "hang"}
     proc = run_one(path, run_dir, "MD2", env)
     if not wait_for(lambda: demo_processes(marker)):
@@ -92,7 +92,7 @@ def test_leftovers_of_a_killed_run_are_cleared_before_the_next(harness_env, tmp_
     config = load_target_config(path)
     cases = load_cases_for(config)
     run_dir, meta = create_run(config, cases, Filters(ids=("MD3",)))
-    marker = f"{meta['run_id'].replace('/', '-')}-MD3-"
+    marker = f"{meta.run_id.replace('/', '-')}-MD3-"
     env = {**os.environ, "OBAI_DEMO_FAULTS": "hang"}
     proc = run_one(path, run_dir, "MD3", env)
     try:
@@ -122,7 +122,7 @@ def test_secrets_never_reach_the_packet(harness_env, tmp_path):
     os.environ["MY_API_TOKEN"] = "tok-0123456789abcdef"
     os.environ["DB_PASSWORD"] = "hunter2-very-secret"
     try:
-        packet, _ = drive(config, cases, run_dir, "MD4")
+        packet, _ = drive_id(config, cases, run_dir, "MD4")
     finally:
         os.environ.pop("MY_API_TOKEN")
         os.environ.pop("DB_PASSWORD")

@@ -2,10 +2,10 @@
 from pathlib import Path
 
 import pytest
-
-from obai_e2e.config.cases import load_cases, load_cases_for, select
-from obai_e2e.config.target import load_target_config
 from obai_e2e.base.errors import ConfigError, UsageError
+from obai_e2e.config.cases import load_cases, load_cases_for
+from obai_e2e.config.selection import select
+from obai_e2e.config.target import load_target_config
 
 GOOD_CASE = """\
 version: 1

@@ -6,11 +6,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from obai_e2e.protocol import freeze
-from obai_e2e.config.target import load_target_config
 from obai_e2e.base.errors import HoldoutSealed, WriteOnceViolation
 from obai_e2e.base.fsutil import write_once, write_once_json
+from obai_e2e.config.target import load_target_config
+from obai_e2e.protocol import freeze
 from obai_e2e.protocol.holdout import require_open
 from obai_e2e.protocol.seal import seal, verify_seal
 

@@ -1,6 +1,5 @@
 """Number grounding and threshold tokens, against hand-written expectations."""
 import pytest
-
 from obai_e2e.judge.rubric.numbers import Pool, extract
 from obai_e2e.judge.rubric.thresholds import missing, present, tokens
 

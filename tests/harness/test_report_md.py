@@ -1,7 +1,13 @@
 """report.md: hostile text cannot break the table, rows are read back by parsing."""
 from markdown_it import MarkdownIt
-
-from obai_e2e.report.report_md import append_entry, detail_block, ensure_header, judged_ids, read_rows, row
+from obai_e2e.base.mdtable import row
+from obai_e2e.report.report_md import (
+    append_entry,
+    detail_block,
+    ensure_header,
+    judged_ids,
+    read_rows,
+)
 
 HOSTILE = "a | b\nc `code | x` </script><img src=x onerror=alert(1)> \\| end\r\n| FAKE | row |"
 

@@ -4,7 +4,6 @@ import sys
 import time
 
 import pytest
-
 from obai_e2e.base.errors import NotReady
 from obai_e2e.drive.turn import fill, run_turn
 

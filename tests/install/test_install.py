@@ -9,7 +9,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from obai_e2e.base.errors import UsageError
 from obai_e2e.bundle.install import MANIFEST, SKILL_NAME, install
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from obai_e2e.config.cases import load_cases_for
 from obai_e2e.config.target import load_target_config
 

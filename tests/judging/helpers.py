@@ -7,6 +7,8 @@ from pathlib import Path
 
 from obai_e2e.judge.panel.packets import generate
 from obai_e2e.judge.panel.rounds import Round, load_round
+from obai_e2e.run.plan import plan
+
 # A real run of the demo target (MD1, S2, A1, O2, R1), kept with the tests as data.
 REAL_RUN = Path(__file__).resolve().parent / "data" / "demo-run"
 
@@ -29,8 +31,13 @@ def copy_run(dest: Path) -> Path:
     return run
 
 
+def run_units(run: Path, cases) -> list:
+    """The units of a run directory, resolved through its plan."""
+    return plan(run, cases).units
+
+
 def make_round(run: Path, config, cases, name: str = "r1", **kw) -> Round:
-    generate(run, config, cases, round_name=name, **kw)
+    generate(run, config, run_units(run, cases), round_name=name, **kw)
     return load_round(run, name)
 
 

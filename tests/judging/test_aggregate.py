@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from obai_e2e.base.errors import UsageError, WriteOnceViolation
 from obai_e2e.judge.panel import panel_for_unit
 from obai_e2e.judge.panel.aggregate import aggregate_round

@@ -2,8 +2,12 @@
 from fractions import Fraction
 
 import pytest
-
-from obai_e2e.judge.panel.agreement import fleiss, pair_variance, pairwise, rater_variance
+from obai_e2e.judge.panel.agreement import (
+    fleiss,
+    pair_variance,
+    pairwise,
+    rater_variance,
+)
 
 # Worked example: 4 items, 3 raters, categories c(omplete), i(ncomplete), a(bstain).
 #

@@ -6,16 +6,23 @@ import os
 import re
 
 import pytest
-
 from obai_e2e.base.errors import UsageError, WriteOnceViolation
+from obai_e2e.drive.packet import Packet
 from obai_e2e.judge.panel.aggregate import aggregate_round
 from obai_e2e.judge.panel.packets import generate, judge_packet
 from obai_e2e.judge.panel.questions import INCOMPLETE_ANSWER
 from obai_e2e.judge.panel.responses import store
 from obai_e2e.judge.panel.rounds import load_round
 
-from .helpers import EXTRA_CATALOG, REAL_RUN, copy_run, make_round, pid_of, reply
-
+from .helpers import (
+    EXTRA_CATALOG,
+    REAL_RUN,
+    copy_run,
+    make_round,
+    pid_of,
+    reply,
+    run_units,
+)
 
 
 def test_one_packet_per_answered_unit(run, config_cases):
@@ -59,16 +66,16 @@ def test_round_is_write_once_and_new_round_allowed(run, config_cases):
     make_round(run, config, cases)
     before = {p: p.read_bytes() for p in (run / "judging" / "r1").rglob("*") if p.is_file()}
     with pytest.raises(WriteOnceViolation, match="r2"):
-        generate(run, config, cases)
+        generate(run, config, run_units(run, cases))
     assert {p: p.read_bytes() for p in (run / "judging" / "r1").rglob("*") if p.is_file()} == before
     r2 = make_round(run, config, cases, "r2")
     assert not set(r2.packets) & set(load_round(run, "r1").packets)  # fresh random ids
     (run / "judging" / "r3" / "packets").mkdir(parents=True)
     (run / "judging" / "r3" / "packets" / "x.json").write_text("{}")
     with pytest.raises(WriteOnceViolation, match="unfinished"):
-        generate(run, config, cases, round_name="r3")
+        generate(run, config, run_units(run, cases), round_name="r3")
     with pytest.raises(UsageError):
-        generate(run, config, cases, round_name="../escape")
+        generate(run, config, run_units(run, cases), round_name="../escape")
 
 
 def test_category_share_is_deterministic_and_marks_non_applicable(tmp_path, config_cases):
@@ -95,14 +102,15 @@ def test_category_share_is_deterministic_and_marks_non_applicable(tmp_path, conf
     assert [(q["feeds"], q["applies"]) for q in md1["questions"]] == [("hub.incomplete_answer", True),
                                                                     ("answer_clarity", True)]
     with pytest.raises(UsageError, match="20 %"):
-        generate(copy_run(tmp_path / "low"), config, cases, catalog_path=catalog, share="0.1")
+        low = copy_run(tmp_path / "low")
+        generate(low, config, run_units(low, cases), catalog_path=catalog, share="0.1")
 
 
 def test_identifiers_inside_free_text_are_masked():
     packet = json.loads((REAL_RUN / "MD1.json").read_text())
     session = packet["session"]
     packet["trace"]["digest"]["specialist_calls"][0]["output_text"] += f"\nsession {session} case MD1 run {packet['run_id']}"
-    jp, masked = judge_packet("00ff00ff00ff00ff", packet, "MD1", [(INCOMPLETE_ANSWER, True)])
+    jp, masked = judge_packet("00ff00ff00ff00ff", Packet.from_json(packet), "MD1", [(INCOMPLETE_ANSWER, True)])
     text = jp["specialist_payloads"][0]["output_text"]
     assert masked == 3 and session not in text and "MD1" not in text and packet["run_id"] not in text
     assert "238.41" in text  # the evidence itself is untouched

@@ -4,9 +4,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from obai_e2e.cli import main
 from obai_e2e.base.errors import FrozenArtifactChanged
+from obai_e2e.cli import main
 from obai_e2e.judge.panel.aggregate import aggregate_round
 from obai_e2e.judge.panel.replay import replay
 from obai_e2e.judge.panel.responses import store

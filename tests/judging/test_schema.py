@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from obai_e2e.base.errors import VerdictInvalid
 from obai_e2e.judge.panel import schema
 from obai_e2e.judge.panel.responses import store

@@ -10,10 +10,10 @@ import copy
 import json
 from pathlib import Path
 
+from obai_e2e.base.yamlio import load_yaml
 from obai_e2e.loss.catalog import parse_catalog
 from obai_e2e.loss.plan import parse_plan
 from obai_e2e.report.results import summarize
-from obai_e2e.base.yamlio import load_yaml
 
 DATA = Path(__file__).parent / "data"
 TEMPLATES = json.loads((DATA / "templates.json").read_text(encoding="utf-8"))

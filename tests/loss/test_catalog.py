@@ -2,10 +2,9 @@
 import json
 
 import pytest
-
 from obai_e2e.base.errors import ConfigError
-from obai_e2e.loss.catalog import globs_intersect, load_catalog, parse_catalog
 from obai_e2e.base.paths import catalogs_dir
+from obai_e2e.loss.catalog import globs_intersect, load_catalog, parse_catalog
 
 from .helpers import cat, catalog_text
 

@@ -2,10 +2,9 @@
 import json
 
 import pytest
-
 from obai_e2e.cli import main
 
-from .helpers import catalog_text, cat, plan, results, unit, write_results
+from .helpers import cat, catalog_text, plan, results, unit, write_results
 from .test_compare import PLAN, base_units, new_units
 
 CATS = [cat("routing", 0.4, ["routing.*"]), cat("output", 0.4, ["specialist.*"]), cat("guard", 0.2, ["guardrail.*"])]
@@ -45,7 +44,7 @@ def test_score_loss_without_and_with_baseline(setup, capsys, runs_root):
     history = (runs_root / "LOSS-HISTORY.md").read_text()
     assert history.count("| 2026-12-02T09:00:00Z |") == 1   # scored twice, one row
     code, out, _ = run(capsys, *args, "--baseline", str(setup["base"] / "results.json"), "--fail-on-regression")
-    assert code == 1 and out["findings"] == 2
+    assert code == 12 and out["findings"] == 2
 
 
 def test_baseline_suite_json(setup, capsys):
@@ -82,7 +81,7 @@ def test_suite_json_is_write_once(setup, capsys):
     other = setup["tmp"] / "other.json"
     other.write_text(catalog_text([cat("routing", 1, ["routing.*"])]))
     code, out, _ = run(capsys, *args, "--catalog", str(other))
-    assert code == 4 and out["error"] == "write_once_violation" and "suite.json is written once" in out["message"]
+    assert code == 8 and out["error"] == "write_once_violation" and "suite.json is written once" in out["message"]
 
 
 def test_bad_catalog_is_a_message(setup, capsys):

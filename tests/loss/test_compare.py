@@ -4,7 +4,6 @@ from statistics import NormalDist
 
 import numpy as np
 import pytest
-
 from obai_e2e.loss.compare import compare
 from obai_e2e.loss.score import score
 from obai_e2e.loss.stats import z_critical

@@ -5,9 +5,6 @@ import stat
 from datetime import datetime, timezone
 
 import pytest
-
-from obai_e2e.config.cases import Case
-from obai_e2e.config.target import Privacy, load_target_config
 from obai_e2e.base.errors import ConfigError
 from obai_e2e.base.pii import (
     QUOTE_WITHHELD,
@@ -18,9 +15,11 @@ from obai_e2e.base.pii import (
     luhn_ok,
     withhold_quotes,
 )
-from obai_e2e.loss.retention import prune_korpus
+from obai_e2e.config.cases import Case
+from obai_e2e.config.target import Privacy, load_target_config
 from obai_e2e.drive.privacy import protect_packet
 from obai_e2e.judge.rubric.numbers import extract
+from obai_e2e.loss.retention import prune_korpus
 
 from .helpers import TEMPLATE, ev, unit
 
@@ -107,8 +106,8 @@ def test_synthetic_packets_pass_unchanged(tmp_path):
     assert not (tmp_path / SALT_FILE).exists()
 
 
-def test_run_dir_defaults_to_the_runs_root(runs_root):
-    out = protect_packet(packet(), korpus_case(), Config(None))
+def test_the_salt_lives_in_the_run_directory(runs_root):
+    out = protect_packet(packet(), korpus_case(), Config(None), runs_root / "2026-12-01" / "120000")
     assert (runs_root / "2026-12-01" / "120000" / SALT_FILE).exists()
     assert "[EMAIL-" in out["answer"] or "[EMAIL-" in out["case"]["query"]
     assert "Jane Doe" in out["case"]["query"]          # names need the privacy section

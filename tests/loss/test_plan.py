@@ -2,7 +2,6 @@
 from fractions import Fraction
 
 import pytest
-
 from obai_e2e.base.errors import ConfigError
 from obai_e2e.loss.plan import load_plan, n_min, render_plan_md, write_plan_md
 

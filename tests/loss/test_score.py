@@ -11,7 +11,6 @@ import math
 
 import numpy as np
 import pytest
-
 from obai_e2e.base.errors import ConfigError
 from obai_e2e.base.fsutil import dumps_json
 from obai_e2e.loss.score import check_suite, score

@@ -1,6 +1,5 @@
 """Per-repeat category losses from results.json units."""
 import pytest
-
 from obai_e2e.loss.units import ABORTED, COMPLETED, PLANNED, UnitScorer, tripped_codes
 
 from .helpers import cat, catalog, ev, unit

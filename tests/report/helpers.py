@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 from obai_e2e.base.fsutil import dumps_json
-from obai_e2e.report.html import latency_text, trace_text
-from obai_e2e.report.report_md import append_entry, detail_block, header, row
+from obai_e2e.base.mdtable import row
+from obai_e2e.report.html_view import latency_text, trace_text
+from obai_e2e.report.report_md import append_entry, detail_block, header
 from obai_e2e.report.results import summarize
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,19 +9,20 @@ import stat
 from pathlib import Path
 
 import pytest
-
 from obai_e2e.base.errors import ConfigError, UsageError
-from obai_e2e.report.html import (
-    build_context,
-    embed_json,
-    read_detail_blocks,
-    read_top_regressions,
-    render,
-    unit_view,
-    write_report,
-)
+from obai_e2e.report.html import render, write_report
+from obai_e2e.report.html_inputs import read_detail_blocks, read_top_regressions
+from obai_e2e.report.html_view import build_context, embed_json, unit_view
 
-from .helpers import ALL, ATTR_BREAK, EXPECTED, HOSTILE, SCRIPT_BREAK, make_hostile, obai_e2e
+from .helpers import (
+    ALL,
+    ATTR_BREAK,
+    EXPECTED,
+    HOSTILE,
+    SCRIPT_BREAK,
+    make_hostile,
+    obai_e2e,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -89,7 +90,7 @@ def test_detail_blocks_come_from_report_md(demo_run):
 
 def test_block_wins_over_results_for_non_pass(demo_run):
     entry = next(u for u in demo_run.results["units"] if u["unit_id"] == "M3")
-    from obai_e2e.report.html import DetailBlock
+    from obai_e2e.report.html_inputs import DetailBlock
 
     view = unit_view(entry, DetailBlock("M3", "fail", "q", "E", "O", "J"), None)
     assert (view["expected"], view["observed"], view["judgment"]) == ("E", "O", "J")
@@ -260,7 +261,7 @@ def test_hostile_values_in_context_are_plain_strings(run_copy):
 
 
 def test_judge_panel_summary():
-    from obai_e2e.report.html import panel_summary
+    from obai_e2e.report.html_view import panel_summary
 
     panel = {"round": "r1", "panel_size": 3, "judges": ["j1", "j2", "j3"],
              "questions": {"hub.incomplete_answer": {

@@ -6,7 +6,6 @@ from pathlib import Path
 import pytest
 import xmlschema
 from junitparser import Error, Failure, JUnitXml, Skipped, TestSuite
-
 from obai_e2e.report.junit import render, unit_seconds, write_junit
 
 from .helpers import ALL, SCRIPT_BREAK, load, make_hostile

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import expect
-
 from obai_e2e.report.html import write_report
+from playwright.sync_api import expect
 
 from .helpers import ARTIFACTS, EXPECTED, replicate
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import expect
-
 from obai_e2e.report.html import write_report
+from playwright.sync_api import expect
 
 from .helpers import ATTR_BREAK, HOSTILE, JS_LINK, SCRIPT_BREAK, make_hostile
 

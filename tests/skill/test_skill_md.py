@@ -84,10 +84,29 @@ def commands_of(block: str) -> list[str]:
     return out
 
 
+# Units of the SKILL.md run: two clean ones and two with a demo fault each, and the verdict a
+# judge following "How to judge" must record for each.
+EXPECTED = {"MD1": ("pass", []), "R1": ("pass", []),
+            "S4": ("fail", ["specialist.strategy.zero_trades"]),
+            "MD5": ("needs_review", ["hub.unverified_number:987.65"])}
+FAULTS = "zero_trades@RSI(21) on KO,ungrounded_number@50-day moving average of AMZN"
+
+
+def judge_as_skill_md_says(check: dict) -> dict:
+    """The verdict "How to judge" asks for, from check_case's output (a judge who agrees with every rule)."""
+    verdict, reasons = check["verdict"], check["reasons"]
+    answers = {"hub.incomplete_answer": "yes"}
+    for q in check["questions"]:
+        if q["id"].startswith("hub.unverified_number:"):
+            answers[q["id"]] = "confirmed"
+    return {"schema_version": 1, "unit_id": check["unit_id"], "verdict": verdict, "reasons": reasons,
+            "judgment": check["judgment"], "judged_by": "claude", "answers": answers}
+
+
 @pytest.mark.slow
 def test_every_command_of_skill_md_runs_against_the_demo(tmp_path, trace_store):
     cases = yaml.safe_load((REPO / "cases" / "cases.yaml").read_text())
-    cases["cases"] = [c for c in cases["cases"] if c["id"] in ("MD1", "R1")]
+    cases["cases"] = [{**c, "smoke": True} for c in cases["cases"] if c["id"] in EXPECTED]
     (tmp_path / "cases.yaml").write_text(yaml.safe_dump(cases, sort_keys=False))
     opened = tmp_path / "opened.txt"
     browser = tmp_path / "browser.sh"
@@ -95,8 +114,7 @@ def test_every_command_of_skill_md_runs_against_the_demo(tmp_path, trace_store):
     browser.chmod(0o755)
     env = {**os.environ, "CLAUDE_SKILL_DIR": str(SKILL_DIR), "OBAI_E2E_RUNS": str(tmp_path / "runs"),
            "OBAI_TRACE_STORE_DIR": str(trace_store.data_dir), "OBAI_E2E_CASES": str(tmp_path / "cases.yaml"),
-           "BROWSER": str(browser)}
-    env.pop("OBAI_DEMO_FAULTS", None)
+           "BROWSER": str(browser), "OBAI_DEMO_FAULTS": FAULTS}
     state: dict = {}
     seen = []
 
@@ -113,8 +131,13 @@ def test_every_command_of_skill_md_runs_against_the_demo(tmp_path, trace_store):
             seen.append(script)
             if script == "run_one.py":
                 runs = [fill(cmd, u) for u in state["pending"]]
-            elif script in ("check_case.py", "record_verdict.py"):
+            elif script == "check_case.py":
                 runs = [fill(cmd, u) for u in state["units"]]
+            elif script == "record_verdict.py":
+                runs = []
+                for u in state["units"]:
+                    verdict = json.dumps(judge_as_skill_md_says(state["checks"][u]))
+                    runs.append(re.sub(r"<<'EOF'\n.*\nEOF", lambda _: f"<<'EOF'\n{verdict}\nEOF", fill(cmd, u), flags=re.S))
             elif script == "judge_response.py":
                 bundle = Path(state["run_dir"]) / "judging" / "r1" / "bundle.md"
                 runs = []
@@ -130,16 +153,20 @@ def test_every_command_of_skill_md_runs_against_the_demo(tmp_path, trace_store):
                 assert done.returncode == 0, f"{run}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
                 out = json.loads(done.stdout)
                 if script == "new_run.py":
-                    state.update(run_dir=out["run_dir"], pending=out["pending"], units=out["pending"])
+                    state.update(run_dir=out["run_dir"], pending=out["pending"], units=out["pending"], checks={})
+                if script == "check_case.py":
+                    state["checks"][out["unit_id"]] = out
                 if script == "preflight.py":
                     assert out["status"] == "ready"
                 if script == "record_verdict.py":
-                    assert out["verdict"] == "pass"
+                    assert (out["verdict"], out["reasons"]) == EXPECTED[out["unit_id"]], out
                 if script == "finalize_run.py":
                     state["final"] = out
     assert seen[:3] == ["preflight.py", "new_run.py", "plan.py"]
     final = state["final"]
-    assert final["summary"]["pass"] == 2 and final["summary_line"].startswith("2 pass / 0 fail")
+    assert final["summary_line"].startswith("2 pass / 1 fail / 1 needs_review / 0 inconclusive"), final
+    recorded = {u: json.loads((Path(state["run_dir"]) / f"{u}.verdict.json").read_text()) for u in EXPECTED}
+    assert {u: (v["verdict"], v["reasons"]) for u, v in recorded.items()} == EXPECTED
     run_dir = Path(state["run_dir"])
     for name in ("results.json", "results.junit.xml", "report.html", "report.md", "seal.json"):
         assert (run_dir / name).exists(), name

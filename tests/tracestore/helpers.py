@@ -8,9 +8,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import httpx
-from opik.rest_api.types import SpanPublic, SpanWrite, TracePublic, TraceWrite
-
 from obai_e2e.tracestore.timeutil import new_uuid7
+from opik.rest_api.types import SpanPublic, SpanWrite, TracePublic, TraceWrite
 
 BASE_TIME = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
 PUBLIC = {"traces": TracePublic, "spans": SpanPublic}

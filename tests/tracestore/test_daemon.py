@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from obai_e2e.base.errors import StoreError, UsageError
 from obai_e2e.tracestore import daemon, ensure_running, status, stop
 
@@ -171,12 +170,10 @@ def test_visibility_delay_hides_new_entries_from_search(store_dir):
 ENTRY_POINTS = {
     "cli": [sys.executable, "-m", "obai_e2e", "traces"],
     "script": [sys.executable, str(SCRIPTS / "trace_store.py")],
-    # The same command without importing every other one: quicker, and how the server is spawned.
-    "module": [sys.executable, "-m", "obai_e2e.tracestore"],
 }
 
 
-def _cli(*args: str, via: str = "module") -> tuple[int, dict]:
+def _cli(*args: str, via: str = "cli") -> tuple[int, dict]:
     cmd = ENTRY_POINTS[via]
     done = subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=60)
     return done.returncode, json.loads(done.stdout)
@@ -192,7 +189,7 @@ def test_cli_start_status_stop(store_dir):
     code, stopped = _cli("stop", "--store-dir", str(store_dir))
     assert code == 0 and stopped["status"] == "stopped"
     code, st = _cli("status", "--store-dir", str(store_dir))
-    assert code == 1 and st["status"] == "stopped"
+    assert code == 9 and st["status"] == "stopped"
 
 
 def test_a_second_server_for_the_same_directory_is_refused(trace_store, store_dir):
@@ -214,7 +211,7 @@ def test_a_taken_port_is_reported(store_dir):
 
 
 def test_cli_refuses_bad_arguments(store_dir, monkeypatch):
-    done = subprocess.run([*ENTRY_POINTS["module"], "start", "--port", "70000"], capture_output=True, text=True)
+    done = subprocess.run([*ENTRY_POINTS["cli"], "start", "--port", "70000"], capture_output=True, text=True)
     assert done.returncode == 2 and "port must be a number from 0 to 65535" in done.stderr
     monkeypatch.setenv(daemon.DELAY_ENV, "soon")
     with pytest.raises(UsageError, match=daemon.DELAY_ENV):

@@ -7,10 +7,9 @@ import threading
 
 import pydantic
 import pytest
-from opik.rest_api.types import SpanWrite, TraceWrite
-
 from obai_e2e.tracestore.db import Store
 from obai_e2e.tracestore.server import MAX_DECODED_BYTES, make_server
+from opik.rest_api.types import SpanWrite, TraceWrite
 
 from .helpers import Api, at, flt, project_name, span_payload, trace_payload, uuid7
 

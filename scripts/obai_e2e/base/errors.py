@@ -1,14 +1,34 @@
-"""Every error a person can act on. The CLI prints these without a traceback.
+"""Every error a person can act on, and the one table of exit codes every command uses.
 
-Each class carries the process exit code its command ends with, so that a script's
-caller can tell a bad input (2) from a backend problem (3) from a refused write (4).
+The CLI prints these errors without a traceback. Each class carries the exit code its
+command ends with; no code means two things (references/run-layout.md shows the table).
 """
+from enum import IntEnum
+
+
+class Exit(IntEnum):
+    """Process exit codes of every obai-e2e command and script."""
+
+    OK = 0                 # done; preflight ready; run: no fail and no inconclusive unit
+    UNIT_FAILED = 1        # run: at least one unit failed (or what --fail-on names happened)
+    BAD_INPUT = 2          # a usage, configuration, cases, catalog or verdict problem
+    INCONCLUSIVE = 3       # run: no unit failed, but some are inconclusive
+    NOT_READY = 4          # preflight refused the run (one reason, one next step)
+    RUN_LOCKED = 5         # another runner holds the run directory
+    FROZEN_CHANGED = 6     # a frozen artifact or a sealed run changed; a replay differs
+    HOLDOUT_SEALED = 7     # the holdout set may not be touched now
+    WRITE_ONCE = 8         # a write-once file exists with other content; the original is kept
+    BACKEND = 9            # the trace backend (or the local store) is unreachable or not running
+    TRACE_UNRESOLVED = 10  # resolve-trace found no trace, or several
+    GATE_FAILED = 11       # a gate condition failed
+    REGRESSION = 12        # score-loss --fail-on-regression: a provable regression was listed
+    INTERRUPTED = 130      # SIGINT / SIGTERM
 
 
 class ObaiError(Exception):
     """Base class: a problem with a message a person can act on."""
 
-    exit_code = 2
+    exit_code = Exit.BAD_INPUT
     kind = "error"
 
     def to_json(self) -> dict:
@@ -30,14 +50,14 @@ class ConfigError(ObaiError):
 class NotReady(ObaiError):
     """A precondition of the run does not hold (preflight refused it)."""
 
-    exit_code = 1
+    exit_code = Exit.NOT_READY
     kind = "not_ready"
 
 
 class TraceBackendError(ObaiError):
     """Base class for problems reaching or reading the trace backend."""
 
-    exit_code = 3
+    exit_code = Exit.BACKEND
     kind = "trace_backend_error"
 
 
@@ -50,33 +70,35 @@ class BackendUnreachable(TraceBackendError):
 class TraceNotFound(TraceBackendError):
     """No trace matched the turn before the deadline."""
 
+    exit_code = Exit.TRACE_UNRESOLVED
     kind = "trace_not_found"
 
 
 class MultiMatch(TraceBackendError):
     """More than one trace matched the turn; the harness never guesses which."""
 
+    exit_code = Exit.TRACE_UNRESOLVED
     kind = "multi_match"
 
 
 class StoreError(ObaiError):
     """The local trace store could not be started, stopped or read."""
 
-    exit_code = 3
+    exit_code = Exit.BACKEND
     kind = "store_error"
 
 
 class WriteOnceViolation(ObaiError):
     """A write-once file exists with different content; the original is kept."""
 
-    exit_code = 4
+    exit_code = Exit.WRITE_ONCE
     kind = "write_once_violation"
 
 
 class RunLocked(ObaiError):
     """Another runner holds the lock on this run directory."""
 
-    exit_code = 5
+    exit_code = Exit.RUN_LOCKED
     kind = "run_locked"
 
 
@@ -89,12 +111,12 @@ class VerdictInvalid(ObaiError):
 class FrozenArtifactChanged(ObaiError):
     """A frozen file changed since the freeze manifest was written."""
 
-    exit_code = 6
+    exit_code = Exit.FROZEN_CHANGED
     kind = "frozen_artifact_changed"
 
 
 class HoldoutSealed(ObaiError):
     """The holdout set may not be touched in the current protocol state."""
 
-    exit_code = 6
+    exit_code = Exit.HOLDOUT_SEALED
     kind = "holdout_sealed"

@@ -1,1 +1,1 @@
-"""bundle"""
+"""Installing the skill bundle into another repository (``obai-e2e install``)."""

@@ -21,10 +21,10 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import __version__
 from ..base.errors import UsageError
 from ..base.fsutil import atomic_write_bytes
 from ..base.paths import bundle_root
+from ..base.version import __version__
 
 SKILL_NAME = "obai-e2e-regression"
 TOP_FILES = ("SKILL.md", "README.md", "pyproject.toml", "uv.lock")

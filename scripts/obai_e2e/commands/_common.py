@@ -1,21 +1,29 @@
-"""Arguments shared by several commands."""
+"""Arguments shared by several commands, and loading what they name.
+
+A command that works on an existing run directory uses the target configuration and the
+cases file that run was created with (run.json), unless ``--target`` / ``--cases`` name
+others; every file a command was given is used end to end, never a default behind its back.
+"""
 from __future__ import annotations
 
 import argparse
-import json
-import os
 from pathlib import Path
 
-from ..config.cases import CaseSet, load_cases
+from ..config.cases import CaseSet, load_cases_for
+from ..config.selection import Filters
 from ..config.target import TargetConfig, load_target_config
-from ..rundir.layout import Filters
+from ..protocol.holdout import load_holdout_cases
+from ..run.plan import RunPlan, plan
+from ..rundir.meta import RunMeta, load_run
 
 
 def add_config_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", type=Path, default=None,
-                        help="target configuration (default: cases/target.yaml of the bundle, or $OBAI_E2E_TARGET)")
+                        help="target configuration (default: the run's own, else cases/target.yaml of the bundle "
+                             "or $OBAI_E2E_TARGET)")
     parser.add_argument("--cases", type=Path, default=None,
-                        help="cases file (default: cases/cases.yaml of the bundle, or $OBAI_E2E_CASES)")
+                        help="cases file (default: the run's own, else cases/cases.yaml of the bundle or "
+                             "$OBAI_E2E_CASES)")
 
 
 def add_filter_args(parser: argparse.ArgumentParser) -> None:
@@ -30,10 +38,10 @@ def add_sample_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sample", action="store_true",
                         help="select cases and repeats by the loss plan: up to n_min cases per partition, "
                              "stochastic cases at least 3 repeats (applied after the other filters)")
-    parser.add_argument("--plan", type=Path, default=None, help="loss plan (default: cases/plan.yaml)")
+    parser.add_argument("--plan", type=Path, default=None, help="loss plan (default: run.plan of the target)")
 
 
-def sampled(args, case_set, filters: Filters) -> tuple[Filters, dict | None, dict | None]:
+def sampled(args, case_set: CaseSet, filters: Filters, config_plan: Path | None = None) -> tuple[Filters, dict | None, dict | None]:
     """(filters, repeats, run.json extra) for a run planned by the loss plan, or unchanged."""
     if not getattr(args, "sample", False):
         return filters, None, None
@@ -56,28 +64,28 @@ def filters_from(args) -> Filters:
     return Filters(smoke=bool(args.smoke), features=split(args.feature), ids=split(args.ids))
 
 
+def run_dir_of(args) -> Path | None:
+    value = getattr(args, "run_dir", None) or getattr(args, "resume", None)
+    return Path(value) if value else None
+
+
+def _recorded(path: str | None) -> Path | None:
+    return Path(path) if path and Path(path).exists() else None
+
+
 def load(args) -> tuple[TargetConfig, CaseSet]:
-    """The configuration and the case set; for an existing run, the case set that run uses."""
-    if getattr(args, "target", None):
-        os.environ["OBAI_E2E_TARGET"] = str(Path(args.target).resolve())
-    config = load_target_config(args.target)
-    v = config.vocabulary
-    run_dir = getattr(args, "run_dir", None) or getattr(args, "resume", None)
-    cases_path = getattr(args, "cases", None)
-    if cases_path is None and run_dir is not None:
-        cases_path = run_cases_file(Path(run_dir))
-    cases = load_cases(cases_path, specialists=v.specialists, strategy=v.strategy_specialist,
-                       options=v.options_specialist, run_dir=Path(run_dir) if run_dir else None)
-    return config, cases
+    """The configuration and the case set the command was given (for an existing run: the run's own)."""
+    run_dir = run_dir_of(args)
+    meta: RunMeta | None = load_run(run_dir) if run_dir is not None else None
+    target = getattr(args, "target", None) or (_recorded(meta.target_config) if meta else None)
+    config = load_target_config(target)
+    cases_path = getattr(args, "cases", None) or (_recorded(meta.cases_file) if meta else None)
+    if meta is not None and meta.holdout:
+        return config, load_holdout_cases(config, run_dir, cases_path or Path(meta.cases_file))
+    return config, load_cases_for(config, cases_path)
 
 
-def run_cases_file(run_dir: Path) -> Path | None:
-    """The cases file a run was created with, when it still exists."""
-    meta_path = run_dir / "run.json"
-    if not meta_path.exists():
-        return None
-    try:
-        recorded = json.loads(meta_path.read_text(encoding="utf-8")).get("cases_file")
-    except json.JSONDecodeError:
-        return None
-    return Path(recorded) if recorded and Path(recorded).exists() else None
+def load_plan(args) -> tuple[TargetConfig, CaseSet, RunPlan]:
+    """Configuration, case set and the plan of the run directory named by ``--run-dir``."""
+    config, cases = load(args)
+    return config, cases, plan(run_dir_of(args), cases)

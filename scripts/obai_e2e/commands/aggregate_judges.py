@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..base.output import emit
 from ..judge.panel.aggregate import aggregate_round
 from ..judge.panel.rounds import judging_lock
-from ..base.output import emit
 
 
 def register(sub) -> None:

@@ -4,14 +4,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..base.errors import UsageError
-from ..judge.panel.aggregate import panel_for_unit
 from ..base.output import emit
 from ..drive.packet import load_packet
+from ..judge.panel.aggregate import panel_for_unit
 from ..judge.rubric import check_packet
-from ..rundir.layout import load_run
-from ..config.units import resolve_unit
 from ..judge.verdict import applicable_codes
-from ._common import add_config_args, load
+from ._common import add_config_args, load_plan
 
 
 def register(sub) -> None:
@@ -25,8 +23,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    config, cases = load(args)
-    unit = resolve_unit(cases, args.id, load_run(args.run_dir))
+    config, _, plan = load_plan(args)
+    unit = plan.unit(args.id)
     packet = load_packet(args.run_dir, unit.id)
     if packet is None:
         raise UsageError(f"no packet for {unit.id} in {args.run_dir}: run run_one.py --id {unit.id} first")

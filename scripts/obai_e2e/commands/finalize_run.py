@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..run.finish import finish
 from ..base.output import emit, say
-from ..rundir.layout import RunLock
-from ._common import add_config_args, load
+from ..run.finish import finish
+from ..rundir.lock import RunLock
+from ._common import add_config_args, load_plan
 
 
 def register(sub) -> None:
@@ -20,9 +20,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    config, cases = load(args)
+    config, cases, plan = load_plan(args)
     with RunLock(args.run_dir, timeout_s=30):
-        out = finish(config, cases, args.run_dir, allow_incomplete=args.allow_incomplete, open_browser=args.open)
+        out = finish(config, cases, plan, allow_incomplete=args.allow_incomplete, open_browser=args.open)
     emit(out)
     say(out["summary_line"])
     say(f"report.md: {out['report_md']}")

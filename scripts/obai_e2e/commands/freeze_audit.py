@@ -3,14 +3,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..protocol import freeze as core
-from ..protocol import gates, holdout
-from ..config.target import load_target_config
-from ..base.errors import FrozenArtifactChanged
+from ..base.errors import Exit
 from ..base.output import emit, say
 from ..base.paths import bundle_root
-from ..rundir.layout import RunLock, git_commit, load_run
+from ..config.target import load_target_config
+from ..protocol import freeze as core
+from ..protocol import gates, holdout
 from ..protocol.seal import verify_seal
+from ..run.plan import git_commit, open_holdout_run
+from ..rundir.lock import RunLock
+from ..rundir.meta import load_run
 from ._common import load
 
 ACTIONS = ("freeze", "verify", "status", "open-holdout", "gate")
@@ -20,7 +22,7 @@ def register(sub) -> None:
     p = sub.add_parser("freeze-audit", help="freeze the evaluation artifacts, verify them, run the holdout protocol",
                        description="freeze: write the manifest; verify: recompute and name every drift (exit 6); "
                                    "status: what is frozen and the holdout state; open-holdout: once, after a "
-                                   "passed development gate; gate: evaluate a gate on a finished run (exit 1 "
+                                   "passed development gate; gate: evaluate a gate on a finished run (exit 11 "
                                    "when it fails).")
     s = p.add_subparsers(dest="action", metavar="ACTION")
     s.required = True
@@ -57,7 +59,7 @@ def run(args) -> int:
         emit({"run_dir": str(args.run_dir), "clean": drift.clean, **drift.to_json()})
         if not drift.clean:
             say(f"sealed run changed: {drift.describe()}")
-        return 0 if drift.clean else FrozenArtifactChanged.exit_code
+        return Exit.OK if drift.clean else Exit.FROZEN_CHANGED
     config = load_target_config(args.target)
     if args.action == "freeze":
         out = core.freeze(config, freeze_id=args.freeze_id, reason=args.reason, baselines=args.baseline,
@@ -72,17 +74,17 @@ def run(args) -> int:
         if not drift.clean:
             say(f"frozen artifacts drifted: {drift.describe()}")
             say("undo the change, or re-freeze on purpose: freeze_audit.py freeze --reason '…'")
-        return 0 if drift.clean else FrozenArtifactChanged.exit_code
+        return Exit.OK if drift.clean else Exit.FROZEN_CHANGED
     if args.action == "open-holdout":
-        entry = holdout.open_and_create_run(config, args.dev_run, args.holdout_cases)
+        entry = open_holdout_run(config, args.dev_run, args.holdout_cases)
         emit({"status": "opened", **entry, "next_step": f"obai-e2e run --resume {entry['holdout_run']}"})
         return 0
     # gate
     _, cases = load(args)
-    name = args.name or ("holdout" if load_run(args.run_dir).get("holdout") else "development")
+    name = args.name or ("holdout" if load_run(args.run_dir).holdout else "development")
     with RunLock(args.run_dir, timeout_s=30):
         result = gates.gate(args.run_dir, name, cases)
     emit(result)
     for line in gates.describe_failures(result):
         say(f"gate {name} failed: {line}")
-    return 0 if result["passed"] else 1
+    return Exit.OK if result["passed"] else Exit.GATE_FAILED

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import sys
 
-from ..trace.backend import connect
-from ..config.target import load_target_config
-from ..trace.curate import curate
 from ..base.output import emit
+from ..config.target import load_target_config
+from ..trace.backend import connect
+from ..trace.curate import curate
 from ..trace.resolve import fetch
 
 

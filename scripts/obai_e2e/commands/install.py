@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..bundle.install import SKILL_NAME, install
 from ..base.output import emit, say
+from ..bundle.install import SKILL_NAME, install
 
 
 def register(sub) -> None:

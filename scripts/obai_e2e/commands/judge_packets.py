@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..base.output import emit
 from ..judge.panel.packets import DEFAULT_PANEL, generate
 from ..judge.panel.rounds import judging_lock
-from ..base.output import emit
-from ._common import add_config_args, load
+from ._common import add_config_args, load_plan
 
 
 def register(sub) -> None:
@@ -29,8 +29,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    config, cases = load(args)
+    config, _, plan = load_plan(args)
     with judging_lock(args.run_dir):
-        emit(generate(args.run_dir, config, cases, round_name=args.round, share=args.share, seed=args.seed,
+        emit(generate(args.run_dir, config, plan.units, round_name=args.round, share=args.share, seed=args.seed,
                       catalog_path=args.catalog, panel_size=args.judges))
     return 0

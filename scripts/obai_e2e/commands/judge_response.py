@@ -5,9 +5,9 @@ import sys
 from pathlib import Path
 
 from ..base.errors import UsageError
+from ..base.output import emit
 from ..judge.panel.responses import store
 from ..judge.panel.rounds import judging_lock
-from ..base.output import emit
 
 
 def register(sub) -> None:

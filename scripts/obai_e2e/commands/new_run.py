@@ -2,8 +2,15 @@
 from __future__ import annotations
 
 from ..base.output import emit
-from ..rundir.layout import create_run, plan
-from ._common import add_config_args, add_filter_args, add_sample_args, filters_from, load, sampled
+from ..run.plan import create_run, plan
+from ._common import (
+    add_config_args,
+    add_filter_args,
+    add_sample_args,
+    filters_from,
+    load,
+    sampled,
+)
 
 
 def register(sub) -> None:
@@ -17,8 +24,8 @@ def register(sub) -> None:
 
 def run(args) -> int:
     config, cases = load(args)
-    filters, repeats, extra = sampled(args, cases, filters_from(args))
+    filters, repeats, extra = sampled(args, cases, filters_from(args), config.plan)
     run_dir, meta = create_run(config, cases, filters, repeats=repeats, extra=extra)
     p = plan(run_dir, cases, filters)
-    emit({"status": "created", "run_dir": str(run_dir), "run_id": meta["run_id"], **p.to_json()})
+    emit({"status": "created", "run_dir": str(run_dir), "run_id": meta.run_id, **p.to_json()})
     return 0

@@ -4,7 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..base.output import emit
-from ..rundir.layout import Filters, load_run, plan
+from ..run.plan import plan
+from ..rundir.meta import load_run
 from ._common import add_config_args, add_filter_args, filters_from, load
 
 
@@ -22,6 +23,6 @@ def run(args) -> int:
     _, cases = load(args)
     meta = load_run(args.run_dir)
     given = filters_from(args)
-    filters = given if (given.smoke or given.features or given.ids) else Filters.from_json(meta.get("filters", {}))
+    filters = given if (given.smoke or given.features or given.ids) else meta.selection_filters
     emit({"run_dir": str(args.run_dir), **plan(args.run_dir, cases, filters).to_json()})
     return 0

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..base.output import emit, say
 from ..loss.plan import decimal_text, load_plan, write_plan_md
 from ..loss.sampling import sample
-from ..base.output import emit, say
 from ._common import add_config_args, load
 
 

@@ -1,19 +1,23 @@
 """obai-e2e preflight: is everything ready for a run?"""
 from __future__ import annotations
 
+from pathlib import Path
+
+from ..base.errors import Exit
 from ..base.output import emit
 from ..run import preflight as core
 
 
 def register(sub) -> None:
     p = sub.add_parser("preflight", help="check that a regression run can start",
-                       description="Exit 0 when ready; otherwise exit 1 with one reason and the next step.")
-    p.add_argument("--target", default=None, help="target configuration file")
+                       description="Exit 0 when ready; otherwise exit 4 with one reason and the next step.")
+    p.add_argument("--target", type=Path, default=None, help="target configuration file")
+    p.add_argument("--cases", type=Path, default=None, help="cases file (default: cases/cases.yaml of the bundle)")
     p.add_argument("--no-start", action="store_true", help="do not start the local trace store")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    report = core.run(args.target, start_store=not args.no_start)
+    report = core.run(args.target, args.cases, start_store=not args.no_start)
     emit(report.to_json())
-    return 0 if report.ready else 1
+    return Exit.OK if report.ready else Exit.NOT_READY

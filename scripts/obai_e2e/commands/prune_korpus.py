@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..base.output import emit, say
 from ..config.target import load_target_config
 from ..loss.retention import prune_korpus
-from ..base.output import emit, say
 
 
 def register(sub) -> None:

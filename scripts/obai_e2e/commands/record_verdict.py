@@ -6,11 +6,11 @@ import sys
 from pathlib import Path
 
 from ..base.errors import UsageError
-from ..run.judging import judge_unit
 from ..base.output import emit
 from ..report.record import record
-from ..rundir.layout import RunLock
-from ._common import add_config_args, load
+from ..run.judging import judge_unit
+from ..rundir.lock import RunLock
+from ._common import add_config_args, load_plan
 
 
 def register(sub) -> None:
@@ -45,11 +45,12 @@ def read_json_arg(value: str, what: str) -> dict:
 
 
 def run(args) -> int:
-    config, cases = load(args)
+    config, _, plan = load_plan(args)
+    unit = plan.unit(args.id)
     with RunLock(args.run_dir, timeout_s=30):
         if args.mechanical:
-            result = judge_unit(config, cases, args.run_dir, args.id)
+            result = judge_unit(config, args.run_dir, unit)
         else:
-            result = record(config, cases, args.run_dir, args.id, read_json_arg(args.verdict, "verdict"))
+            result = record(config, args.run_dir, unit, read_json_arg(args.verdict, "verdict"))
     emit(result)
     return 0

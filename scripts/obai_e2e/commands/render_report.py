@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..report.html import open_in_browser, write_report
 from ..base.output import emit, say
+from ..report.html import open_in_browser, write_report
 
 
 def register(sub) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..base.errors import FrozenArtifactChanged
-from ..judge.panel.replay import replay
 from ..base.output import emit
+from ..judge.panel.replay import replay
 
 
 def register(sub) -> None:

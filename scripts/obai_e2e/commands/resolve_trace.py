@@ -1,17 +1,19 @@
 """obai-e2e resolve-trace: find the one trace of a turn."""
 from __future__ import annotations
 
-from ..trace.backend import connect
 from ..base.clock import iso, utc_now
-from ..config.target import load_target_config
+from ..base.errors import Exit
 from ..base.output import emit
-from ..trace.resolve import RESOLVED, TurnKey, resolve
+from ..config.target import load_target_config
+from ..trace.backend import connect
+from ..trace.resolve import RESOLVED, UNREACHABLE, TurnKey, resolve
 
 
 def register(sub) -> None:
     p = sub.add_parser("resolve-trace", help="find a turn's trace by tag, or by time window and input",
                        description="Outcomes: resolved, trace_not_found, multi_match (candidates listed), "
-                                   "opik_unreachable. Exit 0 only when resolved.")
+                                   "opik_unreachable. Exit 0 when resolved, 10 for none or several, 9 when the "
+                                   "backend does not answer.")
     p.add_argument("--tag", help="the correlation tag the turn carried")
     p.add_argument("--query", default="", help="the turn's query (for the window match)")
     p.add_argument("--since", help="turn start (ISO 8601, UTC); default: 10 minutes ago")
@@ -31,4 +33,6 @@ def run(args) -> int:
                   started_at=args.since or iso(now - timedelta(minutes=10)), ended_at=args.until or iso(now))
     res = resolve(backend, config, key, deadline_s=args.deadline)
     emit(res.to_json())
-    return 0 if res.status == RESOLVED else 3
+    if res.status == RESOLVED:
+        return Exit.OK
+    return Exit.BACKEND if res.status == UNREACHABLE else Exit.TRACE_UNRESOLVED

@@ -3,16 +3,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..base.output import emit, say
 from ..run import headless
 from ..run.finish import after_run
-from ..base.output import emit, say
-from ._common import add_config_args, add_filter_args, add_sample_args, filters_from, load, sampled
+from ._common import (
+    add_config_args,
+    add_filter_args,
+    add_sample_args,
+    filters_from,
+    load,
+    sampled,
+)
 
 
 def register(sub) -> None:
     p = sub.add_parser("run", help="run the suite headless: preflight, every case, judge, report",
                        description="Exit codes: 0 no fail and no inconclusive; 1 at least one fail; 3 no fail "
-                                   "but inconclusive units; 4 preflight not ready; 2 bad input.")
+                                   "but inconclusive units; 4 preflight not ready; 2 bad input; 5 the run "
+                                   "directory is locked by another runner; 130 interrupted.")
     add_filter_args(p)
     add_sample_args(p)
     p.add_argument("--jobs", type=int, default=1, help="units driven at the same time (default 1)")
@@ -32,7 +40,7 @@ def register(sub) -> None:
 def run(args) -> int:
     config, cases = load(args)
     hook = after_run(config, cases, html=not args.no_html, open_browser=args.open, baseline=args.baseline)
-    filters, repeats, extra = sampled(args, cases, filters_from(args))
+    filters, repeats, extra = sampled(args, cases, filters_from(args), config.plan)
     code, out = headless.run(config, cases, filters, jobs=args.jobs, resume=args.resume, repeats=repeats, extra=extra,
                              after_finish=hook, say=say, panel_command=args.panel_command,
                              panel_judges=args.panel_judges)

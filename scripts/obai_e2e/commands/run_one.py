@@ -4,11 +4,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..drive.packet import drive, packet_path
-from ..rundir.layout import RunLock, load_run
-from ..drive.sandbox import install_signal_teardown
 from ..config.units import check_unit_id
-from ._common import add_config_args, load
+from ..drive.packet import drive, packet_path
+from ..drive.sandbox import install_signal_teardown
+from ..rundir.lock import RunLock
+from ..rundir.meta import load_run
+from ._common import add_config_args, load_plan
 
 
 def register(sub) -> None:
@@ -28,9 +29,10 @@ def run(args) -> int:
     if path.exists():
         sys.stdout.write(path.read_text(encoding="utf-8"))
         return 0
-    config, cases = load(args)
+    config, _, plan = load_plan(args)
+    unit = plan.unit(args.id)
     install_signal_teardown()
     with RunLock(args.run_dir, timeout_s=30):
-        packet, _ = drive(config, cases, args.run_dir, args.id)
+        drive(config, args.run_dir, plan.meta, unit)
     sys.stdout.write(path.read_text(encoding="utf-8"))
     return 0

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..base.errors import Exit
+from ..base.output import emit, say
 from ..config.target import load_target_config
 from ..loss.score_run import score_run
-from ..base.output import emit, say
 
 
 def register(sub) -> None:
@@ -37,4 +38,4 @@ def run(args) -> int:
         f"{k} {v:.4f}" if v is not None else f"{k} —" for k, v in out["suite_scores"].items()) or "—"
     say(f"suite score {shown} ({out['suite_status']}); {out['findings']} finding(s) over "
         f"{out['compared_cells']} compared cell(s); {out['suite_json']}")
-    return 1 if (args.fail_on_regression and out["findings"]) else 0
+    return Exit.REGRESSION if (args.fail_on_regression and out["findings"]) else Exit.OK

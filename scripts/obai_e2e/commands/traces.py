@@ -4,13 +4,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..base.errors import Exit
 from ..base.output import emit, say
 
 EXIT_CODES = """exit codes:
   0  success (status: the store is running)
-  1  status only: no store is running (stopped, or a stale state file)
   2  bad arguments
-  3  the store could not be started, stopped or reached"""
+  9  the store could not be started, stopped or reached; status: no store is running"""
 
 
 def _port(text: str) -> int:
@@ -164,5 +164,5 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     result = daemon.status(args.store_dir)
     emit({"status": result["state"], **result})
-    return 0 if result["running"] else 1
+    return Exit.OK if result["running"] else Exit.BACKEND
 

@@ -1,4 +1,4 @@
-"""Regression cases (``cases/cases.yaml``): loading, checking, and selecting by filter."""
+"""Regression cases (``cases/cases.yaml``): loading and checking (see selection.py for filters)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -6,10 +6,11 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..base import schema
-from ..base.errors import ConfigError, UsageError
+from ..base.errors import ConfigError, HoldoutSealed, UsageError
 from ..base.fsutil import sha256_file
 from ..base.paths import cases_file
 from ..base.yamlio import Lines, load_yaml
+from .target import TargetConfig
 
 DEFAULT_STOCHASTIC_REPEATS = 3
 
@@ -144,26 +145,22 @@ def _semantic_checks(raw: dict, lines: Lines, source: str, specialists: Iterable
 
 
 def load_cases(path: Path | None = None, *, specialists: Iterable[str] | None = None,
-               strategy: str | None = None, options: str | None = None, run_dir: Path | None = None) -> CaseSet:
-    """Load and check a cases file; specialist names are checked when ``specialists`` is given.
+               strategy: str | None = None, options: str | None = None, allow_holdout: bool = False) -> CaseSet:
+    """Read and check a cases file (parsed once); specialist names are checked when ``specialists`` is given.
 
-    A holdout file loads only for the holdout run its ledger entry names (``run_dir``).
+    A file marked ``holdout: true`` is the sealed holdout set: it is refused unless the
+    caller passes ``allow_holdout`` after the protocol allowed the open
+    (``protocol.holdout.load_holdout_cases``).
     """
     path = Path(path) if path else default_cases_path()
-    from ..protocol.holdout import is_holdout_file, require_open
-
-    if is_holdout_file(path):
-        require_open(run_dir, path)
-    return parse_cases(path, specialists=specialists, strategy=strategy, options=options)
-
-
-def parse_cases(path: Path, *, specialists: Iterable[str] | None = None,
-                strategy: str | None = None, options: str | None = None) -> CaseSet:
-    """Read and check a cases file with no holdout guard (callers decide whether they may)."""
     source = str(path)
     data, lines = load_yaml(path, label=source)
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping with 'version' and 'cases'")
+    if data.get("holdout") is True and not allow_holdout:
+        raise HoldoutSealed(
+            f"{path} is the sealed holdout set: it is never planned, run, listed or shown by the normal flow. "
+            "It opens once, through freeze_audit.py open-holdout, after the development gate passed.")
     schema.check(data, "cases.schema.json", source=source, lines=lines, item_label=_case_label(data))
     _semantic_checks(data, lines, source, specialists, strategy, options)
     cases = []
@@ -195,50 +192,8 @@ def parse_cases(path: Path, *, specialists: Iterable[str] | None = None,
                    cases=tuple(cases))
 
 
-def load_cases_for(config) -> CaseSet:
-    """Load the default cases file, checking names against ``config``'s vocabulary."""
+def load_cases_for(config: TargetConfig, path: Path | None = None, *, allow_holdout: bool = False) -> CaseSet:
+    """Load a cases file (default: the bundle's), checking names against ``config``'s vocabulary."""
     v = config.vocabulary
-    return load_cases(specialists=v.specialists, strategy=v.strategy_specialist, options=v.options_specialist)
-
-
-@dataclass(frozen=True)
-class Selection:
-    """The cases a run will drive, and the disabled ones it skipped."""
-
-    cases: tuple[Case, ...]
-    skipped_disabled: tuple[Case, ...]
-
-    def disabled_line(self) -> str | None:
-        if not self.skipped_disabled:
-            return None
-        ids = ", ".join(c.id for c in self.skipped_disabled)
-        return f"skipped {len(self.skipped_disabled)} disabled cases: {ids}"
-
-
-def select(case_set: CaseSet, *, smoke: bool = False, features: Iterable[str] = (),
-           ids: Iterable[str] = ()) -> Selection:
-    """Apply the filters. A disabled case runs only when named by id."""
-    features = [f for f in features if f]
-    ids = [i for i in ids if i]
-    known_ids = set(case_set.ids())
-    unknown = [i for i in ids if i not in known_ids]
-    if unknown:
-        raise UsageError(f"unknown case id(s): {', '.join(unknown)} (not in {case_set.path})")
-    known_features = {c.feature for c in case_set.cases}
-    bad_features = [f for f in features if f not in known_features]
-    if bad_features:
-        raise UsageError(
-            f"unknown feature(s): {', '.join(bad_features)}; known: {', '.join(sorted(known_features))}")
-    chosen, skipped = [], []
-    for case in case_set.cases:
-        if ids and case.id not in ids:
-            continue
-        if smoke and not case.smoke:
-            continue
-        if features and case.feature not in features:
-            continue
-        if case.disabled and case.id not in ids:
-            skipped.append(case)
-            continue
-        chosen.append(case)
-    return Selection(cases=tuple(chosen), skipped_disabled=tuple(skipped))
+    return load_cases(path, specialists=v.specialists, strategy=v.strategy_specialist,
+                      options=v.options_specialist, allow_holdout=allow_holdout)

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Mapping
 
-from .cases import Case
 from ..base.errors import UsageError
+from .cases import Case, CaseSet
 
 UNIT_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}(\.r[1-9][0-9]{0,2})?$")
 
@@ -28,13 +29,14 @@ class Unit:
         return self.case.id if self.total == 1 else f"{self.case.id}.r{self.repeat}"
 
 
-def repeats_for(case: Case, run_meta: dict | None = None) -> int:
-    planned = ((run_meta or {}).get("repeats") or {}).get(case.id)
-    return int(planned) if planned else case.repeats
+def repeats_for(case: Case, planned: Mapping[str, int] | None = None) -> int:
+    """How often ``case`` runs: the run's planned count (run.json ``repeats``) or the case's own."""
+    count = (planned or {}).get(case.id)
+    return int(count) if count else case.repeats
 
 
-def units_of(case: Case, run_meta: dict | None = None, repeats: int | None = None) -> list[Unit]:
-    total = repeats or repeats_for(case, run_meta)
+def units_of(case: Case, planned: Mapping[str, int] | None = None, repeats: int | None = None) -> list[Unit]:
+    total = repeats or repeats_for(case, planned)
     return [Unit(case, k, total) for k in range(1, total + 1)]
 
 
@@ -55,10 +57,11 @@ def split_unit_id(value: str) -> tuple[str, int | None]:
     return value, None
 
 
-def resolve_unit(case_set, unit_id: str, run_meta: dict | None = None) -> Unit:
+def resolve_unit(case_set: CaseSet, unit_id: str, planned: Mapping[str, int] | None = None) -> Unit:
+    """The unit named ``unit_id`` (``CASE`` or ``CASE.rK``) of ``case_set``, checked against its repeats."""
     case_id, rep = split_unit_id(unit_id)
     case = case_set.by_id(case_id)
-    total = repeats_for(case, run_meta)
+    total = repeats_for(case, planned)
     if rep is None:
         if total != 1:
             raise UsageError(f"case {case_id!r} runs {total} repeats; name one as {case_id}.r1 … {case_id}.r{total}")

@@ -22,6 +22,7 @@ from ..base.errors import NotReady
 from ..base.fsutil import atomic_write_json
 from ..base.paths import runs_root
 from ..base.procs import alive
+from ..config.target import TargetConfig
 from .turn import fill, kill_live_groups
 
 _ACTIVE: dict[str, "Sandbox"] = {}
@@ -52,7 +53,7 @@ def _run_hook(argv: list[str], sandbox_dir: Path, timeout_s: float) -> str | Non
 class Sandbox:
     """A fresh folder and environment for one case; use as a context manager."""
 
-    def __init__(self, config, token: str, base_env: Mapping[str, str]):
+    def __init__(self, config: TargetConfig, token: str, base_env: Mapping[str, str]):
         self.config = config
         self.spec = config.sandbox
         self.dir = sandboxes_root() / token
@@ -120,7 +121,7 @@ def teardown_all() -> None:
         box.teardown()
 
 
-def clear_leftovers(config) -> list[str]:
+def clear_leftovers(config: TargetConfig) -> list[str]:
     """Remove sandboxes whose owning process is gone; run the restore hook for each first."""
     root = sandboxes_root()
     cleared = []

@@ -12,13 +12,14 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
 from ..base.clock import iso, utc_now
 from ..base.errors import NotReady
 from ..base.procs import alive
+from ..base.record import Record
 
 MAX_STDOUT_BYTES = 1_000_000
 PIPE_DRAIN_GRACE_S = 1.0
@@ -37,22 +38,20 @@ def kill_live_groups() -> None:
 
 
 @dataclass
-class TurnResult:
+class TurnResult(Record):
     """What one turn of the target did."""
 
-    argv: list[str]
-    exit_code: int | None
-    stdout: str
-    stderr_tail: str
-    started_at: str
-    ended_at: str
-    wall_ms: int
-    timed_out: bool
-    killed: bool
-    stdout_truncated: bool
-
-    def to_json(self) -> dict:
-        return asdict(self)
+    argv: list[str] = field(default_factory=list)
+    exit_code: int | None = None
+    stdout: str = ""
+    stderr_tail: str = ""
+    started_at: str = ""
+    ended_at: str = ""
+    wall_ms: int = 0
+    timed_out: bool = False
+    killed: bool = False
+    stdout_truncated: bool = False
+    correlation_tag: str | None = None
 
 
 def fill(template: list[str], values: Mapping[str, str]) -> list[str]:

@@ -10,17 +10,52 @@ from __future__ import annotations
 
 import copy
 import re
+from dataclasses import dataclass, field
+from typing import Any
 
-from .contract import Accepted, Problem, RepairRule, accept
 from ..base.errors import VerdictInvalid
-from .rubric import codes
+from ..base.record import Record
 from ..base.schema import load_schema
+from ..config.cases import Case
+from ..config.target import TargetConfig
+from .contract import Accepted, Problem, RepairRule, accept
+from .rubric import codes
+from .rubric.check import CheckResult
 
 CURRENT_VERSION = 1
 SCHEMAS = {1: "verdict.v1.schema.json"}
 
 
-def applicable_codes(case, config) -> tuple[list[str], list[str]]:
+@dataclass
+class Verdict(Record):
+    """A recorded verdict (``<unit>.verdict.json``): the judge's submission, checked, with its audit trail."""
+
+    unit_id: str
+    verdict: str
+    schema_version: int = CURRENT_VERSION
+    reasons: list[str] = field(default_factory=list)
+    expected: str = ""
+    observed: str = ""
+    judgment: str = ""
+    judged_by: str = "unknown"
+    answers: dict[str, Any] | None = None
+    override: dict[str, Any] | None = None
+    case_id: str = ""
+    feature: str = ""
+    mechanical: dict[str, Any] | None = None
+    repair: dict[str, Any] | None = None
+    judge_panel: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out = super().to_json()
+        for optional in ("answers", "override"):  # present only when the judge submitted them
+            if out[optional] is None:
+                out.pop(optional)
+        return out
+
+
+def applicable_codes(case: Case, config: TargetConfig) -> tuple[list[str], list[str]]:
     """(hard code patterns, soft code patterns) that can apply to ``case``."""
     v = config.vocabulary
     names = "|".join(re.escape(n) for n in v.specialists)
@@ -51,7 +86,7 @@ def applicable_codes(case, config) -> tuple[list[str], list[str]]:
     return hard, soft
 
 
-def schema_for(case, config, unit_id: str, version: int = CURRENT_VERSION) -> dict:
+def schema_for(case: Case, config: TargetConfig, unit_id: str, version: int = CURRENT_VERSION) -> dict:
     """The base schema of ``version`` narrowed to this case and unit."""
     try:
         base = load_schema(SCHEMAS[version])
@@ -111,7 +146,7 @@ def _neutralise_reasons(value: dict) -> dict:
 REPAIRS = [RepairRule("non_applicable_reason:/reasons", _pass_with_reason, _neutralise_reasons)]
 
 
-def validate(submitted: dict, case, config, unit_id: str) -> Accepted:
+def validate(submitted: dict, case: Case, config: TargetConfig, unit_id: str) -> Accepted:
     """Check a submitted verdict against its (narrowed) schema; one audited repair at most."""
     version = submitted.get("schema_version", CURRENT_VERSION) if isinstance(submitted, dict) else CURRENT_VERSION
     if not isinstance(version, int) or version not in SCHEMAS:
@@ -165,7 +200,7 @@ def check_panel(value: dict, panel: dict | None) -> None:
             f"{PANEL_CODE} contradicts it")
 
 
-def mechanical_verdict(check, panel: dict | None = None) -> dict:
+def mechanical_verdict(check: CheckResult, panel: dict | None = None) -> dict:
     """The verdict a program records from a check result (headless runs).
 
     A judge panel's majority on ``hub.incomplete_answer`` becomes part of it: a tripped

@@ -17,8 +17,8 @@ import yaml
 from ..base import schema
 from ..base.errors import ConfigError
 from ..base.fsutil import atomic_write_text, sha256_bytes
+from ..base.mdtable import cell
 from ..base.paths import bundle_root, cases_file
-from ..report.report_md import cell
 from ..base.yamlio import Lines, line_for, load_yaml
 
 SCHEMA = "plan.schema.json"

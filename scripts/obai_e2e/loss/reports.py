@@ -15,10 +15,10 @@ from filelock import FileLock
 
 from ..base.errors import ObaiError
 from ..base.fsutil import append_text, dumps_json, write_once
+from ..base.mdtable import row
 from ..base.paths import runs_root
-from ..report.report_md import row
-from .compare import Comparison
 from ..base.pii import QUOTE_WITHHELD, may_quote
+from .compare import Comparison
 from .score import UNTERBELEGT, Scored, count_cells
 from .units import COMPLETED, SEVERITY, tripped_codes
 

@@ -10,7 +10,6 @@ variance of the run). See references/loss-layer.md for the status rules.
 from __future__ import annotations
 
 import gc
-
 import math
 from dataclasses import dataclass, field
 
@@ -18,7 +17,14 @@ from ..base import schema
 from .catalog import Catalog
 from .plan import Plan
 from .sampling import unit_labels
-from .stats import mean, pooled_sd, sample_sd, sample_variance, snap, squares_around_mean
+from .stats import (
+    mean,
+    pooled_sd,
+    sample_sd,
+    sample_variance,
+    snap,
+    squares_around_mean,
+)
 from .units import ABORTED, COMPLETED, RepeatLoss, UnitScorer
 
 SCHEMA = "suite.v1.schema.json"

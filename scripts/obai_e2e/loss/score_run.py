@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..base.errors import ConfigError, UsageError, WriteOnceViolation
 from ..base.fsutil import dumps_json, write_once
+from ..config.target import TargetConfig
 from ..report.results import load_results
 from .catalog import Catalog, load_catalog
 from .compare import compare
@@ -74,7 +75,7 @@ def _once(path: Path):
             "unchanged (was the run scored before with another catalog, plan or baseline?)") from None
 
 
-def score_run(run_dir: Path, *, config=None, baseline: Path | None = None, catalog_path: Path | None = None,
+def score_run(run_dir: Path, *, config: TargetConfig | None = None, baseline: Path | None = None, catalog_path: Path | None = None,
               plan_path: Path | None = None, history_root: Path | None = None) -> dict:
     """Score ``run_dir``; compare with ``baseline`` when given; append LOSS-HISTORY.md."""
     run_dir = Path(run_dir)
@@ -86,7 +87,7 @@ def score_run(run_dir: Path, *, config=None, baseline: Path | None = None, catal
     catalog = load_catalog(catalog_path)
     plan = load_plan(plan_path)
     results = load_results(run_dir / "results.json")
-    privacy = getattr(config, "privacy", None)
+    privacy = config.privacy if config is not None else None
 
     new = score(results, catalog, plan)
     suite_path = run_dir / SUITE_FILE

@@ -19,9 +19,10 @@ from ..base.clock import iso, utc_now
 from ..base.errors import FrozenArtifactChanged, HoldoutSealed, UsageError
 from ..base.fsutil import atomic_write_json, sha256_file
 from ..base.paths import bundle_root
+from ..config.target import TargetConfig
+from .ledger import LEDGER, holdout_result_exists, ledger_entries
 
 MANIFEST = "catalogs/freeze.json"
-LEDGER = "catalogs/holdout-ledger.json"
 MANIFEST_VERSION = 1
 
 # Globs relative to the bundle root; the manifest and the ledger are state, not artifacts.
@@ -55,7 +56,7 @@ def frozen_files(root: Path | None = None) -> list[str]:
     return sorted(found)
 
 
-def target_rubric_hash(config) -> str:
+def target_rubric_hash(config: TargetConfig) -> str:
     part = {k: config.raw.get(k) for k in TARGET_RUBRIC_KEYS}
     part["refusal_exit_code"] = config.raw.get("target", {}).get("refusal_exit_code", 1)
     return hashlib.sha256(json.dumps(part, sort_keys=True).encode()).hexdigest()
@@ -103,7 +104,7 @@ def load_manifest(root: Path | None = None) -> dict | None:
         raise FrozenArtifactChanged(f"{path}: the freeze manifest is not valid JSON ({exc.msg}); restore it from git") from None
 
 
-def compute(config, baselines: list[Path] = (), root: Path | None = None) -> dict:
+def compute(config: TargetConfig, baselines: list[Path] = (), root: Path | None = None) -> dict:
     root = root or bundle_root()
     files = {rel: sha256_file(root / rel) for rel in frozen_files(root)}
     virtual = {TARGET_VIRTUAL: target_rubric_hash(config)}
@@ -119,7 +120,7 @@ def compute(config, baselines: list[Path] = (), root: Path | None = None) -> dic
     return {"files": files, "virtual": virtual, "baselines": base}
 
 
-def verify(config, root: Path | None = None, manifest: dict | None = None) -> Drift:
+def verify(config: TargetConfig, root: Path | None = None, manifest: dict | None = None) -> Drift:
     root = root or bundle_root()
     manifest = manifest if manifest is not None else load_manifest(root)
     if manifest is None:
@@ -144,10 +145,9 @@ def verify(config, root: Path | None = None, manifest: dict | None = None) -> Dr
     return drift
 
 
-def freeze(config, *, freeze_id: str | None = None, reason: str = "", baselines: list[Path] = (),
+def freeze(config: TargetConfig, *, freeze_id: str | None = None, reason: str = "", baselines: list[Path] = (),
            root: Path | None = None, git_commit: str | None = None) -> dict:
     """Write the manifest; refused when a holdout result exists for the same freeze id and content changed."""
-    from .holdout import ledger_entries, holdout_result_exists
 
     root = root or bundle_root()
     old = load_manifest(root)
@@ -182,7 +182,7 @@ def current_freeze_hash(root: Path | None = None) -> str | None:
     return m.get("freeze_hash") if m else None
 
 
-def preflight_check(config, root: Path | None = None):
+def preflight_check(config: TargetConfig, root: Path | None = None):
     """A preflight step: None when nothing is frozen, else verify and refuse on drift."""
     if load_manifest(root) is None:
         return None

@@ -15,12 +15,13 @@ from typing import Callable
 
 from ..base import schema
 from ..base.errors import UsageError
-from .freeze import current_freeze_hash
 from ..base.fsutil import dumps_json, write_once
+from ..base.mdtable import table_rows
 from ..base.paths import bundle_root
-from ..report.report_md import read_rows, table_rows
-from ..report.results import load_results
 from ..base.yamlio import load_yaml
+from ..report.report_md import read_rows
+from ..report.results import load_results
+from .freeze import current_freeze_hash
 
 GATES_FILE = "catalogs/gates.yaml"
 PASS, FAIL, SKIP = "pass", "fail", "skipped"
@@ -114,9 +115,9 @@ def c_min_judge_agreement(cond, run_dir, results, case_set) -> Check:
 
 
 def c_verdicts_valid(cond, run_dir, results, case_set) -> Check:
-    from ..judge.verdict import SCHEMAS
-    from ..judge.contract import problems
     from ..base.schema import load_schema
+    from ..judge.contract import problems
+    from ..judge.verdict import SCHEMAS
 
     bad = []
     for path in sorted(Path(run_dir).glob("*.verdict.json")):

@@ -14,28 +14,13 @@ import json
 from pathlib import Path
 
 from ..base.clock import iso, utc_now
-from ..base.errors import HoldoutSealed, UsageError
-from .freeze import LEDGER, load_manifest, verify
-from ..base.fsutil import atomic_write_json, sha256_file
+from ..base.errors import HoldoutSealed
+from ..base.fsutil import sha256_file
 from ..base.paths import bundle_root
-
-LEDGER_VERSION = 1
-
-
-def ledger_path(root: Path | None = None) -> Path:
-    return (root or bundle_root()) / LEDGER
-
-
-def ledger_entries(root: Path | None = None) -> list[dict]:
-    path = ledger_path(root)
-    if not path.exists():
-        return []
-    return json.loads(path.read_text(encoding="utf-8")).get("opens", [])
-
-
-def holdout_result_exists(entry: dict) -> bool:
-    run = entry.get("holdout_run")
-    return bool(run) and (Path(run) / "results.json").exists()
+from ..config.cases import CaseSet, load_cases_for
+from ..config.target import TargetConfig
+from .freeze import load_manifest, verify
+from .ledger import append_entry, holdout_result_exists, ledger_entries
 
 
 def is_holdout_file(path: Path) -> bool:
@@ -58,6 +43,12 @@ def open_for_run(run_dir: Path, cases_path: Path, root: Path | None = None) -> d
     return None
 
 
+def load_holdout_cases(config: TargetConfig, run_dir: Path, cases_path: Path, root: Path | None = None) -> CaseSet:
+    """The holdout cases, for the one holdout run the ledger names; refused for anything else."""
+    require_open(run_dir, cases_path, root)
+    return load_cases_for(config, cases_path, allow_holdout=True)
+
+
 def require_open(run_dir: Path | None, cases_path: Path, root: Path | None = None) -> dict:
     if run_dir is not None:
         entry = open_for_run(run_dir, cases_path, root)
@@ -68,7 +59,7 @@ def require_open(run_dir: Path | None, cases_path: Path, root: Path | None = Non
         "It opens once, through freeze_audit.py open-holdout, after the development gate passed.")
 
 
-def open_holdout(config, dev_run: Path, holdout_cases: Path, *, create_run, root: Path | None = None) -> dict:
+def open_holdout(config: TargetConfig, dev_run: Path, holdout_cases: Path, *, create_run, root: Path | None = None) -> dict:
     """Open the holdout once: check the gate and the freeze, record the open, create the holdout run."""
     root = root or bundle_root()
     manifest = load_manifest(root)
@@ -103,31 +94,8 @@ def open_holdout(config, dev_run: Path, holdout_cases: Path, *, create_run, root
         "dev_run": str(Path(dev_run).resolve()),
         "holdout_run": str(Path(run_dir).resolve()),
     }
-    data = {"schema_version": LEDGER_VERSION, "opens": ledger_entries(root) + [entry]}
-    atomic_write_json(ledger_path(root), data)
+    append_entry(entry, root)
     return entry
-
-
-def open_and_create_run(config, dev_run: Path, holdout_cases: Path | None = None) -> dict:
-    """Open the holdout (see open_holdout) and create its one run directory."""
-    from ..config.cases import parse_cases
-    from ..rundir.layout import Filters, create_run
-
-    path = Path(holdout_cases or config.holdout_cases or "")
-    if not path.is_file():
-        raise UsageError(f"no holdout cases file at {path}; set run.holdout_cases in the target configuration")
-    if not is_holdout_file(path):
-        raise UsageError(f"{path} is not marked 'holdout: true'; a holdout set must say so")
-    v = config.vocabulary
-
-    def make_run() -> Path:
-        # Reached only after every check passed: this parse is the one open.
-        cases = parse_cases(path, specialists=v.specialists, strategy=v.strategy_specialist,
-                            options=v.options_specialist)
-        run_dir, _ = create_run(config, cases, Filters(), extra={"holdout": True})
-        return run_dir
-
-    return open_holdout(config, dev_run, path, create_run=make_run)
 
 
 def status(root: Path | None = None) -> dict:
@@ -137,8 +105,3 @@ def status(root: Path | None = None) -> dict:
     last = entries[-1]
     return {"state": "result recorded" if holdout_result_exists(last) else "opened", "opens": len(entries),
             "last_open": last}
-
-
-def check_not_holdout(path: Path) -> None:
-    if is_holdout_file(path):
-        raise UsageError(f"{path} is a holdout file; it cannot be used as the development case set")

@@ -10,8 +10,8 @@ import fnmatch
 from pathlib import Path
 
 from ..base.errors import UsageError
-from .freeze import Drift
 from ..base.fsutil import dumps_json, sha256_file, write_once
+from .freeze import Drift
 
 SEAL = "seal.json"
 IGNORED = (".runner.lock", ".runner.owner.json", ".judging.lock", "*.tmp", SEAL)

@@ -25,7 +25,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from ..base.fsutil import atomic_write_bytes
-from .html import cases_for_run, read_results
+from .html_inputs import cases_for_run, read_results
 
 JUNIT_NAME = "results.junit.xml"
 SUITE_NAME = "obai-e2e"

@@ -11,13 +11,15 @@ from pathlib import Path
 
 from ..base.errors import UsageError, WriteOnceViolation
 from ..base.fsutil import dumps_json, write_once
+from ..base.mdtable import row
+from ..config.cases import Case
+from ..config.target import TargetConfig
+from ..config.units import Unit, check_unit_id
+from ..drive.packet import Packet, load_packet
 from ..judge.panel.aggregate import panel_for_unit
-from ..drive.packet import load_packet
-from .report_md import append_entry, detail_block, judged_ids, row
-from ..judge.rubric import check_packet
-from ..rundir.layout import load_run
-from ..config.units import check_unit_id, resolve_unit
-from ..judge.verdict import check_override, check_panel, validate
+from ..judge.rubric import CheckResult, check_packet
+from ..judge.verdict import Verdict, check_override, check_panel, validate
+from .report_md import append_entry, detail_block, judged_ids
 
 VERDICT_SUFFIX = ".verdict.json"
 
@@ -26,44 +28,41 @@ def verdict_path(run_dir: Path, unit_id: str) -> Path:
     return Path(run_dir) / f"{check_unit_id(unit_id)}{VERDICT_SUFFIX}"
 
 
-def load_verdict(run_dir: Path, unit_id: str) -> dict | None:
+def load_verdict(run_dir: Path, unit_id: str) -> Verdict | None:
     path = verdict_path(run_dir, unit_id)
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    if not path.exists():
+        return None
+    return Verdict.from_json(json.loads(path.read_text(encoding="utf-8")), source=str(path))
 
 
-def trace_cell(packet: dict) -> str:
-    first = (packet.get("trace") or {}).get("trace_id")
-    follow = ((packet.get("followup") or {}).get("trace") or {}).get("trace_id")
-    if packet.get("followup") is not None or (packet.get("async") and follow):
+def trace_cell(packet: Packet) -> str:
+    first = packet.trace.trace_id
+    follow = packet.followup.trace.trace_id if packet.followup else None
+    if packet.followup is not None or (packet.async_job and follow):
         return f"{first or '—'} → {follow or '—'}"
     return first or "—"
 
 
-def latency_cell(packet: dict) -> str:
-    turn_ms = (packet.get("turn") or {}).get("wall_ms")
-    follow = packet.get("followup")
-    if follow is not None:
-        wait = (packet.get("async") or {}).get("wait_s", 0)
-        return f"{turn_ms}+{wait:g}+{follow['turn']['wall_ms']}"
+def latency_cell(packet: Packet) -> str:
+    turn_ms = packet.turn.wall_ms
+    if packet.followup is not None:
+        wait = packet.async_job.wait_s if packet.async_job else 0
+        return f"{turn_ms}+{wait:g}+{packet.followup.turn.wall_ms}"
     return "" if turn_ms is None else str(turn_ms)
 
 
-def reason_cell(record: dict) -> str:
-    return ", ".join(record.get("reasons") or [])
-
-
-def build_record(value: dict, accepted_repair: dict | None, mechanical, case, packet: dict,
-                 panel: dict | None = None) -> dict:
-    rec = dict(value)
-    rec.setdefault("reasons", [])
-    rec.setdefault("expected", mechanical.expected[:500])
-    rec.setdefault("observed", mechanical.observed[:500])
-    rec.setdefault("judged_by", "unknown")
-    rec["case_id"] = case.id
-    rec["feature"] = case.feature
-    rec["mechanical"] = {"verdict": mechanical.verdict, "reasons": list(mechanical.reasons)}
-    rec["repair"] = accepted_repair
-    rec["judge_panel"] = panel
+def build_record(value: dict, accepted_repair: dict | None, mechanical: CheckResult, case: Case,
+                 panel: dict | None = None) -> Verdict:
+    rec = Verdict.from_json(value)
+    if "expected" not in value:
+        rec.expected = mechanical.expected[:500]
+    if "observed" not in value:
+        rec.observed = mechanical.observed[:500]
+    rec.case_id = case.id
+    rec.feature = case.feature
+    rec.mechanical = {"verdict": mechanical.verdict, "reasons": list(mechanical.reasons)}
+    rec.repair = accepted_repair
+    rec.judge_panel = panel
     return rec
 
 
@@ -71,16 +70,16 @@ SUBMITTED_FIELDS = ("schema_version", "unit_id", "verdict", "reasons", "expected
                     "judged_by", "answers", "override")
 
 
-def _same_submission(old: dict, new: dict, submitted: dict) -> bool:
-    if old.get("repair") and old["repair"].get("original") == submitted:
+def _same_submission(old: Verdict, new: Verdict, submitted: dict) -> bool:
+    if old.repair and old.repair.get("original") == submitted:
         return True
-    return all(old.get(k) == new.get(k) for k in SUBMITTED_FIELDS)
+    return all(getattr(old, k) == getattr(new, k) for k in SUBMITTED_FIELDS)
 
 
-def record(config, case_set, run_dir: Path, unit_id: str, submitted: dict, judged: set[str] | None = None) -> dict:
-    """Validate and record ``submitted`` for ``unit_id``; returns a status report."""
+def record(config: TargetConfig, run_dir: Path, unit: Unit, submitted: dict,
+           judged: set[str] | None = None) -> dict:
+    """Validate and record ``submitted`` for ``unit``; returns a status report."""
     run_dir = Path(run_dir)
-    unit = resolve_unit(case_set, unit_id, load_run(run_dir))
     packet = load_packet(run_dir, unit.id)
     if packet is None:
         raise UsageError(f"no packet for {unit.id} in {run_dir}: drive it first (run_one.py --id {unit.id} --run-dir ...)")
@@ -89,25 +88,29 @@ def record(config, case_set, run_dir: Path, unit_id: str, submitted: dict, judge
     check_override(accepted.value, mechanical.to_json())
     panel = panel_for_unit(run_dir, unit.id)
     check_panel(accepted.value, panel)
-    rec = build_record(accepted.value, accepted.repair, mechanical, unit.case, packet, panel)
+    rec = build_record(accepted.value, accepted.repair, mechanical, unit.case, panel)
     path = verdict_path(run_dir, unit.id)
     wrote = False
-    if path.exists():
-        old = json.loads(path.read_text(encoding="utf-8"))
+    old = load_verdict(run_dir, unit.id)
+    if old is not None:
         if not _same_submission(old, rec, submitted):
             raise WriteOnceViolation(
-                f"{unit.id} is already judged ({old.get('verdict')} {old.get('reasons') or ''}) in {path}; "
+                f"{unit.id} is already judged ({old.verdict} {old.reasons or ''}) in {path}; "
                 "a different verdict is refused (start a new run to judge again)")
         rec = old
     else:
-        wrote = write_once(path, dumps_json(rec))
+        wrote = write_once(path, dumps_json(rec.to_json()))
     appended = ensure_row(run_dir, unit, rec, packet, judged)
-    return {"status": "recorded" if (wrote or appended) else "unchanged", "unit_id": unit.id,
-            "verdict": rec["verdict"], "reasons": rec.get("reasons", []), "verdict_file": str(path),
-            "row_appended": appended, "repair": rec.get("repair")}
+    return status_of(rec, path, wrote or appended, appended)
 
 
-def ensure_row(run_dir: Path, unit, rec: dict, packet: dict, judged: set[str] | None = None) -> bool:
+def status_of(rec: Verdict, path: Path, changed: bool, appended: bool) -> dict:
+    return {"status": "recorded" if changed else "unchanged", "unit_id": rec.unit_id,
+            "verdict": rec.verdict, "reasons": rec.reasons, "verdict_file": str(path),
+            "row_appended": appended, "repair": rec.repair}
+
+
+def ensure_row(run_dir: Path, unit: Unit, rec: Verdict, packet: Packet, judged: set[str] | None = None) -> bool:
     """Append the report row (and block) for a recorded verdict unless the row is there.
 
     ``judged`` — the ids with a row, kept by a caller that records many units — spares
@@ -118,11 +121,11 @@ def ensure_row(run_dir: Path, unit, rec: dict, packet: dict, judged: set[str] | 
     if unit.id in judged:
         return False
     block = None
-    if rec["verdict"] in ("fail", "needs_review"):
-        block = detail_block(unit.id, rec["verdict"], packet.get("case", {}).get("query") or unit.case.query,
-                             rec.get("expected", ""), rec.get("observed", ""), rec["judgment"])
+    if rec.verdict in ("fail", "needs_review"):
+        block = detail_block(unit.id, rec.verdict, packet.query or unit.case.query,
+                             rec.expected, rec.observed, rec.judgment)
     append_entry(Path(run_dir) / "report.md",
-                 row([unit.id, unit.case.feature, rec["verdict"], reason_cell(rec), trace_cell(packet),
+                 row([unit.id, unit.case.feature, rec.verdict, ", ".join(rec.reasons), trace_cell(packet),
                       latency_cell(packet)]), block)
     judged.add(unit.id)
     return True

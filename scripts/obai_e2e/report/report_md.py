@@ -10,9 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from markdown_it import MarkdownIt
-
 from ..base.fsutil import append_text, trim_torn_tail
+from ..base.mdtable import inline, table_rows
 
 COLUMNS = ["ID", "Feature", "Verdict", "Reason", "Trace", "Latency"]
 TABLE_HEAD = "| " + " | ".join(COLUMNS) + " |\n" + "|" + "---|" * len(COLUMNS) + "\n"
@@ -24,24 +23,6 @@ def header(timestamp: str, disabled_line: str | None = None) -> str:
     if disabled_line:
         text += f"_{inline(disabled_line)}_\n\n"
     return text + TABLE_HEAD
-
-
-def cell(value: object) -> str:
-    """Text safe inside a table cell: no pipe, newline, HTML or code span can escape it."""
-    text = "" if value is None else str(value)
-    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", " ")
-    text = text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
-    text = text.replace("<", "&lt;").replace(">", "&gt;")
-    return text.strip()
-
-
-def inline(value: object) -> str:
-    """Text safe on one line of a list item (same escaping as a cell)."""
-    return cell(value)
-
-
-def row(values: list[object]) -> str:
-    return "| " + " | ".join(cell(v) for v in values) + " |\n"
 
 
 def detail_block(unit_id: str, verdict: str, query: str, expected: str, observed: str, judgment: str) -> str:
@@ -76,45 +57,6 @@ def append_entry(path: Path, row_text: str, block: str | None) -> None:
     if block:
         text += block
     append_text(path, text)
-
-
-def unescape(text: str) -> str:
-    out, i = [], 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\" and i + 1 < len(text) and text[i + 1] in "\\|`":
-            out.append(text[i + 1])
-            i += 2
-            continue
-        out.append(ch)
-        i += 1
-    return "".join(out).replace("&lt;", "<").replace("&gt;", ">")
-
-
-def table_rows(text: str, columns: list[str], *, fold_case: bool = False) -> list[dict[str, str]]:
-    """Body rows of every Markdown table in ``text`` whose header is exactly ``columns``."""
-    tokens = MarkdownIt("commonmark").enable("table").parse(text)
-    rows: list[dict[str, str]] = []
-    header: list[str] = []
-    current: list[str] = []
-    section = None
-    for tok in tokens:
-        if tok.type == "thead_open":
-            section, header = "head", []
-        elif tok.type == "tbody_open":
-            section = "body"
-        elif tok.type == "tr_open":
-            current = []
-        elif tok.type == "inline" and section in ("head", "body"):
-            current.append(unescape(tok.content))
-        elif tok.type == "tr_close":
-            if section == "head":
-                header = [h.strip().lower() for h in current] if fold_case else current
-            elif section == "body" and header == columns and len(current) == len(columns):
-                rows.append(dict(zip(columns, current)))
-        elif tok.type == "table_close":
-            section = None
-    return rows
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:

@@ -3,97 +3,135 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..base import schema
 from ..base.clock import iso, parse_iso, utc_now
 from ..base.errors import ConfigError, UsageError
 from ..base.fsutil import dumps_json, write_once
-from ..judge.panel.aggregate import panel_for_unit
-from ..drive.packet import load_packet
 from ..base.paths import runs_root
-from .record import load_verdict
+from ..base.pii import withhold_quotes
+from ..base.record import Record
+from ..config.cases import CaseSet
+from ..config.target import TargetConfig
+from ..config.units import Unit
+from ..drive.packet import load_packet
+from ..judge.panel.aggregate import panel_for_unit
 from ..judge.rubric import check_packet
-from ..rundir.layout import load_run
-from ..config.units import resolve_unit
+from ..rundir.meta import RunMeta, load_run
+from .record import load_verdict
 
 RESULTS_SCHEMA_VERSION = 1
 FULL_CHECK_UNITS = 2000
 RESULTS_SCHEMAS = {1: "results.v1.schema.json"}
 VERDICTS = ("pass", "fail", "needs_review", "inconclusive")
+# Fields a recorded verdict carries over into its unit's entry (when set).
+VERDICT_FIELDS = ("verdict", "reasons", "judgment", "expected", "observed", "judged_by", "override",
+                  "repair", "answers", "mechanical", "judge_panel")
 
 
-def unit_entry(config, case_set, run_dir: Path, unit_id: str, meta: dict) -> dict:
-    mode = meta.get("mode", "A")
-    unit = resolve_unit(case_set, unit_id, meta)
+@dataclass
+class Latency(Record):
+    """A unit's timings: the first turn, the async wait, the follow-up turn, the harness's own overhead."""
+
+    turn_ms: int | None = None
+    wait_s: float | None = None
+    followup_ms: int | None = None
+    overhead_ms: int | None = None
+
+
+@dataclass
+class UnitResult(Record):
+    """One unit's entry in results.json: the case, the verdict with every rule outcome, and the evidence."""
+
+    unit_id: str
+    case_id: str
+    repeat: int = 1
+    feature: str = ""
+    query: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    provenance: str = "synthetic"
+    mode: str = "A"
+    stochastic: bool = False
+    verdict: str = "not_judged"
+    reasons: list[str] = field(default_factory=list)
+    judgment: str = ""
+    expected: str = ""
+    observed: str = ""
+    judged_by: str = ""
+    override: dict[str, Any] | None = None
+    repair: dict[str, Any] | None = None
+    answers: dict[str, Any] = field(default_factory=dict)
+    mechanical: dict[str, Any] | None = None
+    rule_outcomes: list[dict[str, Any]] = field(default_factory=list)
+    trace_ids: list[str] = field(default_factory=list)
+    trace_status: str | None = None
+    latency: Latency = field(default_factory=Latency)
+    exit_code: int | None = None
+    timed_out: bool = False
+    answer: str = ""
+    curated_trace: str | None = None
+    followup_curated_trace: str | None = None
+    judge_panel: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def unit_result(config: TargetConfig, run_dir: Path, unit: Unit, meta: RunMeta) -> UnitResult:
+    """The results.json entry of ``unit``, from its packet and its recorded verdict."""
     case = unit.case
-    packet = load_packet(run_dir, unit_id)
-    verdict = load_verdict(run_dir, unit_id)
-    entry = {
-        "unit_id": unit_id, "case_id": case.id, "repeat": unit.repeat, "feature": case.feature,
-        "query": case.query, "labels": dict(case.labels), "provenance": case.provenance, "mode": mode,
-        "stochastic": case.stochastic,
-        "verdict": "not_judged", "reasons": [], "judgment": "", "expected": "", "observed": "",
-        "judged_by": "", "override": None, "repair": None, "answers": {}, "mechanical": None,
-        "rule_outcomes": [], "trace_ids": [], "trace_status": None,
-        "latency": {"turn_ms": None, "wait_s": None, "followup_ms": None, "overhead_ms": None},
-        "exit_code": None, "timed_out": False, "answer": "", "curated_trace": None,
-        "followup_curated_trace": None, "judge_panel": None,
-    }
+    entry = UnitResult(unit_id=unit.id, case_id=case.id, repeat=unit.repeat, feature=case.feature,
+                       query=case.query, labels=dict(case.labels), provenance=case.provenance, mode=meta.mode,
+                       stochastic=case.stochastic)
+    packet = load_packet(run_dir, unit.id)
     if packet is not None:
-        if packet.get("case", {}).get("query") and packet["case"]["query"] != case.query:
-            entry["query"] = packet["case"]["query"]  # pseudonymised korpus text
-        trace = packet.get("trace") or {}
-        follow = packet.get("followup") or {}
-        entry["trace_ids"] = [t for t in (trace.get("trace_id"), (follow.get("trace") or {}).get("trace_id")) if t]
-        entry["trace_status"] = trace.get("status")
-        turn = packet.get("turn") or {}
-        entry["latency"] = {
-            "turn_ms": turn.get("wall_ms"),
-            "wait_s": (packet.get("async") or {}).get("wait_s"),
-            "followup_ms": (follow.get("turn") or {}).get("wall_ms") if follow else None,
-            "overhead_ms": (packet.get("harness") or {}).get("overhead_ms"),
-        }
-        entry["exit_code"] = turn.get("exit_code")
-        entry["timed_out"] = bool(turn.get("timed_out"))
-        entry["answer"] = packet.get("answer") or ""
-        entry["curated_trace"] = trace.get("curated")
-        entry["followup_curated_trace"] = (follow.get("trace") or {}).get("curated") if follow else None
+        if packet.query and packet.query != case.query:
+            entry.query = packet.query  # pseudonymised korpus text
+        follow = packet.followup
+        entry.trace_ids = packet.trace_ids()
+        entry.trace_status = packet.trace.status
+        entry.latency = Latency(turn_ms=packet.turn.wall_ms,
+                                wait_s=packet.async_job.wait_s if packet.async_job else None,
+                                followup_ms=follow.turn.wall_ms if follow else None,
+                                overhead_ms=packet.harness.overhead_ms)
+        entry.exit_code = packet.turn.exit_code
+        entry.timed_out = packet.turn.timed_out
+        entry.answer = packet.answer
+        entry.curated_trace = packet.trace.curated
+        entry.followup_curated_trace = follow.trace.curated if follow else None
         check = check_packet(packet, case, config)
-        entry["rule_outcomes"] = [o.to_json() for o in check.outcomes]
-        entry["expected"], entry["observed"] = check.expected, check.observed
+        entry.rule_outcomes = [o.to_json() for o in check.outcomes]
+        entry.expected, entry.observed = check.expected, check.observed
+    verdict = load_verdict(run_dir, unit.id)
     if verdict is not None:
-        for key in ("verdict", "reasons", "judgment", "expected", "observed", "judged_by", "override",
-                    "repair", "answers", "mechanical", "judge_panel"):
-            if key in verdict and verdict[key] is not None:
-                entry[key] = verdict[key]
-    if entry["judge_panel"] is None:
-        entry["judge_panel"] = panel_for_unit(run_dir, unit_id)
-    privacy = getattr(config, "privacy", None)
-    if case.provenance == "korpus" and privacy is not None and not privacy.quote_allowed:
-        from ..base.pii import withhold_quotes
-
-        entry = withhold_quotes(entry)
+        for key in VERDICT_FIELDS:
+            value = getattr(verdict, key)
+            if value is not None:
+                setattr(entry, key, value)
+    if entry.judge_panel is None:
+        entry.judge_panel = panel_for_unit(run_dir, unit.id)
+    if case.provenance == "korpus" and config.privacy is not None and not config.privacy.quote_allowed:
+        entry = UnitResult.from_json(withhold_quotes(entry.to_json()))
     return entry
 
 
-def build_results(config, case_set, run_dir: Path, *, allow_incomplete: bool = False,
-                  catalog_version: str | None = None) -> dict:
+def build_results(config: TargetConfig, case_set: CaseSet, run_dir: Path, units: list[Unit], *,
+                  allow_incomplete: bool = False, catalog_version: str | None = None) -> dict:
     run_dir = Path(run_dir)
     meta = load_run(run_dir)
-    units = meta.get("units", [])
-    missing = [u for u in units if load_verdict(run_dir, u) is None]
+    missing = [u.id for u in units if load_verdict(run_dir, u.id) is None]
     if missing and not allow_incomplete:
         raise UsageError(f"{len(missing)} unit(s) have no verdict yet: {', '.join(missing[:10])}"
                          f"{' …' if len(missing) > 10 else ''}; resume the run first (or finish with --allow-incomplete)")
-    entries = [unit_entry(config, case_set, run_dir, u, meta) for u in units]
+    entries = [unit_result(config, run_dir, u, meta).to_json() for u in units]
     summary = summarize(entries)
     finished = utc_now()
-    run = {k: v for k, v in meta.items() if k not in ("units", "schema_version")}
+    run = {k: v for k, v in meta.to_json().items() if k not in ("units", "schema_version")}
     run["finished_at"] = iso(finished)
-    run["duration_s"] = round((finished - parse_iso(meta["created_at"])).total_seconds(), 3)
+    run["duration_s"] = round((finished - parse_iso(meta.created_at)).total_seconds(), 3)
     run["catalog_version"] = catalog_version
-    disabled = [{"id": cid, "reason": _disabled_reason(case_set, cid)} for cid in meta.get("disabled_skipped", [])]
+    disabled = [{"id": cid, "reason": _disabled_reason(case_set, cid)} for cid in meta.disabled_skipped]
     return {"schema_version": RESULTS_SCHEMA_VERSION, "kind": "obai-e2e-results", "run": run,
             "summary": summary, "units": entries, "disabled": disabled}
 
@@ -108,7 +146,7 @@ def summarize(entries: list[dict]) -> dict:
     return summary
 
 
-def _disabled_reason(case_set, cid: str) -> str:
+def _disabled_reason(case_set: CaseSet, cid: str) -> str:
     try:
         return case_set.by_id(cid).disabled_reason
     except Exception:  # noqa: BLE001 - a case removed since the run started
@@ -119,15 +157,15 @@ def summary_line(summary: dict) -> str:
     return " / ".join(f"{summary[v]} {v}" for v in VERDICTS)
 
 
-def finalize(config, case_set, run_dir: Path, *, allow_incomplete: bool = False,
-             catalog_version: str | None = None) -> dict:
+def finalize(config: TargetConfig, case_set: CaseSet, run_dir: Path, units: list[Unit], *,
+             allow_incomplete: bool = False, catalog_version: str | None = None) -> dict:
     """Write results.json once (an identical rewrite is a no-op) and point runs/latest at the run."""
     run_dir = Path(run_dir)
     path = run_dir / "results.json"
     if path.exists():
         data = load_results(path)
     else:
-        data = build_results(config, case_set, run_dir, allow_incomplete=allow_incomplete,
+        data = build_results(config, case_set, run_dir, units, allow_incomplete=allow_incomplete,
                              catalog_version=catalog_version)
         schema.check(data, RESULTS_SCHEMAS[RESULTS_SCHEMA_VERSION], source=str(path))
         write_once(path, dumps_json(data))

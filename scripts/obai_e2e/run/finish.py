@@ -1,34 +1,42 @@
-"""What happens after the last verdict: results, the HTML report, JUnit, and the loss layer."""
+"""What happens after the last verdict: results, the HTML report, JUnit, and the loss layer.
+
+Enters: a run plan whose units are judged. Leaves: results.json, results.junit.xml,
+suite.json / TOP-REGRESSIONS.md (with a catalog), report.html, runs/latest and the seal.
+"""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
+from ..config.cases import CaseSet
+from ..config.target import TargetConfig
+from ..loss.catalog import load_catalog
+from ..loss.score_run import score_run
+from ..protocol.seal import seal
 from ..report.html import open_in_browser, write_report
 from ..report.junit import write_junit
-from ..loss.score_run import score_run
-from ..rundir.layout import baseline_of
 from ..report.results import finalize
-from ..protocol.seal import seal
+from ..rundir.meta import baseline_of
+from .plan import RunPlan
 
 
-def finish(config, case_set, run_dir: Path, *, allow_incomplete: bool = False, html: bool = True,
-           open_browser: bool = False, baseline: Path | None = None) -> dict:
-    out = finalize(config, case_set, run_dir, allow_incomplete=allow_incomplete,
+def finish(config: TargetConfig, case_set: CaseSet, plan: RunPlan, *, allow_incomplete: bool = False,
+           html: bool = True, open_browser: bool = False, baseline: Path | None = None) -> dict:
+    out = finalize(config, case_set, plan.run_dir, plan.units, allow_incomplete=allow_incomplete,
                    catalog_version=catalog_version(config))
-    out.update(after_run(config, case_set, html=html, open_browser=open_browser, baseline=baseline)(Path(run_dir), out))
-    out["seal"] = seal(run_dir)["seal"]
+    out.update(after_run(config, case_set, html=html, open_browser=open_browser, baseline=baseline)(plan.run_dir, out))
+    out["seal"] = seal(plan.run_dir)["seal"]
     return out
 
 
-def catalog_version(config) -> str | None:
+def catalog_version(config: TargetConfig) -> str | None:
     if config.catalog is None or not Path(config.catalog).exists():
         return None
-    from ..loss.catalog import load_catalog
-
     return load_catalog(config.catalog).version
 
 
-def after_run(config, case_set, *, html: bool = True, open_browser: bool = False, baseline: Path | None = None):
+def after_run(config: TargetConfig, case_set: CaseSet, *, html: bool = True, open_browser: bool = False,
+              baseline: Path | None = None) -> Callable[[Path, dict], dict]:
     """The steps that follow finalize(), as a callable for the headless runner.
 
     Order matters: the loss layer writes suite.json / TOP-REGRESSIONS.md before the HTML

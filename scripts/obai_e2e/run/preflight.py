@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..trace.backend import connect, ping
-from ..config.cases import load_cases_for
-from ..config.target import load_target_config
 from ..base.errors import ObaiError
 from ..base.paths import runs_root
+from ..config.cases import CaseSet, load_cases_for
+from ..config.target import TargetConfig, load_target_config
 from ..drive.sandbox import clear_leftovers
+from ..trace.backend import connect, ping
 
 
 @dataclass
@@ -59,7 +59,7 @@ def _fail(message: str) -> None:
     raise ObaiError(message)
 
 
-def anti_mock_findings(config, env: dict[str, str]) -> list[str]:
+def anti_mock_findings(config: TargetConfig, env: dict[str, str]) -> list[str]:
     found = []
     for name, values in config.anti_mock_env.items():
         if name in env and (not values or env[name].strip().lower() in [v.lower() for v in values]):
@@ -67,8 +67,9 @@ def anti_mock_findings(config, env: dict[str, str]) -> list[str]:
     return found
 
 
-def run(target_path: Path | None = None, *, start_store: bool = True,
+def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *, start_store: bool = True,
         verify_freeze: Callable[[], str | None] | None = None) -> Report:
+    """Check everything in order; ``cases`` is a loaded case set, a cases file, or None for the bundle's."""
     report = Report()
     state: dict = {}
     try:
@@ -79,7 +80,7 @@ def run(target_path: Path | None = None, *, start_store: bool = True,
         config = state["config"]
 
         def cases_ok():
-            state["cases"] = load_cases_for(config)
+            state["cases"] = cases if isinstance(cases, CaseSet) else load_cases_for(config, cases)
             cs = state["cases"]
             return f"{len(cs.cases)} cases in {cs.path}"
         _check(report, "cases", cases_ok, "fix the cases file at the line named above")
@@ -93,7 +94,7 @@ def run(target_path: Path | None = None, *, start_store: bool = True,
 
         def korpus_ok():
             korpus = [c.id for c in state["cases"].cases if c.provenance == "korpus" and not c.disabled]
-            if korpus and getattr(config, "privacy", None) is None:
+            if korpus and config.privacy is None:
                 _fail(f"blocker: korpus cases ({', '.join(korpus[:5])}) need a privacy section in the target "
                       "configuration (names to pseudonymise, retention_days, quote_allowed)")
             return f"{len(korpus)} korpus case(s), privacy rule set" if korpus else "no korpus cases"

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..base import opik_env
 from ..base.errors import BackendUnreachable, StoreError
+from ..config.target import TargetConfig
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class Backend:
         return f"local trace store at {self.api_url}" if self.kind == "local" else f"Opik at {self.api_url or 'the SDK default'}"
 
 
-def connect(config, *, start_local: bool = True) -> Backend:
+def connect(config: TargetConfig, *, start_local: bool = True) -> Backend:
     """Resolve the configured backend; the local store is started when needed."""
     b = config.backend
     if b.kind == "local":

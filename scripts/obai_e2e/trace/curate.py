@@ -8,12 +8,110 @@ marker.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..base.clock import parse_iso
+from ..base.record import Record
+from ..config.target import Vocabulary
 
 MAX_VALUE_CHARS = 2000
+
+
+@dataclass
+class Guardrail(Record):
+    """The guardrail span's decision."""
+
+    span_id: str | None
+    offset_ms: int | None
+    allowed: bool | None
+    refused: bool
+    output: str
+
+
+@dataclass
+class SkillLoad(Record):
+    """One skill-load span."""
+
+    skill: str
+    span_id: str | None
+    offset_ms: int | None
+
+
+@dataclass
+class SpecialistCall(Record):
+    """One specialist (tool) span, with its output read through the tool envelope."""
+
+    name: str
+    span_id: str | None
+    parent_span_id: str | None
+    offset_ms: int | None
+    duration_ms: int | None
+    input_text: str
+    output_text: str
+    payload_text: str
+    is_error: bool
+    error_text: str | None
+    empty: bool
+    structured: bool
+    has_error_info: bool
+
+
+@dataclass
+class StrategyInput(Record):
+    """What the hub handed the strategy specialist."""
+
+    span_id: str | None
+    text: str
+
+
+@dataclass
+class ErrorSpan(Record):
+    """A span that carries ``error_info``."""
+
+    span_id: str | None
+    name: str | None
+    exception_type: str | None
+    message: str
+
+
+@dataclass
+class SpanRow(Record):
+    """One span of the trace, in start order."""
+
+    id: str | None
+    name: str | None
+    type: str | None
+    parent_span_id: str | None
+    offset_ms: int | None
+    duration_ms: int | None
+    has_error: bool
+
+
+@dataclass
+class TraceDigest(Record):
+    """The structured digest of one trace that the rubric's rules read."""
+
+    trace_id: str | None
+    name: str | None = None
+    start_time: str | None = None
+    end_time: str | None = None
+    duration_ms: int | None = None
+    thread_id: str | None = None
+    tags: list[str] = field(default_factory=list)
+    trace_error: bool = False
+    complete: bool = True
+    hub_span_id: str | None = None
+    guardrail: Guardrail | None = None
+    skill_loads: list[SkillLoad] = field(default_factory=list)
+    specialist_calls: list[SpecialistCall] = field(default_factory=list)
+    strategy_input: StrategyInput | None = None
+    error_spans: list[ErrorSpan] = field(default_factory=list)
+    final_response: str | None = None
+    spans: list[SpanRow] = field(default_factory=list)
+
+    def calls_of(self, name: str | None) -> list[SpecialistCall]:
+        return [c for c in self.specialist_calls if c.name == name] if name else []
 
 
 @dataclass(frozen=True)
@@ -21,7 +119,7 @@ class Curated:
     """The judge's text and the rules' digest of one trace."""
 
     text: str
-    digest: dict
+    digest: TraceDigest
 
 
 def dig(data: Any, dotted: str | None) -> Any:
@@ -112,84 +210,81 @@ def envelope(output: Any) -> dict:
             "structured": structured}
 
 
-def curate(trace: dict, spans: list[dict], vocabulary, *, complete: bool = True) -> Curated:
+def curate(trace: dict, spans: list[dict], vocabulary: Vocabulary, *, complete: bool = True) -> Curated:
     v = vocabulary
     origin = parse_iso(trace["start_time"]) if trace.get("start_time") else None
     ordered = sorted(spans, key=lambda s: (s.get("start_time") or "", s.get("id") or ""))
 
-    span_rows = []
-    for s in ordered:
-        span_rows.append({
-            "id": s.get("id"), "name": s.get("name"), "type": s.get("type"),
-            "parent_span_id": s.get("parent_span_id"), "offset_ms": _ms(s.get("start_time"), origin),
-            "duration_ms": _duration(s), "has_error": bool(s.get("error_info")),
-        })
+    span_rows = [SpanRow(id=s.get("id"), name=s.get("name"), type=s.get("type"),
+                         parent_span_id=s.get("parent_span_id"), offset_ms=_ms(s.get("start_time"), origin),
+                         duration_ms=_duration(s), has_error=bool(s.get("error_info")))
+                 for s in ordered]
 
     hub = next((s for s in ordered if s.get("name") == v.hub_span), None)
     guard = next((s for s in ordered if s.get("name") == v.guardrail_span), None)
     guardrail = None
     if guard is not None:
         allowed = dig(guard, v.guardrail_allowed_field)
-        guardrail = {"span_id": guard.get("id"), "offset_ms": _ms(guard.get("start_time"), origin),
-                     "allowed": allowed if isinstance(allowed, bool) else None,
-                     "refused": allowed is False, "output": dumps(guard.get("output"))}
+        guardrail = Guardrail(span_id=guard.get("id"), offset_ms=_ms(guard.get("start_time"), origin),
+                              allowed=allowed if isinstance(allowed, bool) else None,
+                              refused=allowed is False, output=dumps(guard.get("output")))
 
     skill_loads = []
     for s in ordered:
         if s.get("name") == v.skill_load_span:
             name = dig(s, v.skill_name_field)
-            skill_loads.append({"skill": name if isinstance(name, str) else dumps(name),
-                                "span_id": s.get("id"), "offset_ms": _ms(s.get("start_time"), origin)})
+            skill_loads.append(SkillLoad(skill=name if isinstance(name, str) else dumps(name),
+                                         span_id=s.get("id"), offset_ms=_ms(s.get("start_time"), origin)))
 
     calls = []
     for s in ordered:
         if s.get("name") in v.specialists:
             env = envelope(s.get("output"))
-            calls.append({
-                "name": s["name"], "span_id": s.get("id"), "parent_span_id": s.get("parent_span_id"),
-                "offset_ms": _ms(s.get("start_time"), origin), "duration_ms": _duration(s),
-                "input_text": dumps(s.get("input")), "output_text": env["text"],
-                "payload_text": dumps(s.get("output")), "is_error": env["is_error"],
-                "error_text": env["error_text"], "empty": env["empty"], "structured": env["structured"],
-                "has_error_info": bool(s.get("error_info")),
-            })
+            calls.append(SpecialistCall(
+                name=s["name"], span_id=s.get("id"), parent_span_id=s.get("parent_span_id"),
+                offset_ms=_ms(s.get("start_time"), origin), duration_ms=_duration(s),
+                input_text=dumps(s.get("input")), output_text=env["text"],
+                payload_text=dumps(s.get("output")), is_error=env["is_error"],
+                error_text=env["error_text"], empty=env["empty"], structured=env["structured"],
+                has_error_info=bool(s.get("error_info")),
+            ))
 
     strategy_input = None
     span = next((s for s in ordered if v.strategy_specialist and s.get("name") == v.strategy_specialist), None)
     if span is not None:
         raw = dig(span, v.strategy_input_field) if v.strategy_input_field else span.get("input")
-        strategy_input = {"span_id": span.get("id"), "text": dumps(raw) if raw is not None else ""}
+        strategy_input = StrategyInput(span_id=span.get("id"), text=dumps(raw) if raw is not None else "")
 
     error_spans = []
     for s in ordered:
         info = s.get("error_info")
         if info:
-            error_spans.append({"span_id": s.get("id"), "name": s.get("name"),
-                                "exception_type": (info or {}).get("exception_type"),
-                                "message": cut(str((info or {}).get("message", "")), 500)})
+            error_spans.append(ErrorSpan(span_id=s.get("id"), name=s.get("name"),
+                                         exception_type=(info or {}).get("exception_type"),
+                                         message=cut(str((info or {}).get("message", "")), 500)))
 
     final = dig(trace, v.final_response_field)
     final_text = final if isinstance(final, str) else (None if final is None else dumps(final))
 
-    digest = {
-        "trace_id": trace.get("id"),
-        "name": trace.get("name"),
-        "start_time": trace.get("start_time"),
-        "end_time": trace.get("end_time"),
-        "duration_ms": _duration(trace),
-        "thread_id": trace.get("thread_id"),
-        "tags": sorted(trace.get("tags") or []),
-        "trace_error": bool(trace.get("error_info")),
-        "complete": complete,
-        "hub_span_id": hub.get("id") if hub else None,
-        "guardrail": guardrail,
-        "skill_loads": skill_loads,
-        "specialist_calls": calls,
-        "strategy_input": strategy_input,
-        "error_spans": error_spans,
-        "final_response": final_text,
-        "spans": span_rows,
-    }
+    digest = TraceDigest(
+        trace_id=trace.get("id"),
+        name=trace.get("name"),
+        start_time=trace.get("start_time"),
+        end_time=trace.get("end_time"),
+        duration_ms=_duration(trace),
+        thread_id=trace.get("thread_id"),
+        tags=sorted(trace.get("tags") or []),
+        trace_error=bool(trace.get("error_info")),
+        complete=complete,
+        hub_span_id=hub.get("id") if hub else None,
+        guardrail=guardrail,
+        skill_loads=skill_loads,
+        specialist_calls=calls,
+        strategy_input=strategy_input,
+        error_spans=error_spans,
+        final_response=final_text,
+        spans=span_rows,
+    )
     return Curated(text=render_text(trace, digest), digest=digest)
 
 
@@ -201,56 +296,56 @@ def _sid(span_id: str | None) -> str:
     return f"span {span_id}" if span_id else "span ?"
 
 
-def render_text(trace: dict, d: dict) -> str:
+def render_text(trace: dict, d: TraceDigest) -> str:
     lines = [
-        f"TRACE {d['trace_id']}  name={d['name']}",
-        f"START {d['start_time']}  DURATION {d['duration_ms']} ms  SPANS {len(d['spans'])}"
-        + ("" if d["complete"] else "  (INCOMPLETE: some spans had not ended)"),
+        f"TRACE {d.trace_id}  name={d.name}",
+        f"START {d.start_time}  DURATION {d.duration_ms} ms  SPANS {len(d.spans)}"
+        + ("" if d.complete else "  (INCOMPLETE: some spans had not ended)"),
         "QUERY:",
         _indent(cut(dumps(trace.get("input")))),
         "",
     ]
-    g = d["guardrail"]
+    g = d.guardrail
     if g is None:
         lines += ["GUARDRAIL:", "    (no guardrail span)", ""]
     else:
-        verdict = "refused" if g["refused"] else ("allowed" if g["allowed"] else "unknown")
-        lines += [f"GUARDRAIL: {verdict}  +{g['offset_ms']} ms  {_sid(g['span_id'])}",
-                  _indent(cut(g["output"])), ""]
+        verdict = "refused" if g.refused else ("allowed" if g.allowed else "unknown")
+        lines += [f"GUARDRAIL: {verdict}  +{g.offset_ms} ms  {_sid(g.span_id)}",
+                  _indent(cut(g.output)), ""]
     lines.append("SKILL LOADS:")
-    lines += [f"    - {s['skill']}  +{s['offset_ms']} ms  {_sid(s['span_id'])}" for s in d["skill_loads"]] or ["    (none)"]
+    lines += [f"    - {s.skill}  +{s.offset_ms} ms  {_sid(s.span_id)}" for s in d.skill_loads] or ["    (none)"]
     lines.append("")
     lines.append("SPECIALIST CALLS (start order):")
-    lines += [f"    {i}. {c['name']}  +{c['offset_ms']} ms  ({c['duration_ms']} ms)  {_sid(c['span_id'])}"
-              for i, c in enumerate(d["specialist_calls"], 1)] or ["    (none)"]
+    lines += [f"    {i}. {c.name}  +{c.offset_ms} ms  ({c.duration_ms} ms)  {_sid(c.span_id)}"
+              for i, c in enumerate(d.specialist_calls, 1)] or ["    (none)"]
     lines.append("")
     names = []
-    for c in d["specialist_calls"]:
-        if c["name"] not in names:
-            names.append(c["name"])
+    for c in d.specialist_calls:
+        if c.name not in names:
+            names.append(c.name)
     for name in names:
         lines.append(f"{name.upper()} CALLS")
-        for i, c in enumerate([c for c in d["specialist_calls"] if c["name"] == name], 1):
+        for i, c in enumerate(d.calls_of(name), 1):
             flags = []
-            if c["is_error"]:
+            if c.is_error:
                 flags.append("isError: true")
-            if c["empty"]:
+            if c.empty:
                 flags.append("EMPTY")
-            if c["has_error_info"]:
+            if c.has_error_info:
                 flags.append("error_info set")
-            lines.append(f"  [{i}] {_sid(c['span_id'])}  +{c['offset_ms']} ms" + (f"  ({', '.join(flags)})" if flags else ""))
+            lines.append(f"  [{i}] {_sid(c.span_id)}  +{c.offset_ms} ms" + (f"  ({', '.join(flags)})" if flags else ""))
             lines.append("  input:")
-            lines.append(_indent(cut(c["input_text"])))
+            lines.append(_indent(cut(c.input_text)))
             lines.append("  output:")
-            lines.append(_indent(cut(c["output_text"] if not c["is_error"] else (c["error_text"] or c["output_text"]))))
+            lines.append(_indent(cut(c.output_text if not c.is_error else (c.error_text or c.output_text))))
         lines.append("")
     lines.append("HUB-TO-STRATEGY INPUT:")
-    si = d["strategy_input"]
-    lines.append(f"  {_sid(si['span_id'])}\n" + _indent(cut(si["text"])) if si else "    (no strategy call)")
+    si = d.strategy_input
+    lines.append(f"  {_sid(si.span_id)}\n" + _indent(cut(si.text)) if si else "    (no strategy call)")
     lines.append("")
     lines.append("ERROR SPANS:")
-    lines += [f"    - {e['name']}  {_sid(e['span_id'])}  {e['exception_type']}: {e['message']}" for e in d["error_spans"]] or ["    (none)"]
+    lines += [f"    - {e.name}  {_sid(e.span_id)}  {e.exception_type}: {e.message}" for e in d.error_spans] or ["    (none)"]
     lines.append("")
     lines.append("FINAL RESPONSE:")
-    lines.append(_indent(cut(d["final_response"])) if d["final_response"] is not None else "    (none)")
+    lines.append(_indent(cut(d.final_response)) if d.final_response is not None else "    (none)")
     return "\n".join(lines) + "\n"

@@ -15,8 +15,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import Any, Callable
 
-from .backend import Backend, client, is_unreachable_error
 from ..base.clock import iso, parse_iso
+from ..config.target import TargetConfig
+from .backend import Backend, client, is_unreachable_error
 
 RESOLVED = "resolved"
 NOT_FOUND = "trace_not_found"
@@ -86,7 +87,7 @@ def _input_has_query(trace: dict, query: str) -> bool:
     return json.dumps(query, ensure_ascii=False)[1:-1] in json.dumps(payload, ensure_ascii=False)
 
 
-def build_search(config, key: TurnKey) -> tuple[str, str, Callable[[dict], bool]]:
+def build_search(config: TargetConfig, key: TurnKey) -> tuple[str, str, Callable[[dict], bool]]:
     """(method, filter string, exact check) for this turn."""
     corr = config.correlation
     if key.tag and corr.match == "tag":
@@ -105,7 +106,7 @@ def build_search(config, key: TurnKey) -> tuple[str, str, Callable[[dict], bool]
     return "window", " AND ".join(parts), lambda t: _input_has_query(t, key.query)
 
 
-def resolve(backend: Backend, config, key: TurnKey, *, deadline_s: float | None = None,
+def resolve(backend: Backend, config: TargetConfig, key: TurnKey, *, deadline_s: float | None = None,
             search: Callable[[str], list[dict]] | None = None) -> Resolution:
     """Find the one trace of this turn (see the module docstring for the outcomes)."""
     b = config.backend

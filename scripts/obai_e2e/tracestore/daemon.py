@@ -198,7 +198,7 @@ def _process_args(pid: int) -> str:
 def _is_store_process(pid: int, store_dir: Path) -> bool:
     """Whether ``pid`` is a background server of this store (and not a recycled pid)."""
     args = _process_args(pid)
-    return ("traces serve" in args or "obai_e2e.tracestore serve" in args) and str(store_dir) in args
+    return "traces serve" in args and str(store_dir) in args
 
 
 def _terminate(pid: int, timeout_s: float) -> None:
@@ -341,7 +341,7 @@ def _spawn(store_dir: Path, port: int, delay_ms: int | None) -> subprocess.Popen
     log_path = store_dir / LOG_FILE
     if log_path.exists() and log_path.stat().st_size > _LOG_ROTATE_BYTES:
         os.replace(log_path, log_path.with_name(LOG_FILE + ".1"))
-    cmd = [sys.executable, "-m", "obai_e2e.tracestore", "serve", "--store-dir", str(store_dir), "--port", str(port)]
+    cmd = [sys.executable, "-m", "obai_e2e", "traces", "serve", "--store-dir", str(store_dir), "--port", str(port)]
     if delay_ms is not None:
         cmd += ["--visibility-delay-ms", str(delay_ms)]
     env = dict(os.environ)

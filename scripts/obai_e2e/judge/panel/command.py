@@ -13,6 +13,8 @@ import subprocess
 from pathlib import Path
 
 from ...base.errors import UsageError
+from ...config.target import TargetConfig
+from ...config.units import Unit
 from .aggregate import aggregate_round
 from .packets import generate
 from .responses import store
@@ -26,7 +28,7 @@ def next_round(run_dir: Path) -> str:
     return f"r{len(names) + 1}"
 
 
-def run_panel(run_dir: Path, config, case_set, command: str, *, judges: int = 3, model: str | None = None,
+def run_panel(run_dir: Path, config: TargetConfig, units: list[Unit], command: str, *, judges: int = 3, model: str | None = None,
               timeout_s: float = JUDGE_TIMEOUT_S) -> dict:
     """Generate a round, ask every judge, store each raw answer, aggregate."""
     if judges < 3:
@@ -37,7 +39,7 @@ def run_panel(run_dir: Path, config, case_set, command: str, *, judges: int = 3,
     run_dir = Path(run_dir)
     round_name = next_round(run_dir)
     with judging_lock(run_dir):
-        gen = generate(run_dir, config, case_set, round_name=round_name, panel_size=judges)
+        gen = generate(run_dir, config, units, round_name=round_name, panel_size=judges)
     bundle = (run_dir / "judging" / round_name / "bundle.md").read_text(encoding="utf-8")
     stored = []
     for i in range(1, judges + 1):

@@ -21,13 +21,20 @@ from pathlib import Path
 
 from ...base.clock import iso, utc_now
 from ...base.errors import ConfigError, UsageError, WriteOnceViolation
-from ...base.fsutil import dumps_json, sha256_bytes, sha256_file, write_once, write_once_json
-from ...drive.packet import load_packet
+from ...base.fsutil import (
+    dumps_json,
+    sha256_bytes,
+    sha256_file,
+    write_once,
+    write_once_json,
+)
 from ...base.paths import bundle_root, catalogs_dir
+from ...config.target import TargetConfig
+from ...config.units import Unit
+from ...drive.packet import Packet, load_packet
+from ...rundir.meta import load_run
 from ..rubric import check_packet
 from ..rubric.outcome import NEEDS_JUDGMENT
-from ...rundir.layout import load_run
-from ...config.units import resolve_unit
 from . import schema
 from .questions import NOT_APPLICABLE_NOTE, QuestionDef, plan_questions
 from .rounds import check_round, round_dir
@@ -72,15 +79,16 @@ def load_catalog(path: Path | None) -> tuple[dict, Path]:
 
 # -- what is hidden from the judge ------------------------------------------------------
 
-def _masker(packet: dict, unit_id: str):
+def _masker(packet: Packet, unit_id: str):
     """Replace identifiers of the unit and the run that might sit inside free text."""
-    literal = {packet.get("session"), packet.get("run_id")}
-    if packet.get("run_id"):
-        literal.add(packet["run_id"].replace("/", "-"))
-    for turn in ((packet.get("turn") or {}), ((packet.get("followup") or {}).get("turn") or {})):
-        literal.add(turn.get("correlation_tag"))
+    literal = {packet.session, packet.run_id}
+    if packet.run_id:
+        literal.add(packet.run_id.replace("/", "-"))
+    for turn in (packet.turn, packet.followup.turn if packet.followup else None):
+        if turn is not None:
+            literal.add(turn.correlation_tag)
     literal = sorted((s for s in literal if s and len(s) >= 6), key=len, reverse=True)
-    tokens = sorted({unit_id, packet.get("case_id") or unit_id}, key=len, reverse=True)
+    tokens = sorted({unit_id, packet.case_id or unit_id}, key=len, reverse=True)
     token_rx = re.compile(r"(?<![A-Za-z0-9_.-])(" + "|".join(map(re.escape, tokens)) + r")(?![A-Za-z0-9_-])")
     count = [0]
 
@@ -102,23 +110,24 @@ def _cut(text: str) -> str:
     return text[:OUTPUT_CHARS] + f"\n… [cut: {len(text) - OUTPUT_CHARS} more characters]"
 
 
-def judge_packet(packet_id: str, packet: dict, unit_id: str, questions: list[tuple[QuestionDef, bool]]) -> tuple[dict, int]:
+def judge_packet(packet_id: str, packet: Packet, unit_id: str,
+                 questions: list[tuple[QuestionDef, bool]]) -> tuple[dict, int]:
     """The blind packet for one unit, and how many identifier occurrences were masked."""
     mask, masked = _masker(packet, unit_id)
-    follow = packet.get("followup")
-    turns = [("first turn", (packet.get("trace") or {}).get("digest") or {})]
+    follow = packet.followup
+    turns = [("first turn", packet.trace.digest)]
     if follow:
-        turns.append(("follow-up turn", ((follow.get("trace") or {}).get("digest")) or {}))
+        turns.append(("follow-up turn", follow.trace.digest))
     payloads = []
     for label, digest in turns:
-        for call in digest.get("specialist_calls") or []:
-            payloads.append({"ref": f"P{len(payloads) + 1}", "turn": label, "specialist": call.get("name"),
-                             "span_id": call.get("span_id"), "output_text": _cut(mask(call.get("output_text")))})
+        for call in (digest.specialist_calls if digest else []):
+            payloads.append({"ref": f"P{len(payloads) + 1}", "turn": label, "specialist": call.name,
+                             "span_id": call.span_id, "output_text": _cut(mask(call.output_text))})
     out = {
         "packet_id": packet_id,
         "response_schema_version": schema.CURRENT_VERSION,
-        "query": mask((packet.get("case") or {}).get("query")),
-        "final_answer": mask(packet.get("answer")),
+        "query": mask(packet.query),
+        "final_answer": mask(packet.answer),
         "specialist_payloads": payloads,
         "questions": [
             {"id": f"q{i}", "feeds": q.feeds, "applies": ok, "choices": list(q.choices),
@@ -126,24 +135,24 @@ def judge_packet(packet_id: str, packet: dict, unit_id: str, questions: list[tup
             for i, (q, ok) in enumerate(questions, 1)],
     }
     if follow:
-        out["followup"] = {"note": FOLLOWUP_NOTE, "query": mask(follow.get("query")),
-                           "final_answer": mask(follow.get("answer"))}
+        out["followup"] = {"note": FOLLOWUP_NOTE, "query": mask(follow.query),
+                           "final_answer": mask(follow.answer)}
     out["response_schema"] = schema.entry_schema(out)
     return out, masked[0]
 
 
 # -- which units, which questions -------------------------------------------------------
 
-def _select(run_dir: Path, config, case_set, meta: dict, codes: dict, sampled: list[QuestionDef],
+def _select(run_dir: Path, config: TargetConfig, units: list[Unit], codes: dict, sampled: list[QuestionDef],
             share: Fraction, seed: str) -> tuple[dict, dict, dict, dict]:
     """(questions per unit, coverage per question, skipped units with reasons, loaded packets)."""
     eligible, code_ok, answer_ok, skipped, loaded = [], {}, {}, {}, {}
-    for uid in meta.get("units", []):
+    for unit in units:
+        uid, case = unit.id, unit.case
         packet = load_packet(run_dir, uid)
         if packet is None:
             skipped[uid] = "not run yet (no packet)"
             continue
-        case = resolve_unit(case_set, uid, meta).case
         check = check_packet(packet, case, config)
         if check.verdict == "inconclusive":
             skipped[uid] = f"inconclusive ({', '.join(check.reasons)}): nothing to judge"
@@ -152,7 +161,7 @@ def _select(run_dir: Path, config, case_set, meta: dict, codes: dict, sampled: l
         loaded[uid] = packet
         code_ok[uid] = {o.rule for o in check.outcomes if o.status == NEEDS_JUDGMENT and o.rule in codes}
         # A model-judged category judges an answer: a refusal or an empty answer has none.
-        answer_ok[uid] = not case.expect_rejection and bool((packet.get("answer") or "").strip())
+        answer_ok[uid] = not case.expect_rejection and bool(packet.answer.strip())
     chosen = {}
     for q in sampled:
         k = max(1, math.ceil(share * len(eligible))) if eligible else 0
@@ -221,7 +230,7 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def generate(run_dir: Path, config, case_set, *, round_name: str = "r1", share="0.2", seed: str | None = None,
+def generate(run_dir: Path, config: TargetConfig, units: list[Unit], *, round_name: str = "r1", share="0.2", seed: str | None = None,
              catalog_path: Path | None = None, panel_size: int = DEFAULT_PANEL) -> dict:
     """Write the packets, mapping, bundle and manifest of a new round; an existing round is refused."""
     run_dir = Path(run_dir)
@@ -235,10 +244,10 @@ def generate(run_dir: Path, config, case_set, *, round_name: str = "r1", share="
         raise UsageError("--judges must be at least 1 (3 recommended)")
     frac = parse_share(share)
     meta = load_run(run_dir)
-    seed = str(seed) if seed is not None else meta["run_id"]
+    seed = str(seed) if seed is not None else meta.run_id
     catalog, cat_path = load_catalog(catalog_path)
     codes, sampled = plan_questions(catalog)
-    per_unit, coverage, skipped, loaded = _select(run_dir, config, case_set, meta, codes, sampled, frac, seed)
+    per_unit, coverage, skipped, loaded = _select(run_dir, config, units, codes, sampled, frac, seed)
     prompt_file = prompt_path()
     prompt = prompt_file.read_text(encoding="utf-8")
 
@@ -260,7 +269,7 @@ def generate(run_dir: Path, config, case_set, *, round_name: str = "r1", share="
     write_once(rd / "bundle.md", bundle)
     questions = {q.feeds: q.to_json() for q in [*codes.values(), *sampled]}
     manifest = {
-        "schema_version": MANIFEST_VERSION, "round": round_name, "run_id": meta["run_id"],
+        "schema_version": MANIFEST_VERSION, "round": round_name, "run_id": meta.run_id,
         "created_at": iso(utc_now()), "panel_size": panel_size, "seed": seed, "share": float(frac),
         "catalog": {"path": _shown(cat_path), "version": catalog.get("version"), "sha256": sha256_file(cat_path)},
         "prompt": {"path": "references/judge-prompt.md", "sha256": sha256_bytes(prompt.encode("utf-8"))},

@@ -12,9 +12,9 @@ import re
 from pathlib import Path
 
 from ...base.clock import iso, utc_now
-from ..contract import problems
 from ...base.errors import UsageError, VerdictInvalid, WriteOnceViolation
 from ...base.fsutil import dumps_json, sha256_bytes, write_once
+from ..contract import problems
 from . import schema
 from .rounds import Round, check_judge, load_round
 

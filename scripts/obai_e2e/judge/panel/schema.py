@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..contract import Accepted, Problem, RepairRule, accept
 from ...base.errors import VerdictInvalid
+from ..contract import Accepted, Problem, RepairRule, accept
 from ..rubric.numbers import Pool, extract
 from .questions import ABSTAIN
 

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...config.cases import Case
+from ...config.target import TargetConfig
+from ...drive.packet import Packet
 from . import answer, routing, specialist
 from .context import Context
-from .outcome import FAIL, NEEDS_JUDGMENT, NEEDS_REVIEW, Outcome
+from .outcome import FAIL, NEEDS_JUDGMENT, NEEDS_REVIEW, RuleOutcome
 
 PASS_V, FAIL_V, REVIEW_V, INCONCLUSIVE_V = "pass", "fail", "needs_review", "inconclusive"
 
@@ -23,7 +26,7 @@ class CheckResult:
     case_id: str
     verdict: str
     reasons: list[str]
-    outcomes: list[Outcome] = field(default_factory=list)
+    outcomes: list[RuleOutcome] = field(default_factory=list)
     questions: list[dict] = field(default_factory=list)
     expected: str = ""
     observed: str = ""
@@ -37,7 +40,7 @@ class CheckResult:
                 "judgment": self.judgment, "infra": self.infra}
 
 
-def expected_text(case) -> str:
+def expected_text(case: Case) -> str:
     parts = []
     if case.expect_rejection:
         parts.append("refusal (guardrail fires, no specialist, exit code 1)")
@@ -58,62 +61,58 @@ def expected_text(case) -> str:
     return "; ".join(parts) or "a grounded, non-empty answer"
 
 
-def observed_text(packet: dict) -> str:
-    trace = packet.get("trace") or {}
-    turn = packet.get("turn") or {}
-    d = trace.get("digest")
-    if not d:
-        return f"trace {trace.get('status')}; exit {turn.get('exit_code')}; timed_out {turn.get('timed_out')}"
-    g = d.get("guardrail")
+def observed_text(packet: Packet) -> str:
+    trace, turn = packet.trace, packet.turn
+    d = trace.digest
+    if d is None:
+        return f"trace {trace.status}; exit {turn.exit_code}; timed_out {turn.timed_out}"
+    g = d.guardrail
     parts = [
-        "skills: " + (", ".join(s["skill"] for s in d["skill_loads"]) or "none"),
-        "specialists: " + (", ".join(c["name"] for c in d["specialist_calls"]) or "none"),
-        "guardrail: " + ("none" if g is None else ("refused" if g["refused"] else "allowed")),
-        f"exit {turn.get('exit_code')}",
-        f"answer {len(packet.get('answer') or '')} chars",
+        "skills: " + (", ".join(s.skill for s in d.skill_loads) or "none"),
+        "specialists: " + (", ".join(c.name for c in d.specialist_calls) or "none"),
+        "guardrail: " + ("none" if g is None else ("refused" if g.refused else "allowed")),
+        f"exit {turn.exit_code}",
+        f"answer {len(packet.answer)} chars",
     ]
-    if d["error_spans"]:
-        parts.append("error spans: " + ", ".join(e["name"] for e in d["error_spans"]))
-    if packet.get("async"):
-        parts.append(f"job {packet['async'].get('job_id')}")
-    if packet.get("followup_error"):
-        parts.append("follow-up: " + packet["followup_error"][:120])
+    if d.error_spans:
+        parts.append("error spans: " + ", ".join(str(e.name) for e in d.error_spans))
+    if packet.async_job:
+        parts.append(f"job {packet.async_job.job_id}")
+    if packet.followup_error:
+        parts.append("follow-up: " + packet.followup_error[:120])
     return "; ".join(parts)
 
 
-def _infra(packet: dict, case) -> dict | None:
-    harness = packet.get("harness") or {}
-    if harness.get("error"):
-        return {"reason": "harness_error", "message": harness["error"]}
-    turn = packet.get("turn") or {}
-    trace = packet.get("trace") or {}
-    if turn.get("timed_out"):
-        return {"reason": "cli_timeout", "message": trace.get("message") or "the target timed out"}
-    if trace.get("status") != "resolved":
-        return {"reason": trace.get("status") or "harness_error", "message": trace.get("message") or ""}
+def _infra(packet: Packet, case: Case) -> dict | None:
+    if packet.harness.error:
+        return {"reason": "harness_error", "message": packet.harness.error}
+    trace = packet.trace
+    if packet.turn.timed_out:
+        return {"reason": "cli_timeout", "message": trace.message or "the target timed out"}
+    if trace.status != "resolved":
+        return {"reason": trace.status or "harness_error", "message": trace.message}
     if case.expect_async_job:
-        failed = (packet.get("async") or {}).get("failed_followup")
-        if failed and failed.get("turn", {}).get("timed_out"):
+        failed = packet.async_job.failed_followup if packet.async_job else None
+        if failed and failed.turn.timed_out:
             return {"reason": "cli_timeout", "message": "the follow-up turn timed out"}
-        follow = packet.get("followup")
-        if follow is not None and (follow.get("trace") or {}).get("status") != "resolved":
-            ft = follow.get("trace") or {}
-            return {"reason": ft.get("status") or "harness_error",
-                    "message": "follow-up: " + (ft.get("message") or "")}
+        follow = packet.followup
+        if follow is not None and follow.trace.status != "resolved":
+            return {"reason": follow.trace.status or "harness_error",
+                    "message": "follow-up: " + follow.trace.message}
     return None
 
 
-def context_for(packet: dict, case, config) -> Context:
-    follow = packet.get("followup")
+def context_for(packet: Packet, case: Case, config: TargetConfig) -> Context:
+    follow = packet.followup
     return Context(
-        case=case, config=config, packet=packet, digest=packet["trace"]["digest"],
-        answer=packet.get("answer") or "", exit_code=(packet.get("turn") or {}).get("exit_code"),
-        followup_digest=(follow or {}).get("trace", {}).get("digest") if follow else None,
-        followup_answer=follow.get("answer") if follow else None,
+        case=case, config=config, packet=packet, digest=packet.trace.digest,
+        answer=packet.answer, exit_code=packet.turn.exit_code,
+        followup_digest=follow.trace.digest if follow else None,
+        followup_answer=follow.answer if follow else None,
     )
 
 
-def questions_for(outcomes: list[Outcome]) -> list[dict]:
+def questions_for(outcomes: list[RuleOutcome]) -> list[dict]:
     out = []
     for o in outcomes:
         if o.status == NEEDS_JUDGMENT:
@@ -128,8 +127,8 @@ def questions_for(outcomes: list[Outcome]) -> list[dict]:
     return out
 
 
-def check_packet(packet: dict, case, config) -> CheckResult:
-    unit_id = packet.get("unit_id") or case.id
+def check_packet(packet: Packet, case: Case, config: TargetConfig) -> CheckResult:
+    unit_id = packet.unit_id or case.id
     expected = expected_text(case)
     observed = observed_text(packet)
     infra = _infra(packet, case)

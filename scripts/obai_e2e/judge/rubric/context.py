@@ -3,22 +3,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...config.cases import Case
+from ...config.target import TargetConfig, Vocabulary
+from ...drive.packet import Packet
+from ...trace.curate import TraceDigest
+
 
 @dataclass(frozen=True)
 class Context:
     """The inputs of every rule for one unit."""
 
-    case: object        # cases.Case
-    config: object      # config.TargetConfig
-    packet: dict
-    digest: dict        # the first turn's curated digest
-    answer: str         # the first turn's final answer (the CLI's stdout)
+    case: Case
+    config: TargetConfig
+    packet: Packet
+    digest: TraceDigest  # the first turn's curated digest
+    answer: str  # the first turn's final answer (the CLI's stdout)
     exit_code: int | None
-    followup_digest: dict | None = None
+    followup_digest: TraceDigest | None = None
     followup_answer: str | None = None
 
     @property
-    def vocab(self):
+    def vocab(self) -> Vocabulary:
         return self.config.vocabulary
 
     def expects(self, specialist: str | None) -> bool:

@@ -1,7 +1,9 @@
 """Rule outcomes: what each rule decided, with evidence a person can check."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+
+from ...base.record import Record
 
 PASS = "pass"
 FAIL = "fail"
@@ -19,19 +21,16 @@ def excerpt(text: str | None, limit: int = EXCERPT_CHARS) -> str:
 
 
 @dataclass
-class Evidence:
+class Evidence(Record):
     """A pointer into the trace (span id) and the quoted text that shows it."""
 
     excerpt: str
     span_id: str | None = None
     source: str = "trace"  # trace | followup_trace | answer | followup_answer | turn | query
 
-    def to_json(self) -> dict:
-        return asdict(self)
-
 
 @dataclass
-class Outcome:
+class RuleOutcome(Record):
     """One rule's decision for one unit."""
 
     rule: str          # the rule's family, e.g. "specialist.empty"
@@ -43,10 +42,9 @@ class Outcome:
     codes: list[str] = field(default_factory=list)  # several codes (unverified numbers)
 
     def to_json(self) -> dict:
-        out = {"rule": self.rule, "layer": self.layer, "status": self.status, "code": self.code,
-               "detail": self.detail, "evidence": [e.to_json() for e in self.evidence]}
-        if self.codes:
-            out["codes"] = list(self.codes)
+        out = super().to_json()
+        if not self.codes:
+            out.pop("codes")  # written only by rules that trip several codes
         return out
 
     @property

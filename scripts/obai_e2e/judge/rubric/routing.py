@@ -6,150 +6,151 @@ routing.sequence_violation, routing.unexpected_specialist (soft), routing.hub_pa
 """
 from __future__ import annotations
 
+from ...trace.curate import SkillLoad
 from . import thresholds
 from .context import Context
-from .outcome import FAIL, NEEDS_REVIEW, PASS, SKIPPED, Evidence, Outcome, excerpt
+from .outcome import FAIL, NEEDS_REVIEW, PASS, SKIPPED, Evidence, RuleOutcome, excerpt
 
 LAYER = 1
 
 
-def _loads(ctx: Context) -> dict[str, list[dict]]:
-    out: dict[str, list[dict]] = {}
-    for load in ctx.digest["skill_loads"]:
-        out.setdefault(load["skill"], []).append(load)
+def _loads(ctx: Context) -> dict[str, list[SkillLoad]]:
+    out: dict[str, list[SkillLoad]] = {}
+    for load in ctx.digest.skill_loads:
+        out.setdefault(load.skill, []).append(load)
     return out
 
 
 def _loaded_summary(ctx: Context) -> Evidence:
-    names = [s["skill"] for s in ctx.digest["skill_loads"]]
+    names = [s.skill for s in ctx.digest.skill_loads]
     return Evidence(excerpt("SKILL LOADS: " + (", ".join(names) if names else "(none)")))
 
 
-def skill_missing(ctx: Context) -> Outcome:
+def skill_missing(ctx: Context) -> RuleOutcome:
     rule = "routing.skill_missing"
     expected = ctx.case.expected_skills
     if not expected:
-        return Outcome(rule, LAYER, SKIPPED, detail="the case expects no skills")
+        return RuleOutcome(rule, LAYER, SKIPPED, detail="the case expects no skills")
     loads = _loads(ctx)
     missing = [s for s in expected if s not in loads]
     if missing:
-        return Outcome(rule, LAYER, FAIL, code=rule,
+        return RuleOutcome(rule, LAYER, FAIL, code=rule,
                        detail=f"expected skill(s) not loaded: {', '.join(missing)}",
                        evidence=[_loaded_summary(ctx)])
-    return Outcome(rule, LAYER, PASS, detail=f"loaded: {', '.join(expected)}",
-                   evidence=[Evidence(f"load_skill {s}", loads[s][0]["span_id"]) for s in expected])
+    return RuleOutcome(rule, LAYER, PASS, detail=f"loaded: {', '.join(expected)}",
+                   evidence=[Evidence(f"load_skill {s}", loads[s][0].span_id) for s in expected])
 
 
-def skill_overload(ctx: Context) -> Outcome:
+def skill_overload(ctx: Context) -> RuleOutcome:
     rule = "routing.skill_overload"
     banned = ctx.case.expected_skills_absent
     if not banned:
-        return Outcome(rule, LAYER, SKIPPED, detail="the case bans no skills")
+        return RuleOutcome(rule, LAYER, SKIPPED, detail="the case bans no skills")
     loads = _loads(ctx)
     present = [s for s in banned if s in loads]
     if present:
-        return Outcome(rule, LAYER, FAIL, code=rule,
+        return RuleOutcome(rule, LAYER, FAIL, code=rule,
                        detail=f"banned skill(s) loaded: {', '.join(present)}",
-                       evidence=[Evidence(f"load_skill {s}", loads[s][0]["span_id"]) for s in present])
-    return Outcome(rule, LAYER, PASS, detail=f"none of {', '.join(banned)} loaded", evidence=[_loaded_summary(ctx)])
+                       evidence=[Evidence(f"load_skill {s}", loads[s][0].span_id) for s in present])
+    return RuleOutcome(rule, LAYER, PASS, detail=f"none of {', '.join(banned)} loaded", evidence=[_loaded_summary(ctx)])
 
 
 def _first_index(ctx: Context) -> dict[str, int]:
     first: dict[str, int] = {}
-    for index, call in enumerate(ctx.digest["specialist_calls"]):
-        first.setdefault(call["name"], index)
+    for index, call in enumerate(ctx.digest.specialist_calls):
+        first.setdefault(call.name, index)
     return first
 
 
 def _calls_summary(ctx: Context) -> Evidence:
-    calls = [f"{c['name']} +{c['offset_ms']} ms" for c in ctx.digest["specialist_calls"]]
+    calls = [f"{c.name} +{c.offset_ms} ms" for c in ctx.digest.specialist_calls]
     return Evidence(excerpt("SPECIALIST CALLS: " + ("; ".join(calls) if calls else "(none)")))
 
 
-def specialist_missing(ctx: Context) -> Outcome:
+def specialist_missing(ctx: Context) -> RuleOutcome:
     rule = "routing.specialist_missing"
     expected = ctx.case.expected_tools
     if not expected:
-        return Outcome(rule, LAYER, SKIPPED, detail="the case expects no specialists")
+        return RuleOutcome(rule, LAYER, SKIPPED, detail="the case expects no specialists")
     first = _first_index(ctx)
     missing = [t for t in expected if t not in first]
     if missing:
-        return Outcome(rule, LAYER, FAIL, code=rule, detail=f"expected specialist(s) not called: {', '.join(missing)}",
+        return RuleOutcome(rule, LAYER, FAIL, code=rule, detail=f"expected specialist(s) not called: {', '.join(missing)}",
                        evidence=[_calls_summary(ctx)])
-    calls = ctx.digest["specialist_calls"]
-    return Outcome(rule, LAYER, PASS, detail=f"called: {', '.join(expected)}",
-                   evidence=[Evidence(f"{t} called", calls[first[t]]["span_id"]) for t in expected])
+    calls = ctx.digest.specialist_calls
+    return RuleOutcome(rule, LAYER, PASS, detail=f"called: {', '.join(expected)}",
+                   evidence=[Evidence(f"{t} called", calls[first[t]].span_id) for t in expected])
 
 
-def sequence_violation(ctx: Context) -> Outcome:
+def sequence_violation(ctx: Context) -> RuleOutcome:
     rule = "routing.sequence_violation"
     seq = ctx.case.expected_sequence
     if len(seq) < 2:
-        return Outcome(rule, LAYER, SKIPPED, detail="no sequence of two or more specialists expected")
+        return RuleOutcome(rule, LAYER, SKIPPED, detail="no sequence of two or more specialists expected")
     first = _first_index(ctx)
-    calls = ctx.digest["specialist_calls"]
+    calls = ctx.digest.specialist_calls
     for a, b in zip(seq, seq[1:]):
         if a not in first or b not in first:
-            return Outcome(rule, LAYER, SKIPPED, detail=f"{a if a not in first else b} was not called (see routing.specialist_missing)")
+            return RuleOutcome(rule, LAYER, SKIPPED, detail=f"{a if a not in first else b} was not called (see routing.specialist_missing)")
         if first[a] > first[b]:
             ca, cb = calls[first[a]], calls[first[b]]
-            return Outcome(rule, LAYER, FAIL, code=rule,
-                           detail=f"{b} (+{cb['offset_ms']} ms) started before {a} (+{ca['offset_ms']} ms)",
-                           evidence=[Evidence(f"{b} first start +{cb['offset_ms']} ms", cb["span_id"]),
-                                     Evidence(f"{a} first start +{ca['offset_ms']} ms", ca["span_id"])])
-    return Outcome(rule, LAYER, PASS, detail=" → ".join(seq) + " in order", evidence=[_calls_summary(ctx)])
+            return RuleOutcome(rule, LAYER, FAIL, code=rule,
+                           detail=f"{b} (+{cb.offset_ms} ms) started before {a} (+{ca.offset_ms} ms)",
+                           evidence=[Evidence(f"{b} first start +{cb.offset_ms} ms", cb.span_id),
+                                     Evidence(f"{a} first start +{ca.offset_ms} ms", ca.span_id)])
+    return RuleOutcome(rule, LAYER, PASS, detail=" → ".join(seq) + " in order", evidence=[_calls_summary(ctx)])
 
 
-def unexpected_specialist(ctx: Context) -> Outcome:
+def unexpected_specialist(ctx: Context) -> RuleOutcome:
     rule = "routing.unexpected_specialist"
     if ctx.case.expect_rejection:
-        return Outcome(rule, LAYER, SKIPPED, detail="rejection case: specialist calls are judged by guardrail.leaky")
+        return RuleOutcome(rule, LAYER, SKIPPED, detail="rejection case: specialist calls are judged by guardrail.leaky")
     allowed = set(ctx.case.expected_tools) | set(ctx.case.allowed_extras)
-    extra = [c for c in ctx.digest["specialist_calls"] if c["name"] not in allowed]
+    extra = [c for c in ctx.digest.specialist_calls if c.name not in allowed]
     if extra:
-        names = sorted({c["name"] for c in extra})
-        return Outcome(rule, LAYER, NEEDS_REVIEW, code=rule,
+        names = sorted({c.name for c in extra})
+        return RuleOutcome(rule, LAYER, NEEDS_REVIEW, code=rule,
                        detail=f"specialist(s) outside expected_tools ∪ allowed_extras: {', '.join(names)}",
-                       evidence=[Evidence(f"{c['name']} called +{c['offset_ms']} ms", c["span_id"]) for c in extra])
-    return Outcome(rule, LAYER, PASS, detail="no specialist outside the expected and allowed ones")
+                       evidence=[Evidence(f"{c.name} called +{c.offset_ms} ms", c.span_id) for c in extra])
+    return RuleOutcome(rule, LAYER, PASS, detail="no specialist outside the expected and allowed ones")
 
 
-def hub_paraphrase(ctx: Context) -> Outcome:
+def hub_paraphrase(ctx: Context) -> RuleOutcome:
     rule = "routing.hub_paraphrase"
     if not ctx.is_strategy_case:
-        return Outcome(rule, LAYER, SKIPPED, detail="not a strategy case")
+        return RuleOutcome(rule, LAYER, SKIPPED, detail="not a strategy case")
     wanted = thresholds.tokens(ctx.case.query)
     if not wanted:
-        return Outcome(rule, LAYER, SKIPPED, detail="the query names no thresholds")
-    si = ctx.digest.get("strategy_input")
+        return RuleOutcome(rule, LAYER, SKIPPED, detail="the query names no thresholds")
+    si = ctx.digest.strategy_input
     if si is None:
-        return Outcome(rule, LAYER, SKIPPED, detail="no strategy call to compare (see routing.specialist_missing)")
-    lost = [t for t in wanted if not thresholds.present(t, si["text"])]
+        return RuleOutcome(rule, LAYER, SKIPPED, detail="no strategy call to compare (see routing.specialist_missing)")
+    lost = [t for t in wanted if not thresholds.present(t, si.text)]
     if lost:
-        return Outcome(rule, LAYER, FAIL, code=rule,
+        return RuleOutcome(rule, LAYER, FAIL, code=rule,
                        detail=f"not verbatim in the hub-to-strategy input: {', '.join(lost)}",
-                       evidence=[Evidence(excerpt(si["text"]), si["span_id"]),
+                       evidence=[Evidence(excerpt(si.text), si.span_id),
                                  Evidence(excerpt(ctx.case.query), None, "query")])
-    return Outcome(rule, LAYER, PASS, detail=f"verbatim: {', '.join(wanted)}",
-                   evidence=[Evidence(excerpt(si["text"]), si["span_id"])])
+    return RuleOutcome(rule, LAYER, PASS, detail=f"verbatim: {', '.join(wanted)}",
+                   evidence=[Evidence(excerpt(si.text), si.span_id)])
 
 
-def error_span(ctx: Context) -> Outcome:
+def error_span(ctx: Context) -> RuleOutcome:
     rule = "trace.error_span"
     if ctx.case.expect_rejection:
-        return Outcome(rule, LAYER, SKIPPED, detail="rejection case")
-    errors = ctx.digest["error_spans"]
+        return RuleOutcome(rule, LAYER, SKIPPED, detail="rejection case")
+    errors = ctx.digest.error_spans
     if errors:
         first = errors[0]
-        return Outcome(rule, LAYER, FAIL, code=f"trace.error_span:{first['name']}",
-                       detail=f"{len(errors)} span(s) with error_info, first {first['name']}",
-                       evidence=[Evidence(excerpt(f"{e['name']}: {e['exception_type']}: {e['message']}"), e["span_id"])
+        return RuleOutcome(rule, LAYER, FAIL, code=f"trace.error_span:{first.name}",
+                       detail=f"{len(errors)} span(s) with error_info, first {first.name}",
+                       evidence=[Evidence(excerpt(f"{e.name}: {e.exception_type}: {e.message}"), e.span_id)
                                  for e in errors])
-    if ctx.digest.get("trace_error"):
-        return Outcome(rule, LAYER, FAIL, code=f"trace.error_span:{ctx.digest.get('name') or 'trace'}",
+    if ctx.digest.trace_error:
+        return RuleOutcome(rule, LAYER, FAIL, code=f"trace.error_span:{ctx.digest.name or 'trace'}",
                        detail="the trace itself carries error_info",
-                       evidence=[Evidence("trace error_info set", ctx.digest.get("trace_id"))])
-    return Outcome(rule, LAYER, PASS, detail="no span with error_info")
+                       evidence=[Evidence("trace error_info set", ctx.digest.trace_id)])
+    return RuleOutcome(rule, LAYER, PASS, detail="no span with error_info")
 
 
 # An error span comes first: when the hub or a specialist raised, what is missing after it
@@ -158,5 +159,5 @@ RULES = [error_span, skill_missing, skill_overload, specialist_missing, sequence
          hub_paraphrase]
 
 
-def check(ctx: Context) -> list[Outcome]:
+def check(ctx: Context) -> list[RuleOutcome]:
     return [rule(ctx) for rule in RULES]

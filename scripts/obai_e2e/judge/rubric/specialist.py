@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 
+from ...trace.curate import TraceDigest
 from .context import Context
 from .numbers import extract
-from .outcome import FAIL, PASS, SKIPPED, Evidence, Outcome, excerpt
+from .outcome import FAIL, PASS, SKIPPED, Evidence, RuleOutcome, excerpt
 
 LAYER = 2
 
@@ -27,72 +28,68 @@ _BREAKEVEN = re.compile(r"(?i)\bbreak-?\s?evens?\b[^\n]*")
 _UNLIMITED = re.compile(r"(?i)\b(unlimited|unbounded|uncapped|infinite)\b")
 
 
-def _skip_all(reason: str, *rules: str) -> list[Outcome]:
-    return [Outcome(r, LAYER, SKIPPED, detail=reason) for r in rules]
+def _skip_all(reason: str, *rules: str) -> list[RuleOutcome]:
+    return [RuleOutcome(r, LAYER, SKIPPED, detail=reason) for r in rules]
 
 
-def guardrail_leaky(ctx: Context) -> Outcome:
+def guardrail_leaky(ctx: Context) -> RuleOutcome:
     rule = "guardrail.leaky"
-    g = ctx.digest.get("guardrail")
-    calls = ctx.digest["specialist_calls"]
-    if g is None or not g.get("refused"):
+    g = ctx.digest.guardrail
+    calls = ctx.digest.specialist_calls
+    if g is None or not g.refused:
         state = "no guardrail span" if g is None else "the guardrail did not refuse"
-        ev = [Evidence(excerpt(g["output"]), g["span_id"])] if g else [Evidence("GUARDRAIL: (no guardrail span)")]
-        return Outcome(rule, LAYER, FAIL, code=rule, detail=f"rejection expected but {state}", evidence=ev)
+        ev = [Evidence(excerpt(g.output), g.span_id)] if g else [Evidence("GUARDRAIL: (no guardrail span)")]
+        return RuleOutcome(rule, LAYER, FAIL, code=rule, detail=f"rejection expected but {state}", evidence=ev)
     if calls:
-        return Outcome(rule, LAYER, FAIL, code=rule,
+        return RuleOutcome(rule, LAYER, FAIL, code=rule,
                        detail=f"the guardrail refused, yet {len(calls)} specialist call(s) ran",
-                       evidence=[Evidence(f"{c['name']} called +{c['offset_ms']} ms", c["span_id"]) for c in calls])
-    return Outcome(rule, LAYER, PASS, detail="guardrail refused; no specialist ran",
-                   evidence=[Evidence(excerpt(g["output"]), g["span_id"])])
+                       evidence=[Evidence(f"{c.name} called +{c.offset_ms} ms", c.span_id) for c in calls])
+    return RuleOutcome(rule, LAYER, PASS, detail="guardrail refused; no specialist ran",
+                   evidence=[Evidence(excerpt(g.output), g.span_id)])
 
 
-def tool_output(ctx: Context) -> list[Outcome]:
+def tool_output(ctx: Context) -> list[RuleOutcome]:
     """specialist.<name>.tool_error and specialist.<name>.empty, per call in start order."""
     errors, empties = [], []
-    for c in ctx.digest["specialist_calls"]:
-        if c["is_error"]:
+    for c in ctx.digest.specialist_calls:
+        if c.is_error:
             errors.append(c)
-        elif c["empty"] and not c["has_error_info"]:
+        elif c.empty and not c.has_error_info:
             empties.append(c)
     out = []
     if errors:
         c = errors[0]
-        out.append(Outcome("specialist.tool_error", LAYER, FAIL, code=f"specialist.{c['name']}.tool_error",
-                           detail=f"{c['name']} returned an error envelope",
-                           evidence=[Evidence(excerpt(c["error_text"] or c["payload_text"]), c["span_id"])]))
+        out.append(RuleOutcome("specialist.tool_error", LAYER, FAIL, code=f"specialist.{c.name}.tool_error",
+                           detail=f"{c.name} returned an error envelope",
+                           evidence=[Evidence(excerpt(c.error_text or c.payload_text), c.span_id)]))
     else:
-        out.append(Outcome("specialist.tool_error", LAYER, PASS, detail="no error envelope"))
+        out.append(RuleOutcome("specialist.tool_error", LAYER, PASS, detail="no error envelope"))
     if empties:
         c = empties[0]
-        out.append(Outcome("specialist.empty", LAYER, FAIL, code=f"specialist.{c['name']}.empty",
-                           detail=f"{c['name']} returned no content",
-                           evidence=[Evidence(excerpt(c["payload_text"] or "(no output)"), c["span_id"])]))
+        out.append(RuleOutcome("specialist.empty", LAYER, FAIL, code=f"specialist.{c.name}.empty",
+                           detail=f"{c.name} returned no content",
+                           evidence=[Evidence(excerpt(c.payload_text or "(no output)"), c.span_id)]))
     else:
-        out.append(Outcome("specialist.empty", LAYER, PASS, detail="every specialist returned content"))
+        out.append(RuleOutcome("specialist.empty", LAYER, PASS, detail="every specialist returned content"))
     return out
 
 
-def _strategy_calls(digest: dict, name: str) -> list[dict]:
-    return [c for c in digest["specialist_calls"] if c["name"] == name]
-
-
-def contract(digest: dict | None, strategy: str, source: str, *, required: bool = False) -> list[Outcome]:
+def contract(digest: TraceDigest | None, strategy: str, source: str, *, required: bool = False) -> list[RuleOutcome]:
     """The strategy contract (Verdict, operators, Total trades) and the zero-trades rule.
 
     Without a strategy call the rules are skipped (routing.specialist_missing names it),
     unless the turn had to deliver the result (``required``: an async follow-up).
     """
-    calls = _strategy_calls(digest, strategy) if digest else []
+    calls = digest.calls_of(strategy) if digest else []
     if not calls and not required:
         return _skip_all(f"no {strategy} call (see routing.specialist_missing)",
                          "specialist.strategy.contract_broken", "specialist.strategy.zero_trades")
     if not calls:
-        return [Outcome("specialist.strategy.contract_broken", LAYER, FAIL, code="specialist.strategy.contract_broken",
+        return [RuleOutcome("specialist.strategy.contract_broken", LAYER, FAIL, code="specialist.strategy.contract_broken",
                         detail=f"no {strategy} output to check", evidence=[Evidence("(no strategy call)", None, source)]),
-                Outcome("specialist.strategy.zero_trades", LAYER, SKIPPED, detail="no strategy output")]
+                RuleOutcome("specialist.strategy.zero_trades", LAYER, SKIPPED, detail="no strategy output")]
     call = calls[-1]
-    text = call["output_text"]
+    text = call.output_text
     lacking = []
     if not _VERDICT.search(text):
         lacking.append("Verdict")
@@ -101,23 +98,23 @@ def contract(digest: dict | None, strategy: str, source: str, *, required: bool 
     trades = _TOTAL_TRADES.search(text)
     if not trades:
         lacking.append("Total trades line")
-    ev = [Evidence(excerpt(text), call["span_id"], source)]
+    ev = [Evidence(excerpt(text), call.span_id, source)]
     if lacking:
-        return [Outcome("specialist.strategy.contract_broken", LAYER, FAIL, code="specialist.strategy.contract_broken",
+        return [RuleOutcome("specialist.strategy.contract_broken", LAYER, FAIL, code="specialist.strategy.contract_broken",
                         detail=f"strategy output lacks: {', '.join(lacking)}", evidence=ev),
-                Outcome("specialist.strategy.zero_trades", LAYER, SKIPPED if not trades else PASS,
+                RuleOutcome("specialist.strategy.zero_trades", LAYER, SKIPPED if not trades else PASS,
                         detail="no Total trades line" if not trades else f"Total trades: {trades.group(1)}")]
-    out = [Outcome("specialist.strategy.contract_broken", LAYER, PASS, detail="Verdict, operators and Total trades present",
+    out = [RuleOutcome("specialist.strategy.contract_broken", LAYER, PASS, detail="Verdict, operators and Total trades present",
                    evidence=ev)]
     if int(trades.group(1)) == 0:
-        out.append(Outcome("specialist.strategy.zero_trades", LAYER, FAIL, code="specialist.strategy.zero_trades",
-                           detail="the backtest made no trades", evidence=[Evidence(trades.group(0).strip(), call["span_id"], source)]))
+        out.append(RuleOutcome("specialist.strategy.zero_trades", LAYER, FAIL, code="specialist.strategy.zero_trades",
+                           detail="the backtest made no trades", evidence=[Evidence(trades.group(0).strip(), call.span_id, source)]))
     else:
-        out.append(Outcome("specialist.strategy.zero_trades", LAYER, PASS, detail=trades.group(0).strip()))
+        out.append(RuleOutcome("specialist.strategy.zero_trades", LAYER, PASS, detail=trades.group(0).strip()))
     return out
 
 
-def strategy(ctx: Context) -> list[Outcome]:
+def strategy(ctx: Context) -> list[RuleOutcome]:
     name = ctx.vocab.strategy_specialist
     rules = ("specialist.strategy.async_stub_broken", "specialist.strategy.async_followup_missing")
     if not ctx.is_strategy_case:
@@ -130,44 +127,44 @@ def strategy(ctx: Context) -> list[Outcome]:
     job, eta = a.job_id_pattern.search(ctx.answer or ""), a.eta_pattern.search(ctx.answer or "")
     if not (job and eta):
         lacking = [w for w, m in (("Job ID", job), ("numeric ETA", eta)) if not m]
-        out.append(Outcome(rules[0], LAYER, FAIL, code=rules[0], detail=f"first answer lacks: {', '.join(lacking)}",
+        out.append(RuleOutcome(rules[0], LAYER, FAIL, code=rules[0], detail=f"first answer lacks: {', '.join(lacking)}",
                            evidence=[Evidence(excerpt(ctx.answer) or "(empty answer)", None, "answer")]))
     else:
-        out.append(Outcome(rules[0], LAYER, PASS, detail=f"job {job.group(1)}, ETA {eta.group(1)} s",
+        out.append(RuleOutcome(rules[0], LAYER, PASS, detail=f"job {job.group(1)}, ETA {eta.group(1)} s",
                            evidence=[Evidence(excerpt(ctx.answer), None, "answer")]))
-    if ctx.packet.get("followup") is None:
-        why = ctx.packet.get("followup_error") or "no follow-up was recorded"
-        out.append(Outcome(rules[1], LAYER, FAIL, code=rules[1], detail=why,
+    if ctx.packet.followup is None:
+        why = ctx.packet.followup_error or "no follow-up was recorded"
+        out.append(RuleOutcome(rules[1], LAYER, FAIL, code=rules[1], detail=why,
                            evidence=[Evidence(excerpt(why), None, "turn")]))
         out += _skip_all("no follow-up", "specialist.strategy.contract_broken", "specialist.strategy.zero_trades")
         return out
-    out.append(Outcome(rules[1], LAYER, PASS, detail="follow-up turn recorded",
+    out.append(RuleOutcome(rules[1], LAYER, PASS, detail="follow-up turn recorded",
                        evidence=[Evidence(excerpt(ctx.followup_answer), None, "followup_answer")]))
     return out + contract(ctx.followup_digest, name, "followup_trace", required=True)
 
 
-def prediction(ctx: Context) -> Outcome:
+def prediction(ctx: Context) -> RuleOutcome:
     rule = "specialist.prediction.no_slug"
     if not ctx.is_prediction_case:
-        return Outcome(rule, LAYER, SKIPPED, detail="not a prediction-market case")
-    calls = [c for c in ctx.digest["specialist_calls"] if c["name"] == ctx.vocab.prediction_specialist]
+        return RuleOutcome(rule, LAYER, SKIPPED, detail="not a prediction-market case")
+    calls = ctx.digest.calls_of(ctx.vocab.prediction_specialist)
     if not calls:
-        return Outcome(rule, LAYER, SKIPPED, detail="no prediction call (see routing.specialist_missing)")
+        return RuleOutcome(rule, LAYER, SKIPPED, detail="no prediction call (see routing.specialist_missing)")
     ids: set[str] = set()
     for c in calls:
-        ids |= set(_CONDITION_ID.findall(c["payload_text"]))
-        ids |= set(_SLUG.findall(c["output_text"]))
-        ids |= set(re.findall(r'"slug"\s*:\s*"([^"]+)"', c["payload_text"]))
+        ids |= set(_CONDITION_ID.findall(c.payload_text))
+        ids |= set(_SLUG.findall(c.output_text))
+        ids |= set(re.findall(r'"slug"\s*:\s*"([^"]+)"', c.payload_text))
     cited = sorted(i for i in ids if i in (ctx.answer or ""))
     if cited:
-        return Outcome(rule, LAYER, PASS, detail=f"cites {', '.join(cited)}",
+        return RuleOutcome(rule, LAYER, PASS, detail=f"cites {', '.join(cited)}",
                        evidence=[Evidence(excerpt(ctx.answer), None, "answer")])
     detail = ("the answer cites no slug or condition id from the payload" if ids
               else "the prediction payload names no slug or condition id")
     ev = [Evidence(excerpt(ctx.answer) or "(empty answer)", None, "answer")]
     if calls:
-        ev.append(Evidence(excerpt(calls[0]["output_text"]), calls[0]["span_id"]))
-    return Outcome(rule, LAYER, FAIL, code=rule, detail=detail, evidence=ev)
+        ev.append(Evidence(excerpt(calls[0].output_text), calls[0].span_id))
+    return RuleOutcome(rule, LAYER, FAIL, code=rule, detail=detail, evidence=ev)
 
 
 def _breakevens(text: str) -> list[str]:
@@ -179,16 +176,16 @@ def _breakevens(text: str) -> list[str]:
     return values
 
 
-def options(ctx: Context) -> Outcome:
+def options(ctx: Context) -> RuleOutcome:
     rule = "specialist.options.math"
     shape = ctx.case.expect_options_shape
     if not shape:
-        return Outcome(rule, LAYER, SKIPPED, detail="no option shape expected")
-    calls = [c for c in ctx.digest["specialist_calls"] if c["name"] == ctx.vocab.options_specialist]
+        return RuleOutcome(rule, LAYER, SKIPPED, detail="no option shape expected")
+    calls = ctx.digest.calls_of(ctx.vocab.options_specialist)
     if not calls:
-        return Outcome(rule, LAYER, SKIPPED, detail="no options call (see routing.specialist_missing)")
+        return RuleOutcome(rule, LAYER, SKIPPED, detail="no options call (see routing.specialist_missing)")
     call = calls[-1]
-    text = call["output_text"]
+    text = call.output_text
     loss_lines = _MAX_LOSS.findall(text)
     unlimited_loss = any(_UNLIMITED.search(line) for line in loss_lines)
     capped_loss = any(not _UNLIMITED.search(line) and extract(line) for line in loss_lines)
@@ -202,13 +199,13 @@ def options(ctx: Context) -> Outcome:
             problems.append(f"{shape.replace('_', ' ')} must show two breakevens (found {len(bes)}: {', '.join(bes) or 'none'})")
         if unlimited_loss or not capped_loss:
             problems.append(f"{shape.replace('_', ' ')} must show a capped max loss")
-    ev = [Evidence(excerpt(text), call["span_id"])]
+    ev = [Evidence(excerpt(text), call.span_id)]
     if problems:
-        return Outcome(rule, LAYER, FAIL, code=rule, detail="; ".join(problems), evidence=ev)
-    return Outcome(rule, LAYER, PASS, detail=f"{shape}: payoff shape consistent", evidence=ev)
+        return RuleOutcome(rule, LAYER, FAIL, code=rule, detail="; ".join(problems), evidence=ev)
+    return RuleOutcome(rule, LAYER, PASS, detail=f"{shape}: payoff shape consistent", evidence=ev)
 
 
-def check(ctx: Context) -> list[Outcome]:
+def check(ctx: Context) -> list[RuleOutcome]:
     if ctx.case.expect_rejection:
         return [guardrail_leaky(ctx)] + _skip_all(
             "rejection case: the rest of layer 2 does not apply",
@@ -216,7 +213,7 @@ def check(ctx: Context) -> list[Outcome]:
             "specialist.strategy.zero_trades", "specialist.strategy.async_stub_broken",
             "specialist.strategy.async_followup_missing", "specialist.prediction.no_slug",
             "specialist.options.math")
-    out = [Outcome("guardrail.leaky", LAYER, SKIPPED, detail="not a rejection case")]
+    out = [RuleOutcome("guardrail.leaky", LAYER, SKIPPED, detail="not a rejection case")]
     out += tool_output(ctx)
     out += strategy(ctx)
     out.append(prediction(ctx))

@@ -1,0 +1,83 @@
+"""Markdown tables: cell escaping for writing, and reading rows back with markdown-it-py.
+
+Used for every table a person reads (report.md, E2E-PLAN.md, TOP-REGRESSIONS.md,
+LOSS-HISTORY.md). A value written with :func:`cell` cannot break out of its cell (pipes,
+newlines, HTML and code spans are escaped); :func:`table_rows` finds rows by parsing, so a
+row is never found by a substring that also occurs in a query or a reason.
+"""
+from __future__ import annotations
+
+from markdown_it import MarkdownIt
+
+
+def cell(value: object) -> str:
+    """Text safe inside a table cell: no pipe, newline, HTML or code span can escape it."""
+    text = "" if value is None else str(value)
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", " ")
+    text = text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+    text = text.replace("<", "&lt;").replace(">", "&gt;")
+    return text.strip()
+
+
+def inline(value: object) -> str:
+    """Text safe on one line of a list item (same escaping as a cell)."""
+    return cell(value)
+
+
+def row(values: list[object]) -> str:
+    return "| " + " | ".join(cell(v) for v in values) + " |\n"
+
+
+def unescape(text: str) -> str:
+    out, i = [], 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text) and text[i + 1] in "\\|`":
+            out.append(text[i + 1])
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out).replace("&lt;", "<").replace("&gt;", ">")
+
+
+def tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
+    """(header cells, body rows) of every Markdown table in ``text``, cells unescaped."""
+    tokens = MarkdownIt("commonmark").enable("table").parse(text)
+    out: list[tuple[list[str], list[list[str]]]] = []
+    header: list[str] = []
+    body: list[list[str]] = []
+    current: list[str] = []
+    section = None
+    for tok in tokens:
+        if tok.type == "table_open":
+            header, body = [], []
+        elif tok.type == "thead_open":
+            section = "head"
+        elif tok.type == "tbody_open":
+            section = "body"
+        elif tok.type == "tr_open":
+            current = []
+        elif tok.type == "inline" and section in ("head", "body"):
+            current.append(unescape(tok.content))
+        elif tok.type == "tr_close":
+            if section == "head":
+                header = current
+            elif section == "body":
+                body.append(current)
+        elif tok.type == "table_close":
+            out.append((header, body))
+            section = None
+    return out
+
+
+def table_rows(text: str, columns: list[str], *, fold_case: bool = False) -> list[dict[str, str]]:
+    """Body rows of every Markdown table in ``text`` whose header is exactly ``columns``."""
+    rows: list[dict[str, str]] = []
+    for header, body in tables(text):
+        if fold_case:
+            header = [h.strip().lower() for h in header]
+        if header != columns:
+            continue
+        rows.extend(dict(zip(columns, r)) for r in body if len(r) == len(columns))
+    return rows

@@ -1,0 +1,172 @@
+"""What report.html is built from: results.json, report.md's detail blocks, the loss layer's files.
+
+Every reader tolerates a missing or broken optional file (the page says so) and refuses a
+results.json it cannot read, with a message naming the file.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from markdown_it import MarkdownIt
+
+from ..base.errors import ConfigError, ObaiError
+from ..base.mdtable import tables, unescape
+from ..config.cases import CaseSet, default_cases_path, load_cases
+from .results import read_results_json
+
+VERDICT_ORDER = ("pass", "fail", "needs_review", "inconclusive", "not_judged")
+
+# Block structure only (paragraphs, lists): the values are read raw and unescaped like the
+# table cells, and the head ``**ID — verdict**`` has a fixed shape, so inline parsing is skipped.
+_BLOCK_PARSER = MarkdownIt("zero").enable(["list"]).disable("inline")
+_BLOCK_HEAD = re.compile(r"\*\*(\S(?:.*\S)?) — (" + "|".join(VERDICT_ORDER) + r")\*\*")
+
+
+
+@dataclass(frozen=True)
+class DetailBlock:
+    """The four-line block report.md holds under a fail / needs_review row."""
+
+    unit_id: str
+    verdict: str
+    query: str = ""
+    expected: str = ""
+    observed: str = ""
+    judgment: str = ""
+
+
+def read_results(path: Path) -> dict:
+    """results.json as the renderers need it: JSON, a supported schema version, a list of units.
+
+    The full schema check ran when the file was written (results.finalize, write-once);
+    repeating it here would cost seconds for thousands of units, and the renderers read
+    every field defensively.
+    """
+    data = read_results_json(path)
+    if not isinstance(data.get("units"), list) or not all(isinstance(u, dict) for u in data["units"]):
+        raise ConfigError(f"{path}: field /units: expected a list of unit objects")
+    for key in ("run", "summary"):
+        if not isinstance(data.get(key), dict):
+            raise ConfigError(f"{path}: field /{key}: expected an object")
+    return data
+
+
+def read_detail_blocks(path: Path) -> dict[str, DetailBlock]:
+    """Every ``**<ID> — <verdict>**`` block of report.md with its list items, by unit id.
+
+    Parsed with markdown-it-py, like the table rows: a block is a paragraph ``**ID —
+    verdict**`` followed by a bullet list of ``key: value`` items. Only
+    the paragraphs that open with ``**`` go to the parser (the writer's escaping keeps
+    every value on one line, so a block is always its own blank-line separated chunk);
+    the table rows, most of a big report, are not parsed again.
+    """
+    path = Path(path)
+    if not path.exists():
+        return {}
+    text = path.read_text(encoding="utf-8", errors="replace")
+    chunks = [c for c in text.replace("\r\n", "\n").split("\n\n") if c.lstrip("\n").startswith("**")]
+    if not chunks:
+        return {}
+    tokens = _BLOCK_PARSER.parse("\n\n".join(c.strip("\n") for c in chunks) + "\n")
+    blocks: dict[str, DetailBlock] = {}
+    i = 0
+    while i < len(tokens):
+        head = _block_head(tokens, i)
+        if head is None:
+            i += 1
+            continue
+        unit_id, verdict = head
+        fields: dict[str, str] = {}
+        j = i + 3
+        if j < len(tokens) and tokens[j].type == "bullet_list_open":
+            depth = 0
+            while j < len(tokens):
+                tok = tokens[j]
+                if tok.type == "bullet_list_open":
+                    depth += 1
+                elif tok.type == "bullet_list_close":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                elif tok.type == "inline" and depth == 1:
+                    key, sep, value = tok.content.partition(":")
+                    if sep and key.strip() in ("query", "expected", "observed", "judgment"):
+                        fields[key.strip()] = unescape(value.strip())
+                j += 1
+        blocks[unit_id] = DetailBlock(unit_id, verdict, **fields)
+        i = j + 1
+    return blocks
+
+
+def _block_head(tokens, i: int) -> tuple[str, str] | None:
+    if i + 2 >= len(tokens) or tokens[i].type != "paragraph_open" or tokens[i + 1].type != "inline":
+        return None
+    m = _BLOCK_HEAD.fullmatch(tokens[i + 1].content.strip())
+    return (unescape(m.group(1)), m.group(2)) if m else None
+
+
+def read_top_regressions(path: Path) -> list[dict[str, str]] | None:
+    """The rows of TOP-REGRESSIONS.md (None when the file does not exist)."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    found = tables(path.read_text(encoding="utf-8", errors="replace"))
+    if not found:
+        return []
+    # The loss layer writes one table; its header names the columns.
+    header, body = found[0]
+    columns = [h.strip().lower() for h in header]
+    return [dict(zip(columns, r)) for r in body if len(r) == len(columns)]
+
+
+def read_suite(path: Path) -> dict | None:
+    """suite.json of the loss layer, or None; a broken file is reported, not fatal."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return {"_error": f"{path.name} is not valid JSON: {exc}"}
+    if not isinstance(data, dict):
+        return {"_error": f"{path.name} is not a JSON object"}
+    return data
+
+
+def cases_for_run(results: dict, run_dir: Path) -> CaseSet | None:
+    """The cases file the run used (run.json ``cases_file``, else the bundle's), or None."""
+    candidates: list[Path] = []
+    named = (results.get("run") or {}).get("cases_file")
+    if not named:
+        try:
+            named = json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8")).get("cases_file")
+        except (OSError, ValueError):
+            named = None
+    if named:
+        candidates.append(Path(named))
+    candidates.append(default_cases_path())
+    for path in candidates:
+        if path.exists():
+            try:
+                return load_cases(path)
+            except ObaiError:
+                continue
+    return None
+
+
+def read_comparison(path: Path) -> dict | None:
+    """How many cells the baseline comparison could compare, and against which run."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    not_compared = data.get("cells_not_compared")
+    return {"k": data.get("k"), "baseline": data.get("baseline_run_id"),
+            "not_compared": len(not_compared) if isinstance(not_compared, list) else not_compared}
+
+

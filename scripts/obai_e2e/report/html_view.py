@@ -1,0 +1,305 @@
+"""The view model of report.html: what the template and the client script show for a run.
+
+Pure functions of the inputs (html_inputs.py); strings stay raw here and are escaped by
+the template's autoescaping and the client's textContent.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from markupsafe import Markup
+
+from .html_inputs import (
+    VERDICT_ORDER,
+    DetailBlock,
+    cases_for_run,
+    read_comparison,
+    read_detail_blocks,
+    read_results,
+    read_suite,
+    read_top_regressions,
+)
+
+VERDICT_LABELS = {"pass": "pass", "fail": "fail", "needs_review": "needs review", "inconclusive": "inconclusive",
+                  "not_judged": "not judged"}
+PAGE_SIZE = 100  # cards per page of the client script
+SHOWN_OUTCOMES = ("fail", "needs_review")
+TRACE_CHARS = 50_000  # per curated trace in the page; results.json keeps the whole text
+_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+
+def latency_text(latency: dict | None) -> str:
+    """``1234`` (ms) for a turn, ``initial+wait+followup`` (ms+s+ms) for an async case."""
+    lat = latency or {}
+    turn, wait, follow = lat.get("turn_ms"), lat.get("wait_s"), lat.get("followup_ms")
+    if wait is not None or follow is not None:
+        return f"{_num(turn)}+{_num(wait)}+{_num(follow)}"
+    return "" if turn is None else str(turn)
+
+
+def _num(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def is_async(entry: dict) -> bool:
+    lat = entry.get("latency") or {}
+    return (lat.get("wait_s") is not None or lat.get("followup_ms") is not None
+            or entry.get("followup_curated_trace") is not None)
+
+
+def trace_text(entry: dict) -> str:
+    ids = [t for t in entry.get("trace_ids") or [] if t]
+    if is_async(entry):
+        first = ids[0] if ids else "—"
+        follow = ids[1] if len(ids) > 1 else "—"
+        return f"{first} → {follow}"
+    return ids[0] if ids else "—"
+
+
+def panel_summary(panel: Any) -> list[list[str]]:
+    """A judge panel as ``[label, text]`` pairs: per question the majority, votes and each judge's choice."""
+    if not isinstance(panel, dict):
+        return []
+    questions = panel.get("questions")
+    if isinstance(questions, dict):
+        judges = panel.get("judges") or []
+        pairs = [["panel", f"round {panel.get('round', '—')}, {len(judges)} of {panel.get('panel_size', '—')} "
+                           f"judges answered"]]
+        for name in sorted(questions):
+            q = questions[name] if isinstance(questions[name], dict) else {}
+            if q.get("applies") is False:
+                pairs.append([str(name), "not applicable"])
+                continue
+            majority = q.get("majority")
+            text = f"majority: {majority}" if q.get("decided") else f"no majority ({majority or 'abstain'})"
+            if q.get("trips"):
+                text += " — trips"
+            votes = q.get("votes") or {}
+            if isinstance(votes, dict) and votes:
+                text += "; votes " + ", ".join(f"{k}: {v}" for k, v in sorted(votes.items(), key=lambda kv: str(kv[0])))
+            choices = q.get("choices") or {}
+            if isinstance(choices, dict) and choices:
+                text += "; " + ", ".join(f"{j} → {c}" for j, c in sorted(choices.items()))
+            for r in q.get("rationale") or []:
+                if isinstance(r, dict) and r.get("text"):
+                    text += f"\n{r.get('judge', '?')}: {_short(str(r['text']), 300)}"
+            pairs.append([str(name), text])
+        return pairs
+    pairs = []
+    for key in sorted(panel):
+        value = panel[key]
+        if isinstance(value, (dict, list)):
+            text = _short(json.dumps(value, sort_keys=True, ensure_ascii=False), 400)
+        else:
+            text = "—" if value is None else str(value)
+        pairs.append([str(key), text])
+    return pairs
+
+
+def _short(text: str, n: int) -> str:
+    return text if len(text) <= n else text[:n] + " …"
+
+
+def _cut(text: str) -> str:
+    if len(text) <= TRACE_CHARS:
+        return text
+    return text[:TRACE_CHARS] + f"\n[… {len(text) - TRACE_CHARS} more characters cut; results.json has the whole text]"
+
+
+def unit_view(entry: dict, block: DetailBlock | None, case) -> dict:
+    """What the client script needs for one card (the curated traces are shown on demand)."""
+    verdict = entry.get("verdict", "not_judged")
+    view: dict[str, Any] = {
+        "id": entry.get("unit_id", ""),
+        "case": entry.get("case_id", ""),
+        "feature": entry.get("feature", ""),
+        "verdict": verdict,
+        "reasons": list(entry.get("reasons") or []),
+        "query": entry.get("query", ""),
+        "traces": trace_text(entry),
+        "async": is_async(entry),
+        "latency": latency_text(entry.get("latency")),
+        "labels": [[k, str(v)] for k, v in sorted((entry.get("labels") or {}).items())],
+        "judged_by": entry.get("judged_by", ""),
+        "exit_code": entry.get("exit_code"),
+        "timed_out": bool(entry.get("timed_out")),
+        "answer": _cut(entry.get("answer") or ""),
+        "trace": _cut(entry.get("curated_trace") or ""),
+        "followup_trace": _cut(entry.get("followup_curated_trace") or ""),
+    }
+    if verdict != "pass":
+        src = block if block is not None else None
+        view["expected"] = (src.expected if src and src.expected else entry.get("expected", "")) or ""
+        view["observed"] = (src.observed if src and src.observed else entry.get("observed", "")) or ""
+        view["judgment"] = (src.judgment if src and src.judgment else entry.get("judgment", "")) or ""
+    outcomes = []
+    for o in entry.get("rule_outcomes") or []:
+        if o.get("status") in SHOWN_OUTCOMES:
+            outcomes.append({
+                "rule": o.get("rule", ""), "status": o.get("status", ""), "code": o.get("code") or "",
+                "detail": o.get("detail", ""),
+                "evidence": [{"span": e.get("span_id") or "", "source": e.get("source") or "",
+                              "excerpt": e.get("excerpt", "")} for e in o.get("evidence") or []],
+            })
+    if outcomes:
+        view["outcomes"] = outcomes
+    panel = panel_summary(entry.get("judge_panel"))
+    if panel:
+        view["panel"] = panel
+    if entry.get("override"):
+        view["override"] = json.dumps(entry["override"], sort_keys=True, ensure_ascii=False)
+    if case is not None:
+        if case.description and case.provenance != "korpus":
+            view["description"] = case.description
+        if case.smoke:
+            view["smoke"] = True
+        if case.known_needs_review:
+            view["known_needs_review"] = list(case.known_needs_review)
+    return view
+
+
+def embed_json(data: Any) -> Markup:
+    """JSON for a ``<script type="application/json">`` block that no string can break out of."""
+    text = json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    for raw, escaped in _JSON_ESCAPES.items():
+        text = text.replace(raw, escaped)
+    return Markup(text)
+
+
+def _duration(seconds: Any) -> str:
+    if not isinstance(seconds, (int, float)):
+        return "—"
+    s = float(seconds)
+    if s < 60:
+        return f"{s:.1f} s"
+    minutes, sec = divmod(int(round(s)), 60)
+    if minutes < 60:
+        return f"{minutes} min {sec:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def _fmt(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+def _pct(value: Any) -> str:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "—"
+    return f"{100 * value:.1f} %"
+
+
+def _category_text(by_cat: Any) -> list[str]:
+    """``category: loss`` lines; a cell object (suite.v1) shows its loss and any status but scored."""
+    if not isinstance(by_cat, dict):
+        return [_fmt(by_cat)]
+    parts = []
+    for name in sorted(by_cat):
+        cell = by_cat[name]
+        if isinstance(cell, dict):
+            text = _fmt(cell.get("loss"))
+            if cell.get("status") not in (None, "scored"):
+                text += f" ({cell.get('status')})"
+        else:
+            text = _fmt(cell)
+        parts.append(f"{name}: {text}")
+    return parts
+
+
+def loss_view(suite: dict | None, regressions: list[dict] | None, comparison: dict | None = None) -> dict | None:
+    if suite is None and regressions is None:
+        return None
+    view: dict[str, Any] = {"error": None, "suite": None, "partitions": [], "regressions": regressions,
+                            "comparison": comparison}
+    if suite is not None and suite.get("_error"):
+        view["error"] = suite["_error"]
+    elif suite is not None:
+        score = suite.get("suite_score")
+        status = suite.get("suite_status")
+        view["suite"] = {
+            "score": _fmt(score) if score is not None else f"not reported{f' ({status})' if status else ''}",
+            "score_missing": score is None,
+            "status": _fmt(status) if status else "",
+            "completion": _pct(suite.get("completion_rate")),
+            "coverage": _pct(suite.get("coverage")) if "coverage" in suite else "",
+            "catalog_version": _fmt(suite.get("catalog_version")),
+            "mode": _fmt(suite.get("mode")),
+            "provenance": _fmt(suite.get("provenance")),
+            "mde": _fmt(suite.get("mde")),
+            "warnings": [str(w) for w in suite.get("warnings") or [] if w],
+        }
+        for p in suite.get("partitions") or []:
+            if not isinstance(p, dict):
+                continue
+            labels = p.get("labels") or {}
+            name = p.get("partition") or (", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
+                                          if isinstance(labels, dict) else str(labels))
+            view["partitions"].append({
+                "labels": name,
+                "weight": _fmt(p.get("weight")), "n": _fmt(p.get("n")), "n_min": _fmt(p.get("n_min")),
+                "loss": _fmt(p.get("loss")), "stddev_between": _fmt(p.get("stddev_between")),
+                "se": _fmt(p.get("se")), "stddev_within": _fmt(p.get("stddev_within")),
+                "coverage": _fmt(p.get("coverage")), "status": _fmt(p.get("status")),
+                "thin": p.get("status") == "unterbelegt",
+                "by_category": _category_text(p.get("by_category")),
+            })
+    return view
+
+
+def build_context(run_dir: Path) -> dict:
+    run_dir = Path(run_dir)
+    results = read_results(run_dir / "results.json")
+    blocks = read_detail_blocks(run_dir / "report.md")
+    case_set = cases_for_run(results, run_dir)
+    cases = {c.id: c for c in case_set.cases} if case_set is not None else {}
+    entries = results.get("units") or []
+    units = [unit_view(e, blocks.get(e.get("unit_id", "")), cases.get(e.get("case_id", ""))) for e in entries]
+
+    summary = results.get("summary") or {}
+    total = summary.get("total", len(entries))
+    counts = [{"verdict": v, "label": VERDICT_LABELS[v], "n": int(summary.get(v, 0) or 0)} for v in VERDICT_ORDER
+              if v != "not_judged" or summary.get(v)]
+    for c in counts:
+        c["width"] = f"{(100 * c['n'] / total) if total else 0:.4f}%"
+    features: dict[str, int] = {}
+    for u in units:
+        features[u["feature"]] = features.get(u["feature"], 0) + 1
+
+    run = results.get("run") or {}
+    target = run.get("target") or {}
+    suite = read_suite(run_dir / "suite.json")
+    regressions = read_top_regressions(run_dir / "TOP-REGRESSIONS.md")
+    catalog = run.get("catalog_version") or (suite or {}).get("catalog_version")
+    commit = run.get("git_commit") or ""
+    return {
+        "title": f"OBaI E2E Regression — {run.get('run_id', run_dir.name)}",
+        "run": {
+            "run_id": run.get("run_id", ""), "created_at": run.get("created_at", ""),
+            "finished_at": run.get("finished_at", ""), "duration": _duration(run.get("duration_s")),
+            "target_name": target.get("name", ""), "target_version": target.get("version") or "",
+            "catalog_version": catalog or "", "git_commit": commit, "git_short": commit[:12],
+            "mode": run.get("mode", ""), "provenance": run.get("provenance", ""),
+        },
+        "total": total,
+        "counts": counts,
+        "features": sorted(features.items()),
+        "disabled": [{"id": d.get("id", ""), "reason": d.get("reason", "")} for d in results.get("disabled") or []],
+        "loss": loss_view(suite, regressions, read_comparison(run_dir / "comparison.json")),
+        "data": {"page_size": PAGE_SIZE, "units": units,
+                 "verdict_labels": VERDICT_LABELS},
+    }
+
+

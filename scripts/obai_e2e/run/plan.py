@@ -1,0 +1,160 @@
+"""The run plan: a new run directory for the selected cases, and which of its units are still to do.
+
+Enters: the target configuration, a case set and the user's filters (new run), or a run
+directory (resume). Leaves: :class:`RunPlan`, whose units are resolved once here and
+handed to every later step.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..base.clock import iso, utc_now
+from ..base.errors import UsageError
+from ..base.paths import bundle_root
+from ..config.cases import CaseSet, load_cases_for
+from ..config.selection import Filters
+from ..config.target import TargetConfig
+from ..config.units import Unit, units_of
+from ..protocol.holdout import is_holdout_file, open_holdout
+from ..report.report_md import ensure_header, judged_ids
+from ..rundir.meta import (
+    RunMeta,
+    latest_comparable_run,
+    load_run,
+    new_run_dir,
+    run_id_of,
+)
+
+
+def git_commit(root: Path) -> str | None:
+    try:
+        done = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                              text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def target_version(config: TargetConfig) -> str | None:
+    cmd = config.target.version_command
+    if not cmd:
+        return None
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=30, cwd=str(config.target.workdir),
+                              env={**os.environ, **config.target.env}, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return (done.stdout or done.stderr).strip()[:200] or None
+
+
+def provenance_of(cases) -> str:
+    kinds = {c.provenance for c in cases}
+    return kinds.pop() if len(kinds) == 1 else ("mixed" if kinds else "synthetic")
+
+
+def create_run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, root: Path | None = None,
+               extra: dict | None = None, repeats: dict[str, int] | None = None,
+               holdout: bool = False) -> tuple[Path, RunMeta]:
+    """Make a run directory with run.json and the report header.
+
+    ``repeats`` (from a sampling plan) overrides how often each selected case runs.
+    """
+    selection = filters.apply(case_set)
+    if repeats:
+        unknown = sorted(set(repeats) - {c.id for c in selection.cases})
+        if unknown:
+            raise UsageError(f"the sampling plan names cases the filters do not select: {', '.join(unknown)}")
+    if not selection.cases:
+        raise UsageError("the filters select no case (disabled cases run only when named with --id)")
+    # A holdout run is compared with nothing: its cases were never run before.
+    baseline = None if holdout else latest_comparable_run(filters, case_set.path)
+    run_dir = new_run_dir(root)
+    created = utc_now()
+    planned = {c.id: (repeats or {}).get(c.id, c.repeats) for c in selection.cases}
+    meta = RunMeta(
+        run_id=run_id_of(run_dir),
+        created_at=iso(created),
+        target={"name": config.target.name, "command": config.target.command, "version": target_version(config)},
+        target_config=str(config.path),
+        cases_file=str(case_set.path),
+        cases_sha256=case_set.sha256,
+        git_commit=git_commit(bundle_root()),
+        filters=filters.to_json(),
+        mode=config.mode,
+        provenance=provenance_of(selection.cases),
+        trace_backend={"kind": config.backend.kind, "project": config.backend.project},
+        repeats=planned,
+        units=[u.id for c in selection.cases for u in units_of(c, planned)],
+        baseline_run=str(baseline) if baseline else None,
+        disabled_skipped=[c.id for c in selection.skipped_disabled],
+        holdout=holdout,
+        extra=dict(extra or {}),
+    )
+    meta.write(run_dir)
+    ensure_header(run_dir / "report.md", created.strftime("%Y-%m-%d %H:%M:%S UTC"), selection.disabled_line())
+    return run_dir, meta
+
+
+@dataclass
+class RunPlan:
+    """A run's units, resolved once, and where each stands: to drive, to judge, or done."""
+
+    run_dir: Path
+    meta: RunMeta
+    units: list[Unit]
+    pending: list[Unit] = field(default_factory=list)
+    to_judge: list[Unit] = field(default_factory=list)
+    done: list[Unit] = field(default_factory=list)
+    disabled_line: str | None = None
+
+    def unit(self, unit_id: str) -> Unit:
+        for u in self.units:
+            if u.id == unit_id:
+                return u
+        raise UsageError(f"{unit_id!r} is not a unit of {self.run_dir} (its units: "
+                         f"{', '.join(u.id for u in self.units[:20])}{' …' if len(self.units) > 20 else ''})")
+
+    def to_json(self) -> dict:
+        return {"pending": [u.id for u in self.pending], "to_judge": [u.id for u in self.to_judge],
+                "done": [u.id for u in self.done], "disabled_line": self.disabled_line}
+
+
+def plan(run_dir: Path, case_set: CaseSet, filters: Filters | None = None) -> RunPlan:
+    """The run's units: ``to_judge`` have a packet already, ``pending`` need driving, ``done`` have a row."""
+    run_dir = Path(run_dir)
+    meta = load_run(run_dir)
+    filters = filters or meta.selection_filters
+    selection = filters.apply(case_set)
+    judged = set(judged_ids(run_dir / "report.md"))
+    p = RunPlan(run_dir, meta, [], disabled_line=selection.disabled_line())
+    for case in selection.cases:
+        for unit in units_of(case, meta.repeats):
+            p.units.append(unit)
+            if unit.id in judged:
+                p.done.append(unit)
+            elif (run_dir / f"{unit.id}.json").exists():
+                p.to_judge.append(unit)
+            else:
+                p.pending.append(unit)
+    return p
+
+
+def open_holdout_run(config: TargetConfig, dev_run: Path, holdout_cases: Path | None = None) -> dict:
+    """Open the holdout once (protocol.holdout.open_holdout checks the gate and the freeze) and create its run."""
+
+    path = Path(holdout_cases or config.holdout_cases or "")
+    if not path.is_file():
+        raise UsageError(f"no holdout cases file at {path}; set run.holdout_cases in the target configuration")
+    if not is_holdout_file(path):
+        raise UsageError(f"{path} is not marked 'holdout: true'; a holdout set must say so")
+
+    def make_run() -> Path:
+        # Reached only after every check passed: this parse is the one open.
+        cases = load_cases_for(config, path, allow_holdout=True)
+        run_dir, _ = create_run(config, cases, Filters(), holdout=True)
+        return run_dir
+
+    return open_holdout(config, dev_run, path, create_run=make_run)

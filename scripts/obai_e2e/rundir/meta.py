@@ -1,0 +1,133 @@
+"""Run directories ``runs/<UTC date>/<UTC HHMMSS>/`` and their metadata, ``run.json``.
+
+What enters: a new run's metadata (from the run stage) or an existing run directory.
+What leaves: :class:`RunMeta`, the one reader and writer of run.json, and the lookups
+over finished runs (latest, comparable baseline).
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..base.clock import utc_now
+from ..base.errors import UsageError
+from ..base.fsutil import write_once_json
+from ..base.paths import runs_root
+from ..base.record import Record
+from ..config.selection import Filters
+
+RUN_SCHEMA_VERSION = 1
+RUN_FILE = "run.json"
+
+
+@dataclass
+class RunMeta(Record):
+    """run.json: what was run, with which configuration, and which units it plans."""
+
+    run_id: str
+    created_at: str
+    schema_version: int = RUN_SCHEMA_VERSION
+    target: dict[str, Any] = field(default_factory=dict)
+    target_config: str = ""
+    cases_file: str = ""
+    cases_sha256: str = ""
+    git_commit: str | None = None
+    filters: dict[str, Any] = field(default_factory=dict)
+    mode: str = "A"
+    provenance: str = "synthetic"
+    trace_backend: dict[str, Any] = field(default_factory=dict)
+    repeats: dict[str, int] = field(default_factory=dict)
+    units: list[str] = field(default_factory=list)
+    baseline_run: str | None = None
+    disabled_skipped: list[str] = field(default_factory=list)
+    holdout: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out = super().to_json()
+        if not self.holdout:
+            out.pop("holdout")  # written only for the one holdout run
+        return out
+
+    @property
+    def selection_filters(self) -> Filters:
+        return Filters.from_json(self.filters)
+
+    def repeats_of(self, case_id: str, default: int) -> int:
+        planned = self.repeats.get(case_id)
+        return int(planned) if planned else default
+
+    def write(self, run_dir: Path) -> None:
+        write_once_json(Path(run_dir) / RUN_FILE, self.to_json())
+
+
+def load_run(run_dir: Path) -> RunMeta:
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise UsageError(f"run directory {run_dir} does not exist (create one with: obai-e2e new-run)")
+    path = run_dir / RUN_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"{run_dir} is not a run directory: run.json is missing") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: not valid JSON ({exc})") from None
+    return RunMeta.from_json(data, source=str(path))
+
+
+def run_id_of(run_dir: Path) -> str:
+    return f"{Path(run_dir).parent.name}/{Path(run_dir).name}"
+
+
+def new_run_dir(root: Path | None = None) -> Path:
+    """Create ``runs/<date>/<HHMMSS>/`` once; a second run in the same second waits for the next."""
+    root = root or runs_root()
+    while True:
+        now = utc_now()
+        path = root / now.strftime("%Y-%m-%d") / now.strftime("%H%M%S")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            time.sleep(1.05 - now.microsecond / 1e6)
+
+
+def latest_run(root: Path | None = None) -> Path | None:
+    """The finished run that runs/latest points at, if any."""
+    link = (root or runs_root()) / "latest"
+    try:
+        target = link.resolve(strict=True)
+    except (FileNotFoundError, RuntimeError):
+        return None
+    return target if (target / "results.json").exists() else None
+
+
+def finished_runs(root: Path | None = None) -> list[Path]:
+    """Finished run directories, newest first."""
+    root = root or runs_root()
+    runs = [p for p in root.glob("????-??-??/??????*") if (p / "results.json").exists()]
+    return sorted(runs, key=lambda p: (p.parent.name, p.name), reverse=True)
+
+
+def latest_comparable_run(filters: Filters, cases_file: Path, root: Path | None = None) -> Path | None:
+    """The newest finished development run of the same case file with the same filters."""
+    for run in finished_runs(root):
+        try:
+            meta = load_run(run)
+        except Exception:  # noqa: BLE001 - an unreadable old run is no baseline
+            continue
+        if meta.holdout or Path(meta.cases_file or "").resolve() != Path(cases_file).resolve():
+            continue
+        if meta.selection_filters == filters:
+            return run
+    return None
+
+
+def baseline_of(run_dir: Path) -> Path | None:
+    """The baseline recorded when ``run_dir`` was created, if it still exists."""
+    recorded = load_run(run_dir).baseline_run
+    return Path(recorded) if recorded and (Path(recorded) / "results.json").exists() else None
