@@ -27,6 +27,7 @@ COMMANDS = {
     "record-verdict": "record_verdict",
     "finalize": "finalize_run",
     "run": "run",
+    "merge-runs": "merge_runs",
     "plan-loss": "plan_loss",
     "score-loss": "score_loss",
     "prune-korpus": "prune_korpus",

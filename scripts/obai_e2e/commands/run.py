@@ -3,9 +3,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..base.errors import UsageError
 from ..base.output import emit, say
 from ..run import headless
 from ..run.finish import after_run
+from ..run.shard import ShardSpec
 from ._common import (
     add_config_args,
     add_filter_args,
@@ -31,6 +33,10 @@ def register(sub) -> None:
                    help="a judge program (bundle on stdin, JSON answer on stdout) run once per judge for a blind "
                         "panel on the model-judged questions before verdicts are recorded")
     p.add_argument("--panel-judges", type=int, default=3, help="judges in the panel (default 3, at least 3)")
+    p.add_argument("--shard", metavar="K/N", type=ShardSpec.parse,
+                   help="drive only part K of N of the planned units (CI runners; merge the parts with merge-runs)")
+    p.add_argument("--shard-timings", type=Path, metavar="RESULTS_OR_RUN_DIR",
+                   help="balance the shards by this earlier run's latencies (every shard must be given the same)")
     p.add_argument("--no-html", action="store_true", help="skip report.html")
     p.add_argument("--open", action="store_true", help="open report.html in the browser at the end")
     add_config_args(p)
@@ -39,11 +45,14 @@ def register(sub) -> None:
 
 def run(args) -> int:
     config, cases = load(args)
-    hook = after_run(config, cases, html=not args.no_html, open_browser=args.open, baseline=args.baseline)
+    if args.shard_timings and not args.shard:
+        raise UsageError("--shard-timings needs --shard K/N")
+    hook = after_run(config, cases, html=not args.no_html, open_browser=args.open, baseline=args.baseline,
+                     loss=args.shard is None)
     filters, repeats, extra = sampled(args, cases, filters_from(args), config.plan)
     code, out = headless.run(config, cases, filters, jobs=args.jobs, resume=args.resume, repeats=repeats, extra=extra,
                              after_finish=hook, say=say, panel_command=args.panel_command,
-                             panel_judges=args.panel_judges)
+                             panel_judges=args.panel_judges, shard=args.shard, shard_timings=args.shard_timings)
     emit(out)
     if "summary_line" in out:
         say(out["summary_line"])

@@ -36,21 +36,22 @@ def catalog_version(config: TargetConfig) -> str | None:
 
 
 def after_run(config: TargetConfig, case_set: CaseSet, *, html: bool = True, open_browser: bool = False,
-              baseline: Path | None = None) -> Callable[[Path, dict], dict]:
+              baseline: Path | None = None, loss: bool = True) -> Callable[[Path, dict], dict]:
     """The steps that follow finalize(), as a callable for the headless runner.
 
     Order matters: the loss layer writes suite.json / TOP-REGRESSIONS.md before the HTML
-    is rendered, so that report.html carries the Loss section.
+    is rendered, so that report.html carries the Loss section. One shard of a run skips the
+    loss layer (``loss=False``): its part says nothing about partitions; the merged run does.
     """
     def hook(run_dir: Path, outcome: dict) -> dict:
         run_dir = Path(run_dir)
         out: dict = {}
         out["junit_xml"] = write_junit(run_dir, case_set=case_set)["junit_xml"]
 
-        if config.catalog is not None:
+        if loss and config.catalog is not None:
             base = baseline or baseline_of(run_dir)
-            loss = score_run(run_dir, config=config, baseline=base, plan_path=config.plan)
-            out["loss"] = {k: loss[k] for k in ("suite_score", "suite_status", "findings", "top_findings",
+            scored = score_run(run_dir, config=config, baseline=base, plan_path=config.plan)
+            out["loss"] = {k: scored[k] for k in ("suite_score", "suite_status", "findings", "top_findings",
                                                  "suite_json", "top_regressions", "baseline")}
 
         if html:

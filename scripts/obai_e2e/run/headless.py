@@ -11,7 +11,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Callable
 
-from ..base.errors import Exit
+from ..base.errors import Exit, UsageError
 from ..config.cases import CaseSet
 from ..config.selection import Filters
 from ..config.target import TargetConfig
@@ -29,12 +29,17 @@ from .finish import catalog_version
 from .judging import judge_unit
 from .plan import RunPlan, create_run, plan
 from .progress import Progress
+from .shard import ShardSpec
 
 
 def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int = 1, resume: Path | None = None,
         after_finish: Callable[[Path, dict], dict] | None = None, say: Callable[[str], None] = lambda m: None,
         panel_command: str | None = None, panel_judges: int = 3, repeats: dict | None = None,
-        extra: dict | None = None) -> tuple[int, dict]:
+        extra: dict | None = None, shard: ShardSpec | None = None,
+        shard_timings: Path | None = None) -> tuple[int, dict]:
+    if shard is not None and panel_command:
+        raise UsageError("a judge panel runs on the whole run: drop --panel-command from the shards and run the "
+                         "panel after merge-runs")
     install_signal_teardown()
     report = preflight.run(config.path, case_set)
     if not report.ready:
@@ -43,7 +48,8 @@ def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int 
         run_dir = Path(resume)
         load_run(run_dir)
     else:
-        run_dir, _ = create_run(config, case_set, filters, repeats=repeats, extra=extra)
+        run_dir, _ = create_run(config, case_set, filters, repeats=repeats, extra=extra, shard=shard,
+                                shard_timings=shard_timings)
     say(f"run directory: {run_dir}")
     backend = connect(config)
     with RunLock(run_dir):

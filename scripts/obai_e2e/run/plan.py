@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..base.clock import iso, utc_now
 from ..base.errors import UsageError
+from ..base.fsutil import sha256_file
 from ..base.paths import bundle_root
 from ..config.cases import CaseSet, load_cases_for
 from ..config.selection import Filters
@@ -27,6 +28,7 @@ from ..rundir.meta import (
     new_run_dir,
     run_id_of,
 )
+from .shard import ShardSpec, assign, plan_hash, weights_for
 
 
 def git_commit(root: Path) -> str | None:
@@ -57,10 +59,12 @@ def provenance_of(cases) -> str:
 
 def create_run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, root: Path | None = None,
                extra: dict | None = None, repeats: dict[str, int] | None = None,
-               holdout: bool = False) -> tuple[Path, RunMeta]:
+               holdout: bool = False, shard: ShardSpec | None = None,
+               shard_timings: Path | None = None) -> tuple[Path, RunMeta]:
     """Make a run directory with run.json and the report header.
 
-    ``repeats`` (from a sampling plan) overrides how often each selected case runs.
+    ``repeats`` (from a sampling plan) overrides how often each selected case runs; ``shard``
+    keeps only this runner's part of the units (see run/shard.py).
     """
     selection = filters.apply(case_set)
     if repeats:
@@ -74,11 +78,24 @@ def create_run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, roo
     run_dir = new_run_dir(root)
     created = utc_now()
     planned = {c.id: (repeats or {}).get(c.id, c.repeats) for c in selection.cases}
+    units = [u.id for c in selection.cases for u in units_of(c, planned)]
+    target_sha = sha256_file(config.path)
+    shard_info = None
+    if shard is not None:
+        weights, timings = weights_for(units, shard_timings)
+        split = assign(units, shard.total, weights)
+        shard_info = {"index": shard.index, "total": shard.total, "plan_units": units, "timings": timings,
+                      "plan_sha256": plan_hash(cases_sha256=case_set.sha256, filters=filters.to_json(),
+                                               repeats=planned, units=units, target_sha256=target_sha,
+                                               weights=weights)}
+        units = [u for u in units if split[u] == shard.index]
+        baseline = None  # a part is compared with nothing; the merged run is
     meta = RunMeta(
         run_id=run_id_of(run_dir),
         created_at=iso(created),
         target={"name": config.target.name, "command": config.target.command, "version": target_version(config)},
         target_config=str(config.path),
+        target_config_sha256=target_sha,
         cases_file=str(case_set.path),
         cases_sha256=case_set.sha256,
         git_commit=git_commit(bundle_root()),
@@ -87,10 +104,11 @@ def create_run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, roo
         provenance=provenance_of(selection.cases),
         trace_backend={"kind": config.backend.kind, "project": config.backend.project},
         repeats=planned,
-        units=[u.id for c in selection.cases for u in units_of(c, planned)],
+        units=units,
         baseline_run=str(baseline) if baseline else None,
         disabled_skipped=[c.id for c in selection.skipped_disabled],
         holdout=holdout,
+        shard=shard_info,
         extra=dict(extra or {}),
     )
     meta.write(run_dir)
@@ -129,9 +147,12 @@ def plan(run_dir: Path, case_set: CaseSet, filters: Filters | None = None) -> Ru
     filters = filters or meta.selection_filters
     selection = filters.apply(case_set)
     judged = set(judged_ids(run_dir / "report.md"))
+    listed = set(meta.units)
     p = RunPlan(run_dir, meta, [], disabled_line=selection.disabled_line())
     for case in selection.cases:
         for unit in units_of(case, meta.repeats):
+            if unit.id not in listed:  # another shard's unit
+                continue
             p.units.append(unit)
             if unit.id in judged:
                 p.done.append(unit)

@@ -32,6 +32,7 @@ class RunMeta(Record):
     schema_version: int = RUN_SCHEMA_VERSION
     target: dict[str, Any] = field(default_factory=dict)
     target_config: str = ""
+    target_config_sha256: str = ""
     cases_file: str = ""
     cases_sha256: str = ""
     git_commit: str | None = None
@@ -44,12 +45,15 @@ class RunMeta(Record):
     baseline_run: str | None = None
     disabled_skipped: list[str] = field(default_factory=list)
     holdout: bool = False
+    shard: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         out = super().to_json()
         if not self.holdout:
             out.pop("holdout")  # written only for the one holdout run
+        if self.shard is None:
+            out.pop("shard")  # written only for one part of a sharded run
         return out
 
     @property
@@ -120,8 +124,8 @@ def latest_comparable_run(filters: Filters, cases_file: Path, root: Path | None 
             meta = load_run(run)
         except Exception:  # noqa: BLE001 - an unreadable old run is no baseline
             continue
-        if meta.holdout or Path(meta.cases_file or "").resolve() != Path(cases_file).resolve():
-            continue
+        if meta.holdout or meta.shard or Path(meta.cases_file or "").resolve() != Path(cases_file).resolve():
+            continue  # a holdout run or a single shard is no baseline
         if meta.selection_filters == filters:
             return run
     return None

@@ -1,0 +1,43 @@
+"""obai-e2e merge-runs: the shards of a run, merged into one finished run."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..base.errors import Exit
+from ..base.output import emit, say
+from ..config.cases import load_cases_for
+from ..config.target import load_target_config
+from ..run.finish import finish
+from ..run.merge import load_parts, merge
+from ..run.plan import plan
+
+
+def register(sub) -> None:
+    p = sub.add_parser("merge-runs", help="merge the shards of a run (run --shard K/N) into one finished run",
+                       description="Checks that the parts share plan, cases, target configuration, filters and git "
+                                   "commit and cover the plan exactly once, then writes one run directory with "
+                                   "report.md, results.json, JUnit, the loss layer, report.html and the seal. "
+                                   "Exit codes: 0 merged; 1 a unit failed; 3 inconclusive units; 2 the parts do "
+                                   "not belong together (the message names the part or unit).")
+    p.add_argument("parts", nargs="+", type=Path, metavar="SHARD_RUN_DIR", help="run directory of each shard")
+    p.add_argument("--into", type=Path, metavar="RUN_DIR",
+                   help="the merged run directory (default: a new runs/<date>/<time>/)")
+    p.add_argument("--baseline", type=Path, metavar="RESULTS_OR_RUN_DIR",
+                   help="compare against this run (default: the newest comparable finished run, if any)")
+    p.add_argument("--target", type=Path, default=None, help="target configuration (default: the shards' own)")
+    p.add_argument("--cases", type=Path, default=None, help="cases file (default: the shards' own)")
+    p.add_argument("--no-html", action="store_true", help="skip report.html")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    first = load_parts(args.parts)[0].meta
+    config = load_target_config(args.target or Path(first.target_config))
+    cases = load_cases_for(config, args.cases or Path(first.cases_file))
+    into = merge(config, cases, args.parts, args.into)
+    out = finish(config, cases, plan(into, cases), html=not args.no_html, baseline=args.baseline)
+    emit({"run_dir": str(into), **out})
+    say(out["summary_line"])
+    say(f"report.md: {out['report_md']}")
+    s = out["summary"]
+    return Exit.UNIT_FAILED if s["fail"] else (Exit.INCONCLUSIVE if s["inconclusive"] else Exit.OK)

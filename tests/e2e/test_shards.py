@@ -1,0 +1,116 @@
+"""A run split over three "runners" (separate processes and run folders) and merged equals an unsharded run."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from obai_e2e.base.mdtable import table_rows
+from obai_e2e.report.report_md import COLUMNS
+
+pytestmark = pytest.mark.slow
+
+SHARDS = 3
+
+
+def obai(env: dict, *args: str) -> tuple[int, dict, str]:
+    done = subprocess.run([sys.executable, "-m", "obai_e2e", *args], env=env, capture_output=True, text=True,
+                          timeout=1800)
+    try:
+        out = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        out = {}
+    return done.returncode, out, done.stderr
+
+
+def runner_env(tmp: Path, name: str, trace_store) -> dict:
+    env = {**os.environ, "OBAI_E2E_RUNS": str(tmp / name), "OBAI_TRACE_STORE_DIR": str(trace_store.data_dir)}
+    env.pop("OBAI_DEMO_FAULTS", None)
+    return env
+
+
+def outcomes(run_dir: Path) -> dict[str, tuple]:
+    """Per unit: verdict, reasons and every rule's status and code (ids and timings left out)."""
+    data = json.loads((run_dir / "results.json").read_text())
+    return {u["unit_id"]: (u["case_id"], u["verdict"], tuple(u["reasons"]), u["judged_by"], u["exit_code"],
+                           tuple((o["rule"], o["status"], o["code"]) for o in u["rule_outcomes"]))
+            for u in data["units"]}
+
+
+def rows(run_dir: Path) -> list[tuple]:
+    text = (run_dir / "report.md").read_text(encoding="utf-8")
+    return [(r["ID"], r["Feature"], r["Verdict"], r["Reason"]) for r in table_rows(text, COLUMNS)]
+
+
+def partitions(run_dir: Path) -> list[dict]:
+    suite = json.loads((run_dir / "suite.json").read_text())
+    keep = ("labels", "weight", "n", "n_min", "loss", "stddev_between", "se", "status", "by_category")
+    return sorted(({k: p.get(k) for k in keep} for p in suite["partitions"]), key=lambda p: json.dumps(p["labels"]))
+
+
+@pytest.fixture(scope="module")
+def sharded(tmp_path_factory, trace_store):
+    tmp = tmp_path_factory.mktemp("shards")
+    parts = []
+    for k in range(1, SHARDS + 1):
+        code, out, err = obai(runner_env(tmp, f"runner-{k}", trace_store), "run", "--smoke", "--jobs", "2",
+                              "--shard", f"{k}/{SHARDS}")
+        assert code == 0, err[-3000:]
+        parts.append(Path(out["run_dir"]))
+    merged_env = runner_env(tmp, "merged", trace_store)
+    code, merged, err = obai(merged_env, "merge-runs", *map(str, parts), "--into", str(tmp / "merged" / "run"))
+    assert code == 0, err[-3000:]
+    code, whole, err = obai(runner_env(tmp, "whole", trace_store), "run", "--smoke", "--jobs", "2")
+    assert code == 0, err[-3000:]
+    return {"tmp": tmp, "parts": parts, "merged": Path(merged["run_dir"]), "whole": Path(whole["run_dir"]),
+            "env": merged_env}
+
+
+def test_each_shard_drives_its_own_part_of_one_plan(sharded):
+    metas = [json.loads((p / "run.json").read_text()) for p in sharded["parts"]]
+    plan_units = metas[0]["shard"]["plan_units"]
+    assert len({m["shard"]["plan_sha256"] for m in metas}) == 1
+    assert sorted(u for m in metas for u in m["units"]) == sorted(plan_units)
+    assert all(not (p / "suite.json").exists() for p in sharded["parts"])   # a part has no loss layer
+
+
+def test_the_merged_run_equals_the_unsharded_one(sharded):
+    merged, whole = sharded["merged"], sharded["whole"]
+    assert outcomes(merged) == outcomes(whole)
+    assert sorted(rows(merged)) == sorted(rows(whole))
+    plan_units = json.loads((sharded["parts"][0] / "run.json").read_text())["shard"]["plan_units"]
+    assert [r[0] for r in rows(merged)] == plan_units          # rows in plan order
+    assert partitions(merged) == partitions(whole)
+    for name in ("report.html", "results.junit.xml", "seal.json", "suite.json"):
+        assert (merged / name).exists(), name
+    m_meta = json.loads((merged / "run.json").read_text())
+    assert "shard" not in m_meta and [m["shard"] for m in m_meta["merged_from"]] == ["1/3", "2/3", "3/3"]
+
+
+def test_merging_again_changes_nothing(sharded):
+    before = {p.name: p.read_bytes() for p in sharded["merged"].iterdir() if p.is_file() and not p.name.startswith(".")}
+    code, _, err = obai(sharded["env"], "merge-runs", *map(str, sharded["parts"]), "--into", str(sharded["merged"]))
+    assert code == 0, err[-2000:]
+    after = {p.name: p.read_bytes() for p in sharded["merged"].iterdir() if p.is_file() and not p.name.startswith(".")}
+    assert after == before
+
+
+def test_a_missing_or_doubled_shard_or_another_commit_is_refused(sharded):
+    tmp, parts, env = sharded["tmp"], sharded["parts"], sharded["env"]
+    code, out, _ = obai(env, "merge-runs", str(parts[0]), str(parts[1]), "--into", str(tmp / "bad1"))
+    assert code == 2 and "shard 3/3 missing" in out["message"]
+    code, out, _ = obai(env, "merge-runs", str(parts[0]), str(parts[0]), str(parts[1]), str(parts[2]),
+                        "--into", str(tmp / "bad2"))
+    assert code == 2 and "shard 1/3 given more than once" in out["message"]
+    other = tmp / "other-commit"
+    shutil.copytree(parts[2], other)
+    meta = json.loads((other / "run.json").read_text())
+    meta["git_commit"] = "0" * 40
+    (other / "run.json").write_text(json.dumps(meta))
+    code, out, _ = obai(env, "merge-runs", str(parts[0]), str(parts[1]), str(other), "--into", str(tmp / "bad3"))
+    assert code == 2 and "git_commit" in out["message"] and str(other) in out["message"]
+    assert not (tmp / "bad1" / "run.json").exists() and not (tmp / "bad3" / "run.json").exists()
