@@ -5,7 +5,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from obai_e2e.base.opik_env import QUIET_SDK_ENV, local_store_env
+from obai_e2e.base.opik_env import QUIET_SDK_ENV
 from obai_e2e.tracestore import StoreInfo, ensure_running, stop
 
 # The SDK is imported by tests in this process too; it must not report anywhere.
@@ -27,4 +27,4 @@ def trace_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StoreInfo]
 @pytest.fixture(scope="session")
 def sdk_env(trace_store: StoreInfo) -> dict[str, str]:
     """``os.environ`` plus the variables that point an ``opik`` SDK process at ``trace_store``."""
-    return {**os.environ, **local_store_env(trace_store.api_url)}
+    return {**os.environ, **trace_store.sdk_env()}

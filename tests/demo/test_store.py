@@ -102,15 +102,16 @@ class Turn:
 class Demo:
     """Runs ``obai-demo ask`` processes against one store and reads their traces back."""
 
-    def __init__(self, api_url: str, root: Path) -> None:
+    def __init__(self, api_url: str, root: Path, token: str | None = None) -> None:
         self.api_url = api_url
+        self.token = token
         self.root = root
         self.exe = shutil.which("obai-demo")
         assert self.exe, "obai-demo is not installed in this environment"
         self._client = None
 
     def env(self, tag: str, home: Path, extra: dict[str, str]) -> dict[str, str]:
-        return {**os.environ, **local_store_env(self.api_url), "OPIK_PROJECT_NAME": PROJECT,
+        return {**os.environ, **local_store_env(self.api_url, token=self.token), "OPIK_PROJECT_NAME": PROJECT,
                 "OBAI_TRACE_TAG": tag, "OBAI_DEMO_HOME": str(home), **extra}
 
     def ask(self, query: str, session: str, home: Path, extra: dict[str, str] | None = None) -> Turn:
@@ -127,7 +128,8 @@ class Demo:
                 os.environ.setdefault(name, value)
             import opik
 
-            self._client = opik.Opik(host=self.api_url, workspace="default", project_name=PROJECT)
+            self._client = opik.Opik(host=self.api_url, workspace="default", api_key=self.token,
+                                     project_name=PROJECT)
         return self._client
 
     def fetch(self, turn: Turn, expect: int = 1, wait_s: float = 10.0) -> Turn:
@@ -223,7 +225,7 @@ def _hang(demo: Demo, home: Path) -> Turn:
 
 @pytest.fixture(scope="module")
 def results(trace_store, tmp_path_factory) -> dict[str, dict[str, Turn]]:
-    demo = Demo(trace_store.api_url, tmp_path_factory.mktemp("demo"))
+    demo = Demo(trace_store.api_url, tmp_path_factory.mktemp("demo"), trace_store.token)
     names = ["async", *CLEAN, *(f"fault:{f}" for f in FAULTS)]
     # The slow ones first so the pool drains evenly.
     names.sort(key=lambda n: n not in ("async", "fault:hang", "fault:lost_job", "fault:duplicate_trace"))
@@ -553,7 +555,7 @@ def _closed_port() -> int:
 
 def test_store_down_still_answers_within_bounded_extra_time(trace_store, tmp_path):
     # Last in the module: the pool above has finished, so these turns have the machine.
-    demo = Demo(trace_store.api_url, tmp_path)
+    demo = Demo(trace_store.api_url, tmp_path, trace_store.token)
     refused = Demo(f"http://127.0.0.1:{_closed_port()}/api", tmp_path)
     # A backend that accepts connections and never answers: the kernel completes the
     # handshake from the listen backlog, the request then waits for a reply.

@@ -55,11 +55,16 @@ def span_payload(project: str, trace_id: str, **fields: Any) -> dict:
 
 
 class Api:
-    """A plain httpx client speaking to the store, like the SDK does but under test control."""
+    """A plain httpx client speaking to the store, like the SDK does but under test control.
 
-    def __init__(self, api_url: str) -> None:
+    It sends the store's token and, with a body, ``Content-Type: application/json`` unless
+    the test sets its own headers.
+    """
+
+    def __init__(self, api_url: str, token: str | None) -> None:
         self.api_url = api_url
-        self.http = httpx.Client(base_url=api_url, trust_env=False, timeout=30)
+        headers = {"Authorization": token} if token else {}
+        self.http = httpx.Client(base_url=api_url, trust_env=False, timeout=30, headers=headers)
 
     def close(self) -> None:
         self.http.close()
@@ -70,6 +75,7 @@ class Api:
         content = raw
         if content is None and body is not None:
             content = json.dumps(body).encode()
+        if content is not None and method in ("POST", "PUT", "PATCH"):
             headers.setdefault("Content-Type", "application/json")
         if gzipped and content is not None:
             content = gzip.compress(content)
@@ -103,6 +109,13 @@ class Api:
 
     def ping(self) -> bool:
         return self.send("GET", "/is-alive/ping").json() == {"healthy": True}
+
+
+def sdk_client(store: Any, project: str) -> Any:
+    """An ``opik.Opik`` client of ``store`` (a StoreInfo) for ``project``."""
+    import opik
+
+    return opik.Opik(host=store.api_url, workspace="default", api_key=store.token, project_name=project)
 
 
 def flt(field: str, operator: str, value: str = "", key: str = "") -> dict:

@@ -72,7 +72,7 @@ def test_stop_restart_keeps_data(store_dir):
     assert {"pid", "port", "url", "api_url", "data_dir", "started_at"} <= set(state)
     assert state["pid"] == first.pid and state["api_url"] == first.api_url
     project = project_name("restart")
-    api = Api(first.api_url)
+    api = Api(first.api_url, first.token)
     trace = trace_payload(project, tags=["kept"])
     api.batch("traces", [trace])
     api.close()
@@ -84,7 +84,7 @@ def test_stop_restart_keeps_data(store_dir):
 
     second = ensure_running(store_dir)
     assert not second.already_running and second.pid != first.pid
-    api = Api(second.api_url)
+    api = Api(second.api_url, second.token)
     try:
         assert [t["id"] for t in api.search("traces", project, [flt("tags", "contains", "kept")])] == [trace["id"]]
     finally:
@@ -154,7 +154,7 @@ def test_visibility_delay_hides_new_entries_from_search(store_dir):
     with pytest.raises(StoreError, match="visibility delay"):
         ensure_running(store_dir, visibility_delay_ms=0)
     project = project_name("lag")
-    api = Api(info.api_url)
+    api = Api(info.api_url, info.token)
     try:
         trace = trace_payload(project, tags=["lag"])
         written = time.monotonic()

@@ -26,7 +26,7 @@ def _case_id(value: object) -> str:
 
 @pytest.fixture(scope="module")
 def api(trace_store):
-    client = Api(trace_store.api_url)
+    client = Api(trace_store.api_url, trace_store.token)
     yield client
     client.close()
 
@@ -270,7 +270,10 @@ def test_span_search_by_type_and_parent(api, corpus):
 @pytest.mark.parametrize(
     "plural, filters, named",
     [
-        ("traces", [flt("feedback_scores", ">", "0.5", key="accuracy")], "feedback_scores"),
+        ("traces", [flt("total_estimated_cost", ">", "0.5")], "total_estimated_cost"),
+        ("traces", [flt("feedback_scores", ">", "0.5")], "feedback_scores.NAME"),
+        ("traces", [flt("feedback_scores", ">", "high", key="accuracy")], "must be a number"),
+        ("traces", [flt("feedback_scores", "contains", "1", key="accuracy")], "'contains'"),
         ("traces", [flt("usage.total_tokens", ">", "10")], "usage.total_tokens"),
         ("traces", [flt("tags", "=", "x")], "'='"),
         ("traces", [flt("start_time", "contains", "2026")], "'contains'"),
@@ -373,11 +376,12 @@ GZIP = {"Content-Encoding": "gzip"}
         ("POST", "/v1/private/traces/batch", {"body": ["not", "an", "object"]}, 400),
         ("POST", "/v1/private/traces/batch", {"body": {"spans": []}}, 400),
         ("POST", "/v1/private/traces/batch", {"body": {"traces": []}}, 400),
-        ("POST", "/v1/private/traces/batch", {}, 400),
+        ("POST", "/v1/private/traces/batch", {"headers": {"Content-Type": "application/json"}}, 400),
         ("POST", "/v1/private/traces/search", {"body": {"limit": 0}}, 400),
         ("POST", "/v1/private/traces/search", {"body": {"filters": "tags contains x"}}, 400),
         ("POST", "/v1/private/spans/search", {"body": {"trace_id": "nope"}}, 400),
-        ("GET", "/v1/private/traces/not-a-uuid", {}, 400),
+        ("GET", "/v1/private/traces/0123-abcd", {}, 400),
+        ("GET", "/v1/private/traces/not-a-uuid", {}, 404),
         ("GET", "/v1/private/nothing/here", {}, 404),
         ("GET", "/v1/private/traces/batch", {}, 405),
         ("DELETE", "/v1/private/traces/search", {"body": {"x": 1}}, 405),
@@ -408,10 +412,10 @@ def test_gzip_bomb_is_refused(api):
 def test_handler_failure_is_500_and_serving_goes_on(tmp_path):
     """A store whose database was closed under it fails every read; the server survives."""
     store = Store(tmp_path / "db.sqlite3")
-    server = make_server(store, "127.0.0.1", 0, 1024 * 1024, {"service": "obai-trace-store"})
+    server = make_server(store, "127.0.0.1", 0, 1024 * 1024, {"service": "obai-trace-store"}, token="t0ken")
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    api = Api(f"http://127.0.0.1:{server.server_address[1]}/api")
+    api = Api(f"http://127.0.0.1:{server.server_address[1]}/api", "t0ken")
     try:
         store.close()
         response = api.search_raw("traces", {"project_name": "demo"})

@@ -6,11 +6,10 @@ import sys
 import textwrap
 import uuid
 
-import opik
 import pytest
 from opik.rest_api.core.api_error import ApiError
 
-from .helpers import Api, at, project_name, trace_payload, uuid7
+from .helpers import Api, at, project_name, sdk_client, trace_payload, uuid7
 
 AGENT = textwrap.dedent(
     """
@@ -73,7 +72,7 @@ def tracked(trace_store, sdk_env, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(trace_store, tracked):
-    sdk = opik.Opik(host=trace_store.api_url, workspace="default", project_name=tracked["project"])
+    sdk = sdk_client(trace_store, tracked["project"])
     yield sdk
     sdk.end()
 
@@ -150,7 +149,7 @@ def test_get_content(client, tracked):
 def test_client_api_updates_go_through_patch(trace_store):
     """``client.trace`` posts a create; ``update``/``end`` send PATCHes, possibly ahead of it."""
     project = project_name("client")
-    sdk = opik.Opik(host=trace_store.api_url, workspace="default", project_name=project)
+    sdk = sdk_client(trace_store, project)
     try:
         trace = sdk.trace(name="manual", input={"q": 1}, tags=["first"])
         span = trace.span(name="child", type="tool", input={"x": 1})
@@ -169,13 +168,13 @@ def test_client_api_updates_go_through_patch(trace_store):
 
 def test_sdk_pages_with_the_cursor(trace_store):
     project = project_name("sdk-paging")
-    api = Api(trace_store.api_url)
+    api = Api(trace_store.api_url, trace_store.token)
     try:
         payloads = [trace_payload(project, start_time=at(i), tags=["page"]) for i in range(23)]
         api.batch("traces", payloads)
     finally:
         api.close()
-    sdk = opik.Opik(host=trace_store.api_url, workspace="default", project_name=project)
+    sdk = sdk_client(trace_store, project)
     try:
         everything = sdk.search_traces(project_name=project, max_batch_size=5, filter_string='tags contains "page"')
         assert [t.id for t in everything] == sorted((p["id"] for p in payloads), reverse=True)

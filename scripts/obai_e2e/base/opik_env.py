@@ -1,7 +1,9 @@
 """Environment for processes that talk to a trace backend through the ``opik`` SDK.
 
-Against the local store the SDK is pointed at it with ``OPIK_URL_OVERRIDE``; against a
-real Opik the user's own configuration (environment, ``~/.opik.config``) is left alone.
+Against the local store the SDK is pointed at it with ``OPIK_URL_OVERRIDE`` and carries
+the store's access token as ``OPIK_API_KEY`` (the SDK sends it as the ``Authorization``
+header, whatever the URL); against a real Opik the user's own configuration (environment,
+``~/.opik.config``) is left alone.
 In both cases the SDK's phone-home features are switched off, and the flush at exit is
 bounded so that a dead backend cannot hold a process for long.
 """
@@ -18,9 +20,15 @@ QUIET_SDK_ENV = {
 DEFAULT_FLUSH_TIMEOUT_S = 2
 
 
-def local_store_env(api_url: str, flush_timeout_s: int = DEFAULT_FLUSH_TIMEOUT_S) -> dict[str, str]:
-    """Variables that point an SDK process at the local store at ``api_url`` (ends in /api)."""
-    return {
+def local_store_env(
+    api_url: str, flush_timeout_s: int = DEFAULT_FLUSH_TIMEOUT_S, *, token: str | None = None
+) -> dict[str, str]:
+    """Variables that point an SDK process at the local store at ``api_url`` (ends in /api).
+
+    ``token`` is the store's access token (``token`` in its store.json); without it the
+    store answers 401 to everything but its health ping.
+    """
+    env = {
         **QUIET_SDK_ENV,
         # The store is on loopback; a proxy configured for the internet must not be used for it.
         "NO_PROXY": _no_proxy(),
@@ -28,6 +36,9 @@ def local_store_env(api_url: str, flush_timeout_s: int = DEFAULT_FLUSH_TIMEOUT_S
         "OPIK_WORKSPACE": "default",
         "OPIK_DEFAULT_FLUSH_TIMEOUT": str(flush_timeout_s),
     }
+    if token:
+        env["OPIK_API_KEY"] = token
+    return env
 
 
 def _no_proxy() -> str:

@@ -65,7 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "traces",
         help="run the local Opik-compatible trace store",
         description="A loopback HTTP server backed by SQLite that speaks the part of Opik's REST API the "
-        "opik SDK uses. Point an SDK at it with OPIK_URL_OVERRIDE=<api_url>.",
+        "opik SDK uses. Point an SDK at it with the variables `start` prints under env "
+        "(OPIK_URL_OVERRIDE=<api_url> and OPIK_API_KEY=<the token in store.json>). Recent traces and one "
+        "trace's span tree are readable in a browser at <ui_url>.",
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

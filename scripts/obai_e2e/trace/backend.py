@@ -41,7 +41,8 @@ def connect(config: TargetConfig, *, start_local: bool = True) -> Backend:
                 raise BackendUnreachable("the local trace store is not running (start it: obai-e2e traces start)")
             info = state
         api_url = info.api_url if hasattr(info, "api_url") else info["api_url"]
-        env = opik_env.local_store_env(api_url, b.flush_timeout_s)
+        token = info.token if hasattr(info, "token") else info.get("token")
+        env = opik_env.local_store_env(api_url, b.flush_timeout_s, token=token)
         env["OPIK_PROJECT_NAME"] = b.project
         return Backend(kind="local", project=b.project, api_url=api_url, sdk_env=env)
     env = opik_env.remote_env(b.flush_timeout_s)

@@ -3,6 +3,7 @@
 The rest of the project calls :func:`ensure_running`, :func:`stop` and :func:`status`;
 ``obai-e2e traces`` is the same on the command line.
 """
-from .daemon import StoreInfo, ensure_running, serve, status, stop
+from .daemon import ensure_running, serve, status, stop
+from .state import StoreInfo
 
 __all__ = ["StoreInfo", "ensure_running", "serve", "status", "stop"]

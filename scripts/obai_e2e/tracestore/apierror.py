@@ -5,10 +5,11 @@ from __future__ import annotations
 class ApiError(Exception):
     """A request the store refuses: HTTP status plus a message naming what is wrong."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.headers = headers or {}
 
     def body(self) -> dict:
         return {"errors": [self.message]}

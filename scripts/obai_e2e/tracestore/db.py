@@ -1,4 +1,8 @@
-"""SQLite storage of traces and spans.
+"""SQLite storage of traces, spans, their feedback scores and projects.
+
+Enters: normalised docs, patches, scores and search requests from :mod:`payloads` and
+:mod:`feedback`. Leaves: Opik-shaped public JSON for reads, and rows that survive a crash
+of the server once a write was answered.
 
 Each entity is one row holding its *effective* state: the winning create (by
 ``last_updated_at``; on a tie, or when either side lacks one, the later arrival wins)
@@ -6,13 +10,9 @@ with every PATCH received for it laid over. The PATCH fields are also kept on th
 so that a create arriving after a PATCH (Opik accepts that order) does not lose them.
 A row made by a PATCH alone has no start time; it stays out of reads until its create
 arrives.
-
-Tags live in a side table of lower-cased values so that a tag search reads a few
-thousand short strings instead of every row's JSON.
 """
 from __future__ import annotations
 
-import json
 import queue
 import sqlite3
 import threading
@@ -21,104 +21,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from . import feedback, rows
 from .apierror import not_found
+from .enrich import add_derived
 from .filters import build_where
 from .payloads import SPAN, TRACE, Kind, SearchRequest, apply_patch, merge_patches
-from .timeutil import DEFAULT_PROJECT, duration_ms, new_uuid7, now_ts, project_id_for
-
-SCHEMA_VERSION = 1
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS traces (
-    id TEXT PRIMARY KEY,
-    project_id TEXT NOT NULL,
-    project_name TEXT,
-    has_base INTEGER NOT NULL,
-    base_lu TEXT,
-    patch TEXT,
-    name TEXT,
-    name_lc TEXT,
-    start_time TEXT,
-    end_time TEXT,
-    input TEXT,
-    output TEXT,
-    metadata TEXT,
-    tags TEXT,
-    error_info TEXT,
-    thread_id TEXT,
-    thread_id_lc TEXT,
-    extra TEXT,
-    created_at TEXT NOT NULL,
-    last_updated_at TEXT NOT NULL,
-    visible_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS traces_by_project ON traces (project_id, id);
-CREATE INDEX IF NOT EXISTS traces_by_start ON traces (project_id, start_time);
-CREATE INDEX IF NOT EXISTS traces_by_thread ON traces (project_id, thread_id_lc);
-
-CREATE TABLE IF NOT EXISTS spans (
-    id TEXT PRIMARY KEY,
-    project_id TEXT NOT NULL,
-    project_name TEXT,
-    has_base INTEGER NOT NULL,
-    base_lu TEXT,
-    patch TEXT,
-    trace_id TEXT,
-    parent_span_id TEXT,
-    type TEXT,
-    name TEXT,
-    name_lc TEXT,
-    start_time TEXT,
-    end_time TEXT,
-    input TEXT,
-    output TEXT,
-    metadata TEXT,
-    tags TEXT,
-    error_info TEXT,
-    extra TEXT,
-    created_at TEXT NOT NULL,
-    last_updated_at TEXT NOT NULL,
-    visible_at REAL NOT NULL
-);
-DROP INDEX IF EXISTS spans_by_trace;
-CREATE INDEX IF NOT EXISTS spans_in_trace ON spans (trace_id, project_id, id);
-CREATE INDEX IF NOT EXISTS spans_by_project ON spans (project_id, id);
-
-CREATE TABLE IF NOT EXISTS trace_tags (
-    owner_id TEXT NOT NULL,
-    tag_lc TEXT NOT NULL,
-    PRIMARY KEY (owner_id, tag_lc)
-) WITHOUT ROWID;
-
-CREATE TABLE IF NOT EXISTS span_tags (
-    owner_id TEXT NOT NULL,
-    tag_lc TEXT NOT NULL,
-    PRIMARY KEY (owner_id, tag_lc)
-) WITHOUT ROWID;
-"""
-
-_TABLES = {"trace": ("traces", "trace_tags"), "span": ("spans", "span_tags")}
-
-
-def _dumps(value: Any) -> str | None:
-    if value is None:
-        return None
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
-
-
-def _lower(value: Any) -> str | None:
-    return None if value is None else str(value).lower()
-
-
-def _newer(incoming: str | None, stored: str | None) -> bool:
-    """Whether an incoming create replaces the stored one."""
-    if incoming is None or stored is None:
-        return True
-    return incoming >= stored
+from .rows import TABLES, dumps, loads, newer
+from .schema import migrate
+from .timeutil import DEFAULT_PROJECT, new_uuid7, now_ts, project_id_for
 
 
 class Store:
@@ -133,14 +43,7 @@ class Store:
         self._write_lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connection() as conn:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise RuntimeError(
-                    f"{self.path} was written by a newer trace store (schema {version}, "
-                    f"this one reads {SCHEMA_VERSION}); use a different store directory"
-                )
-            conn.executescript(_SCHEMA)
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            migrate(conn, self.path)
 
     # --- connections --------------------------------------------------------------------
 
@@ -149,7 +52,7 @@ class Store:
         conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
-        conn.create_function("py_lower", 1, _lower, deterministic=True)
+        conn.create_function("py_lower", 1, rows.lower, deterministic=True)
         with self._all_lock:
             self._all.append(conn)
         return conn
@@ -185,63 +88,15 @@ class Store:
             except sqlite3.Error:
                 pass
 
-    # --- rows -----------------------------------------------------------------------------
-
-    def _save(self, conn: sqlite3.Connection, kind: Kind, doc: dict, meta: dict) -> None:
-        table, tags_table = _TABLES[kind.name]
-        tags = doc.get("tags")
-        row = {
-            **meta,
-            "id": doc["id"],
-            "name": doc.get("name"),
-            "name_lc": _lower(doc.get("name")),
-            "start_time": doc.get("start_time"),
-            "end_time": doc.get("end_time"),
-            "input": _dumps(doc.get("input")),
-            "output": _dumps(doc.get("output")),
-            "metadata": _dumps(doc.get("metadata")),
-            "tags": _dumps(tags),
-            "error_info": _dumps(doc.get("error_info")),
-            "extra": _dumps(doc.get("extra") or None),
-        }
-        if kind is SPAN:
-            row.update(trace_id=doc.get("trace_id"), parent_span_id=doc.get("parent_span_id"), type=doc.get("type"))
-        else:
-            row.update(thread_id=doc.get("thread_id"), thread_id_lc=_lower(doc.get("thread_id")))
-        names = ", ".join(row)
-        marks = ", ".join("?" for _ in row)
-        conn.execute(f"INSERT OR REPLACE INTO {table} ({names}) VALUES ({marks})", list(row.values()))
-        conn.execute(f"DELETE FROM {tags_table} WHERE owner_id = ?", (doc["id"],))
-        if tags:
-            conn.executemany(
-                f"INSERT OR IGNORE INTO {tags_table} (owner_id, tag_lc) VALUES (?, ?)",
-                [(doc["id"], tag.lower()) for tag in tags],
-            )
-
-    @staticmethod
-    def _doc_from_row(row: sqlite3.Row, kind: Kind) -> dict:
-        doc = {
-            "id": row["id"],
-            "name": row["name"],
-            "start_time": row["start_time"],
-            "end_time": row["end_time"],
-            "input": _loads(row["input"]),
-            "output": _loads(row["output"]),
-            "metadata": _loads(row["metadata"]),
-            "tags": _loads(row["tags"]),
-            "error_info": _loads(row["error_info"]),
-            "extra": _loads(row["extra"]) or {},
-        }
-        for name in kind.own_fields:
-            doc[name] = row[name]
-        return doc
+    # --- writes ----------------------------------------------------------------------------
 
     def write(self, kind: Kind, docs: list[dict]) -> None:
         """Store a batch of creates; for each id the newer copy is kept."""
-        table, _ = _TABLES[kind.name]
+        table, _ = TABLES[kind.name]
         now = now_ts()
         visible_at = time.time() + self.visibility_delay_s
         with self._transaction() as conn:
+            projects: set[str] = set()
             for doc in docs:
                 if doc["id"] is None:
                     doc["id"] = new_uuid7()
@@ -249,12 +104,16 @@ class Store:
                     f"SELECT has_base, base_lu, patch, created_at, visible_at FROM {table} WHERE id = ?",
                     (doc["id"],),
                 ).fetchone()
-                if old is not None and old["has_base"] and not _newer(doc["last_updated_at"], old["base_lu"]):
+                project_id = project_id_for(doc["project_name"])
+                if doc["project_name"] not in projects:
+                    projects.add(doc["project_name"])
+                    rows.note_project(conn, project_id, doc["project_name"], now, kind)
+                if old is not None and old["has_base"] and not newer(doc["last_updated_at"], old["base_lu"]):
                     continue
                 patch_text = old["patch"] if old is not None else None
-                effective = apply_patch(doc, _loads(patch_text), kind)
-                self._save(conn, kind, effective, {
-                    "project_id": project_id_for(doc["project_name"]),
+                effective = apply_patch(doc, loads(patch_text), kind)
+                rows.save(conn, kind, effective, {
+                    "project_id": project_id,
                     "project_name": doc["project_name"],
                     "has_base": 1,
                     "base_lu": doc["last_updated_at"],
@@ -266,7 +125,7 @@ class Store:
 
     def update(self, kind: Kind, entity_id: str, update: dict) -> None:
         """Apply a PATCH; one for an id not seen yet is kept until its create arrives."""
-        table, _ = _TABLES[kind.name]
+        table, _ = TABLES[kind.name]
         now = now_ts()
         patch = update["patch"]
         with self._transaction() as conn:
@@ -275,69 +134,60 @@ class Store:
                 project_name = update["project_name"]
                 if project_name is None and update["project_id"] is None:
                     project_name = DEFAULT_PROJECT
+                project_id = project_id_for(project_name) if project_name else update["project_id"]
+                rows.note_project(conn, project_id, project_name, now, kind)
                 empty = {"id": entity_id, "extra": {}}
-                self._save(conn, kind, apply_patch(empty, patch, kind), {
-                    "project_id": project_id_for(project_name) if project_name else update["project_id"],
+                rows.save(conn, kind, apply_patch(empty, patch, kind), {
+                    "project_id": project_id,
                     "project_name": project_name,
                     "has_base": 0,
                     "base_lu": None,
-                    "patch": _dumps(patch),
+                    "patch": dumps(patch),
                     "created_at": now,
                     "last_updated_at": now,
                     "visible_at": time.time() + self.visibility_delay_s,
                 })
                 return
-            effective = apply_patch(self._doc_from_row(old, kind), patch, kind)
-            self._save(conn, kind, effective, {
+            effective = apply_patch(rows.doc_from_row(old, kind), patch, kind)
+            rows.save(conn, kind, effective, {
                 "project_id": old["project_id"],
                 "project_name": old["project_name"],
                 "has_base": old["has_base"],
                 "base_lu": old["base_lu"],
-                "patch": _dumps(merge_patches(_loads(old["patch"]), patch)),
+                "patch": dumps(merge_patches(loads(old["patch"]), patch)),
                 "created_at": old["created_at"],
                 "last_updated_at": max(now, old["last_updated_at"]),
                 "visible_at": old["visible_at"],
             })
 
+    def write_scores(self, kind: Kind, scores: list[dict]) -> None:
+        with self._transaction() as conn:
+            feedback.write(conn, kind, scores, now_ts())
+
+    def delete_score(self, kind: Kind, entity_id: str, name: str) -> None:
+        with self._transaction() as conn:
+            feedback.delete(conn, kind, entity_id, name)
+
     # --- reads ---------------------------------------------------------------------------
 
-    @staticmethod
-    def _public(row: sqlite3.Row, kind: Kind, exclude: frozenset[str] = frozenset()) -> dict:
-        """The row as Opik's TracePublic / SpanPublic JSON (null fields left out)."""
-        out: dict[str, Any] = {"id": row["id"], "project_id": row["project_id"]}
-        if kind is SPAN:
-            out.update(trace_id=row["trace_id"], parent_span_id=row["parent_span_id"], type=row["type"])
-        out.update(
-            name=row["name"],
-            start_time=row["start_time"],
-            end_time=row["end_time"],
-            input=_loads(row["input"]),
-            output=_loads(row["output"]),
-            metadata=_loads(row["metadata"]),
-            tags=_loads(row["tags"]),
-            error_info=_loads(row["error_info"]),
-        )
-        if kind is TRACE:
-            out["thread_id"] = row["thread_id"]
-        out.update(_loads(row["extra"]) or {})
-        out.update(
-            created_at=row["created_at"],
-            last_updated_at=row["last_updated_at"],
-            duration=duration_ms(row["start_time"], row["end_time"]),
-        )
-        return {k: v for k, v in out.items() if v is not None and k not in exclude}
-
     def get(self, kind: Kind, entity_id: str) -> dict:
-        table, _ = _TABLES[kind.name]
+        table, _ = TABLES[kind.name]
         with self._connection() as conn:
             row = conn.execute(f"SELECT * FROM {table} WHERE id = ? AND has_base = 1", (entity_id,)).fetchone()
-        if row is None:
-            raise not_found(f"{kind.name} {entity_id} not found")
-        return self._public(row, kind)
+            if row is None:
+                raise not_found(f"{kind.name} {entity_id} not found")
+            return add_derived(conn, kind, [rows.public(row, kind)], frozenset())[0]
+
+    def project_of(self, kind: Kind, entity_id: str) -> str | None:
+        """The project id of an entity, or None when it is not stored."""
+        table, _ = TABLES[kind.name]
+        with self._connection() as conn:
+            row = conn.execute(f"SELECT project_id FROM {table} WHERE id = ?", (entity_id,)).fetchone()
+        return None if row is None else row["project_id"]
 
     def search(self, kind: Kind, request: SearchRequest) -> list[dict]:
         """Matching entities, newest id first, after ``last_retrieved_id``."""
-        table, tags_table = _TABLES[kind.name]
+        table, tags_table = TABLES[kind.name]
         if request.project_name:
             project_id = project_id_for(request.project_name)
         else:
@@ -359,8 +209,9 @@ class Store:
         sql = f"SELECT * FROM {table} WHERE {' AND '.join(clauses)} ORDER BY id DESC LIMIT ?"
         params.append(request.limit)
         with self._connection() as conn:
-            rows = conn.execute(sql, params).fetchall()
-        return [self._public(row, kind, request.exclude) for row in rows]
+            found = conn.execute(sql, params).fetchall()
+            items = [rows.public(row, kind, request.exclude) for row in found]
+            return add_derived(conn, kind, items, request.exclude)
 
     def counts(self) -> dict[str, int]:
         with self._connection() as conn:
@@ -368,3 +219,45 @@ class Store:
                 "traces": conn.execute("SELECT count(*) FROM traces WHERE has_base = 1").fetchone()[0],
                 "spans": conn.execute("SELECT count(*) FROM spans WHERE has_base = 1").fetchone()[0],
             }
+
+    # --- projects and pages --------------------------------------------------------------
+
+    def project(self, *, project_id: str | None = None, name: str | None = None) -> dict:
+        """Opik's ProjectPublic for a project the store has seen, by id or by name."""
+        with self._connection() as conn:
+            if project_id is not None:
+                row = conn.execute("SELECT * FROM projects WHERE id = ?", (project_id,)).fetchone()
+            else:
+                row = conn.execute("SELECT * FROM projects WHERE id = ?", (project_id_for(name or ""),)).fetchone()
+        if row is None:
+            shown = f"id {project_id}" if project_id is not None else f"name {name!r}"
+            raise not_found(f"project with {shown} not found")
+        out = {"id": row["id"], "name": row["name"], "visibility": "private", "created_at": row["created_at"],
+               "last_updated_at": row["last_updated_at"], "last_updated_trace_at": row["last_updated_trace_at"]}
+        return {k: v for k, v in out.items() if v is not None}
+
+    def recent_traces(self, limit: int, before: str | None = None) -> list[dict]:
+        """The newest traces of every project (for the index page), with their project names."""
+        where, params = ("WHERE t.has_base = 1 AND t.id < ?", [before]) if before else ("WHERE t.has_base = 1", [])
+        with self._connection() as conn:
+            found = conn.execute(
+                f"SELECT t.*, p.name AS project FROM traces t LEFT JOIN projects p ON p.id = t.project_id "
+                f"{where} ORDER BY t.id DESC LIMIT ?", [*params, limit],
+            ).fetchall()
+            items = [{**rows.public(row, TRACE), "project_name": row["project"]} for row in found]
+            return add_derived(conn, TRACE, items, frozenset({"usage", "providers"}))
+
+    def trace_with_spans(self, trace_id: str, max_spans: int) -> tuple[dict, list[dict], int]:
+        """One trace, up to ``max_spans`` of its spans (oldest first) and how many it has."""
+        trace = self.get(TRACE, trace_id)
+        with self._connection() as conn:
+            total = conn.execute("SELECT count(*) FROM spans WHERE trace_id = ? AND has_base = 1",
+                                 (trace_id,)).fetchone()[0]
+            found = conn.execute(
+                "SELECT * FROM spans WHERE trace_id = ? AND has_base = 1 ORDER BY start_time, id LIMIT ?",
+                (trace_id, max_spans),
+            ).fetchall()
+            spans = add_derived(conn, SPAN, [rows.public(row, SPAN) for row in found], frozenset())
+            name = conn.execute("SELECT name FROM projects WHERE id = ?", (trace["project_id"],)).fetchone()
+        trace["project_name"] = name["name"] if name else None
+        return trace, spans, total

@@ -1,18 +1,28 @@
 """Search filters (Opik's ``{field, operator, key, value}`` list) as an SQL WHERE clause.
 
+Enters: the filter list of a search request. Leaves: SQL conditions and their parameters,
+or a 400 naming the filter that cannot be served.
+
 Semantics follow Opik's ClickHouse queries: string comparisons ignore case, ``contains``
 is a substring match, metadata is compared by the text of one key's value, a tag filter
-matches when some tag contains the value. Every filter is checked: a field or operator
-outside the supported subset is refused with a 400 that names it, never ignored.
+matches when some tag contains the value, a feedback score is compared by its value. Every
+filter is checked: a field or operator outside the supported subset is refused with a 400
+that names it, never ignored.
 
 Lower-cased copies of names, thread ids and tags are stored beside the originals, so most
 comparisons run on plain columns; ``py_lower`` (registered by :mod:`db`) lower-cases the
 rest with Python's Unicode rules.
+
+A ``tags contains`` filter first finds the distinct tags that contain the value through
+the trigram index of the tag vocabulary (see :mod:`schema`), then their owners through the
+index by tag; a value shorter than a trigram scans the vocabulary instead of every tag.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+import math
 
 from .apierror import bad_request
 from .payloads import SPAN, Kind
@@ -23,11 +33,12 @@ DATE_OPS = ("=", "!=", ">", ">=", "<", "<=")
 LIST_OPS = ("contains", "is_empty", "is_not_empty")
 EMPTY_OPS = ("is_empty", "is_not_empty")
 ENUM_OPS = ("=", "!=")
+NUMBER_OPS = ("=", "!=", ">", ">=", "<", "<=", "is_empty", "is_not_empty")
 
 
 @dataclass(frozen=True)
 class Field:
-    kind: str  # string | datetime | list | dictionary | error | enum
+    kind: str  # string | datetime | list | dictionary | error | enum | score
     expr: str  # SQL expression; for strings, already lower-cased
     operators: tuple[str, ...]
 
@@ -42,6 +53,7 @@ _COMMON = {
     "tags": Field("list", "tags", LIST_OPS),
     "metadata": Field("dictionary", "metadata", STRING_OPS),
     "error_info": Field("error", "error_info", EMPTY_OPS),
+    "feedback_scores": Field("score", "feedback_scores", NUMBER_OPS),
 }
 
 TRACE_FIELDS = {**_COMMON, "thread_id": Field("string", "thread_id_lc", STRING_OPS)}
@@ -75,11 +87,42 @@ def _string_clause(expr: str, op: str, value: str) -> tuple[str, list[Any]]:
     return f"substr({col}, ?) = ?", [-len(needle), needle]
 
 
+def _tags_clause(tags_table: str, value: str) -> tuple[str, list[Any]]:
+    """Owners with a tag containing ``value`` (case-insensitive)."""
+    needle = value.lower()
+    if len(needle) >= 3:
+        quoted = '"' + needle.replace('"', '""') + '"'
+        matching = ("SELECT tag_lc FROM tag_vocab WHERE id IN "
+                    "(SELECT rowid FROM tag_vocab_fts WHERE tag_vocab_fts MATCH ?)")
+        args: list[Any] = [quoted]
+    else:
+        matching = "SELECT tag_lc FROM tag_vocab WHERE instr(tag_lc, ?) > 0"
+        args = [needle]
+    return f"id IN (SELECT owner_id FROM {tags_table} WHERE tag_lc IN ({matching}))", args
+
+
+def _score_clause(kind: Kind, key: str, op: str, value: Any, where: str) -> tuple[str, list[Any]]:
+    owners = "SELECT entity_id FROM feedback_scores WHERE kind = ? AND name = ?"
+    if op == "is_empty":
+        return f"id NOT IN ({owners})", [kind.name, key]
+    if op == "is_not_empty":
+        return f"id IN ({owners})", [kind.name, key]
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not math.isfinite(number):
+        raise bad_request(f"{where}: value of feedback_scores.{key} must be a number, got {value!r}")
+    return f"id IN ({owners} AND value {op} ?)", [kind.name, key, number]
+
+
 def _json_path(key: str) -> str:
     """``a.b`` → ``$."a"."b"`` (SQLite's quoted-label path syntax)."""
     parts = key.split(".")
-    if any(not part or '"' in part for part in parts):
-        raise bad_request(f"metadata key {key!r} is not a usable path (dot-separated names without quotes)")
+    if any(not part or '"' in part or "\x00" in part for part in parts):
+        raise bad_request(
+            f"metadata key {key!r:.200} is not a usable path (dot-separated names without quotes or NUL)"
+        )
     return "$" + "".join(f'."{part}"' for part in parts)
 
 
@@ -119,7 +162,9 @@ def build_where(filters: list[dict], kind: Kind, tags_table: str) -> tuple[list[
             raise bad_request(f"{where}: key must be a string")
         if spec.kind == "dictionary" and not key:
             raise bad_request(f"{where}: a metadata filter needs a key (write it as metadata.KEY)")
-        if spec.kind != "dictionary" and key:
+        if spec.kind == "score" and not key:
+            raise bad_request(f"{where}: a feedback score filter needs the score name (feedback_scores.NAME)")
+        if spec.kind not in ("dictionary", "score") and key:
             raise bad_request(f"{where}: field {name!r} takes no key, got {key!r}")
         if op not in EMPTY_OPS and not isinstance(value, str):
             raise bad_request(f"{where}: value must be a string for operator {op!r}")
@@ -139,12 +184,13 @@ def build_where(filters: list[dict], kind: Kind, tags_table: str) -> tuple[list[
             args = [moment]
         elif spec.kind == "list":
             if op == "contains":
-                clause = f"id IN (SELECT owner_id FROM {tags_table} WHERE instr(tag_lc, ?) > 0)"
-                args = [value.lower()]
+                clause, args = _tags_clause(tags_table, value)
             elif op == "is_empty":
                 clause, args = "(tags IS NULL OR tags = '[]')", []
             else:
                 clause, args = "(tags IS NOT NULL AND tags != '[]')", []
+        elif spec.kind == "score":
+            clause, args = _score_clause(kind, key, op, value, where)
         elif spec.kind == "error":
             clause = "error_info IS NULL" if op == "is_empty" else "error_info IS NOT NULL"
             args = []

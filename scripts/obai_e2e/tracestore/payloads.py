@@ -1,5 +1,8 @@
 """Request bodies of the Opik REST API: checked for shape and normalised.
 
+Enters: decoded JSON bodies of writes, updates and searches. Leaves: docs, patches and
+:class:`SearchRequest` values, or a 400 naming the field and what was expected.
+
 A write becomes a *doc*: a dict of the entity's own fields with timestamps in the fixed
 UTC form of :mod:`timeutil`, JSON fields as Python values, and every other field the
 SDK may send under ``extra``. A bad body raises an :class:`ApiError` (400) whose message
@@ -15,6 +18,8 @@ from .timeutil import DEFAULT_PROJECT, norm_ts, parse_uuid
 
 MAX_BATCH_ITEMS = 1000
 DEFAULT_SEARCH_LIMIT = 500
+MAX_SEARCH_LIMIT = 1_000_000
+MAX_FILTERS = 100
 
 
 @dataclass(frozen=True)
@@ -123,9 +128,10 @@ def _usage(value: Any, what: str) -> dict | None:
     if value is None:
         return None
     if not isinstance(value, dict) or not all(
-        isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in value.items()
+        isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and -(2**63) <= v < 2**63
+        for k, v in value.items()
     ):
-        raise bad_request(f"{what} must be an object of integer counts")
+        raise bad_request(f"{what} must be an object of integer counts (64-bit)")
     return value
 
 
@@ -297,11 +303,14 @@ def parse_search(body: Any, kind: Kind) -> SearchRequest:
         filters = []
     if not isinstance(filters, list) or not all(isinstance(f, dict) for f in filters):
         raise bad_request("filters must be a list of objects {field, operator, key, value}")
+    if len(filters) > MAX_FILTERS:
+        raise bad_request(f"a search takes at most {MAX_FILTERS} filters, got {len(filters)}")
     limit = body.get("limit")
     if limit is None:
         limit = DEFAULT_SEARCH_LIMIT
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise bad_request(f"limit must be a positive integer, got {limit!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SEARCH_LIMIT:
+        shown = repr(limit) if not isinstance(limit, int) or abs(limit) < 10**12 else "a larger number"
+        raise bad_request(f"limit must be a whole number from 1 to {MAX_SEARCH_LIMIT}, got {shown}")
     last_id = body.get("last_retrieved_id")
     if last_id is not None:
         last_id = parse_uuid(last_id, "last_retrieved_id")

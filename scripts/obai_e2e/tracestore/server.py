@@ -1,7 +1,10 @@
-"""The HTTP face of the store: the part of Opik's REST API the ``opik`` SDK uses.
+"""The HTTP face of the store: the part of Opik's REST API the ``opik`` SDK uses, and two pages.
 
-Every answer that is not a success carries an Opik-style body ``{"errors": ["..."]}``.
-A request the handler cannot serve ends in a JSON error, never in a dropped or hanging
+Enters: HTTP requests on loopback. Leaves: Opik-shaped JSON (errors as
+``{"errors": ["..."]}``), and read-only HTML pages of recent traces and of one trace.
+
+Every request first passes :mod:`guard` (Host, Origin, token); a write must be JSON. A
+request the handler cannot serve ends in a JSON error, never in a dropped or hanging
 connection; a failure inside a handler is answered with 500 and the server goes on.
 """
 from __future__ import annotations
@@ -11,57 +14,66 @@ import os
 import re
 import sys
 import traceback
-import zlib
 from datetime import datetime, timezone
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs
 
-from .apierror import ApiError, bad_request
+from . import feedback, guard, pages
+from .apierror import ApiError
+from .bodies import DEFAULT_MAX_BODY_BYTES, MAX_DECODED_BYTES, BodyReader
 from .db import Store
 from .payloads import SPAN, TRACE, parse_batch, parse_search, parse_update, parse_write
 from .timeutil import parse_uuid
 
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "MAX_DECODED_BYTES", "SERVICE", "StoreServer", "make_server"]
+
 SERVICE = "obai-trace-store"
-DEFAULT_MAX_BODY_BYTES = 20 * 1024 * 1024
-# A gzip body may expand a lot; past this many bytes it is refused instead of inflated.
-MAX_DECODED_BYTES = 128 * 1024 * 1024
-# A refused body up to this size is still read, so that the client sees the answer instead
-# of a connection reset while it is still sending.
-_DRAIN_LIMIT_BYTES = 64 * 1024 * 1024
+INDEX_SIZE = 100
+PAGE_MAX_SPANS = 2000
 
 _KINDS = {"traces": TRACE, "spans": SPAN}
+_ENTITY = r"/api/v1/private/(traces|spans)"
+_ID = r"([0-9A-Fa-f-]{1,64})"  # anything else after traces/ or spans/ is an unknown endpoint
 
 # Path pattern → {method: handler method name}; the first matching pattern decides.
 _ROUTES: list[tuple[re.Pattern[str], dict[str, str]]] = [
     (re.compile(r"/api/is-alive/ping"), {"GET": "_ping"}),
     (re.compile(r"/api/is-alive/ver"), {"GET": "_version"}),
     (re.compile(r"/api/obai-trace-store/info"), {"GET": "_info"}),
-    (re.compile(r"/api/v1/private/(traces|spans)/batch"), {"POST": "_create_batch"}),
-    (re.compile(r"/api/v1/private/(traces|spans)/search"), {"POST": "_search"}),
-    (re.compile(r"/api/v1/private/(traces|spans)"), {"POST": "_create_one"}),
-    (re.compile(r"/api/v1/private/(traces|spans)/([^/]+)"), {"GET": "_get", "PATCH": "_patch"}),
+    (re.compile(_ENTITY + r"/batch"), {"POST": "_create_batch"}),
+    (re.compile(_ENTITY + r"/search"), {"POST": "_search"}),
+    (re.compile(_ENTITY + r"/feedback-scores"), {"PUT": "_score_batch"}),
+    (re.compile(_ENTITY), {"POST": "_create_one"}),
+    (re.compile(_ENTITY + "/" + _ID), {"GET": "_get", "PATCH": "_patch"}),
+    (re.compile(_ENTITY + "/" + _ID + r"/feedback-scores"), {"PUT": "_score_one"}),
+    (re.compile(_ENTITY + "/" + _ID + r"/feedback-scores/delete"), {"POST": "_score_delete"}),
+    (re.compile(r"/api/v1/private/projects/retrieve"), {"POST": "_project_by_name"}),
+    (re.compile(r"/api/v1/private/projects/" + _ID), {"GET": "_project_by_id"}),
+    (re.compile(r"/|/traces"), {"GET": "_index_page", "HEAD": "_index_page"}),
+    (re.compile(r"/traces/([^/]{1,200})"), {"GET": "_trace_page", "HEAD": "_trace_page"}),
 ]
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
 class StoreServer(ThreadingHTTPServer):
-    """A threading HTTP server that carries the store and its limits."""
+    """A threading HTTP server that carries the store, its limits and its access token."""
 
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], store: Store, max_body_bytes: int, info: dict) -> None:
+    def __init__(self, address: tuple[str, int], store: Store, max_body_bytes: int, info: dict, token: str) -> None:
+        if not token:
+            raise ValueError("the trace store needs an access token")
         self.store = store
         self.max_body_bytes = max_body_bytes
         self.info = info
+        self.token = token
         super().__init__(address, Handler)
+        self.port = self.server_address[1]
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(BodyReader, BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = SERVICE
     # Idle keep-alive connections are closed after this many seconds.
@@ -75,8 +87,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def _dispatch(self) -> None:
         self._body_consumed = False
+        path, _, self.query = self.path.partition("?")
+        path = path.rstrip("/") or "/"
+        self.route_path = path
         try:
-            path = self.path.split("?", 1)[0].rstrip("/") or "/"
+            guard.admit(self.command, path, self.headers, port=self.server.port, token=self.server.token,
+                        data_dir=str(self.server.info.get("data_dir") or ""))
             for pattern, methods in _ROUTES:
                 match = pattern.fullmatch(path)
                 if match is None:
@@ -85,154 +101,34 @@ class Handler(BaseHTTPRequestHandler):
                 if handler is None:
                     allowed = ", ".join(methods)
                     raise ApiError(405, f"method {self.command} is not allowed on {path}; allowed: {allowed}")
+                guard.check_content_type(self.command, self.headers)
                 getattr(self, handler)(*match.groups())
                 return
-            raise ApiError(404, f"no such endpoint: {self.command} {path}")
+            raise ApiError(404, f"no such endpoint: {self.command} {path[:300]}")
         except ApiError as exc:
-            self._send_json(exc.status, exc.body())
+            self._send_error(exc)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
         except Exception as exc:
-            self.log_message("internal error on %s %s\n%s", self.command, self.path, traceback.format_exc())
+            self.log_message("internal error on %s %s\n%s", self.command, self.path[:300], traceback.format_exc())
             self.close_connection = True
             try:
-                self._send_json(500, {"errors": [f"internal error in the trace store: {type(exc).__name__}: {exc}"]})
+                self._send_error(ApiError(500, f"internal error in the trace store: {type(exc).__name__}: {exc}"))
             except OSError:
                 pass
 
     do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = do_HEAD = do_OPTIONS = _dispatch
 
-    # --- bodies -----------------------------------------------------------------------------
-
-    def _content_length(self) -> int:
-        raw = self.headers.get("Content-Length")
-        if raw is None:
-            return 0
-        try:
-            length = int(raw)
-        except ValueError:
-            length = -1
-        if length < 0:
-            self.close_connection = True
-            raise bad_request(f"Content-Length must be a non-negative integer, got {raw!r}")
-        return length
-
-    def _read_chunked(self, limit: int) -> bytes:
-        parts: list[bytes] = []
-        total = 0
-        while True:
-            line = self.rfile.readline(1024)
-            try:
-                size = int(line.split(b";", 1)[0].strip(), 16)
-            except ValueError:
-                self.close_connection = True
-                raise bad_request("malformed chunked request body") from None
-            if size == 0:
-                while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
-                    pass
-                return b"".join(parts)
-            total += size
-            if total > limit:
-                self.close_connection = True
-                raise ApiError(413, f"request body is larger than the limit of {limit} bytes")
-            parts.append(self.rfile.read(size))
-            self.rfile.readline(1024)
-
-    def _read_raw_body(self) -> bytes:
-        self._body_consumed = True
-        limit = self.server.max_body_bytes
-        encoding = self.headers.get("Transfer-Encoding", "").strip().lower()
-        if encoding == "chunked":
-            return self._read_chunked(limit)
-        if encoding:
-            self.close_connection = True
-            raise ApiError(501, f"Transfer-Encoding {encoding!r} is not supported; send Content-Length or chunked")
-        length = self._content_length()
-        if length > limit:
-            if length <= _DRAIN_LIMIT_BYTES:
-                self._skip(length)
-            else:
-                self.close_connection = True
-            raise ApiError(
-                413, f"request body of {length} bytes is larger than the limit of {limit} bytes; send smaller batches"
-            )
-        data = self.rfile.read(length)
-        if len(data) < length:
-            raise ConnectionResetError("client closed the connection mid-body")
-        return data
-
-    def _skip(self, length: int) -> None:
-        while length > 0:
-            chunk = self.rfile.read(min(length, 1 << 20))
-            if not chunk:
-                self.close_connection = True
-                return
-            length -= len(chunk)
-
-    def _finish_body(self) -> None:
-        """Read and drop a body the route did not use, so the connection stays usable."""
-        if getattr(self, "_body_consumed", True):
-            return
-        self._body_consumed = True
-        try:
-            if self.headers.get("Transfer-Encoding", "").strip().lower() == "chunked":
-                self._read_chunked(_DRAIN_LIMIT_BYTES)
-                return
-            length = self._content_length()
-        except ApiError:
-            self.close_connection = True
-            return
-        if length > _DRAIN_LIMIT_BYTES:
-            self.close_connection = True
-        else:
-            self._skip(length)
-
-    @staticmethod
-    def _gunzip(data: bytes) -> bytes:
-        out: list[bytes] = []
-        total = 0
-        while data:
-            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            try:
-                chunk = inflater.decompress(data, MAX_DECODED_BYTES - total + 1)
-            except zlib.error as exc:
-                raise bad_request(f"request body is not valid gzip ({exc}); it was sent with Content-Encoding: gzip")
-            total += len(chunk)
-            if total > MAX_DECODED_BYTES or inflater.unconsumed_tail:
-                raise ApiError(413, f"request body inflates to more than {MAX_DECODED_BYTES} bytes")
-            if not inflater.eof:
-                raise bad_request("request body is truncated gzip; it was sent with Content-Encoding: gzip")
-            out.append(chunk)
-            data = inflater.unused_data
-        return b"".join(out)
-
-    def _json_body(self) -> Any:
-        data = self._read_raw_body()
-        encoding = self.headers.get("Content-Encoding", "identity").strip().lower()
-        if encoding == "gzip":
-            data = self._gunzip(data)
-        elif encoding not in ("", "identity"):
-            raise ApiError(415, f"Content-Encoding {encoding!r} is not supported; use gzip or none")
-        if not data.strip():
-            raise bad_request("request body is empty; expected a JSON object")
-        try:
-            return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
-        except UnicodeDecodeError:
-            raise bad_request("request body is not UTF-8 text; expected a JSON object") from None
-        except ValueError as exc:
-            raise bad_request(f"request body is not valid JSON: {exc}") from None
-        except RecursionError:
-            raise bad_request("request body nests too deeply; expected a JSON object of traces or spans") from None
-
     # --- answers ----------------------------------------------------------------------------
 
     def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
-        self._finish_body()
+        self.finish_body()
         self.send_response(status)
         if status != 204:
             if content_type:
                 self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
+        self.send_header("X-Content-Type-Options", "nosniff")
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         if self.close_connection:
@@ -241,9 +137,16 @@ class Handler(BaseHTTPRequestHandler):
         if status != 204 and self.command != "HEAD":
             self.wfile.write(body)
 
-    def _send_json(self, status: int, data: Any) -> None:
+    def _send_json(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
         body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        self._send(status, body, "application/json")
+        self._send(status, body, "application/json", headers)
+
+    def _send_error(self, exc: ApiError) -> None:
+        if getattr(self, "route_path", "/api").startswith("/api"):
+            self._send_json(exc.status, exc.body(), exc.headers)
+        else:
+            self._send(exc.status, pages.error_page(exc.status, exc.message), pages.CONTENT_TYPE,
+                       {**pages.HEADERS, **exc.headers})
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """Errors raised by the request parser (bad request line, oversized headers) as JSON."""
@@ -265,11 +168,14 @@ class Handler(BaseHTTPRequestHandler):
         if isinstance(code, HTTPStatus):
             code = code.value
         if isinstance(code, int) and code >= 400:
-            self.log_message('"%s" %s', self.requestline, code)
+            self.log_message('"%s" %s', self.requestline[:300], code)
 
     def log_message(self, format: str, *args: Any) -> None:
         stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         sys.stderr.write(f"{stamp} trace-store: {format % args}\n")
+
+    def _json(self) -> Any:
+        return self.json_body(self.server.max_body_bytes)
 
     # --- endpoints --------------------------------------------------------------------------
 
@@ -284,18 +190,18 @@ class Handler(BaseHTTPRequestHandler):
 
     def _create_batch(self, plural: str) -> None:
         kind = _KINDS[plural]
-        self.server.store.write(kind, parse_batch(self._json_body(), kind))
+        self.server.store.write(kind, parse_batch(self._json(), kind))
         self._send(204, b"", "")
 
     def _create_one(self, plural: str) -> None:
         kind = _KINDS[plural]
-        doc = parse_write(self._json_body(), kind, "request body")
+        doc = parse_write(self._json(), kind, "request body")
         self.server.store.write(kind, [doc])
         self._send(201, b"", "", {"Location": f"/api/v1/private/{plural}/{doc['id']}"})
 
     def _search(self, plural: str) -> None:
         kind = _KINDS[plural]
-        found = self.server.store.search(kind, parse_search(self._json_body(), kind))
+        found = self.server.store.search(kind, parse_search(self._json(), kind))
         body = b"".join(
             json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n" for item in found
         )
@@ -308,10 +214,61 @@ class Handler(BaseHTTPRequestHandler):
     def _patch(self, plural: str, raw_id: str) -> None:
         kind = _KINDS[plural]
         entity_id = parse_uuid(raw_id, f"{kind.name} id")
-        self.server.store.update(kind, entity_id, parse_update(self._json_body(), kind))
+        self.server.store.update(kind, entity_id, parse_update(self._json(), kind))
         self._send(204, b"", "")
 
+    def _score_batch(self, plural: str) -> None:
+        kind = _KINDS[plural]
+        self.server.store.write_scores(kind, feedback.parse_batch(self._json()))
+        self._send(204, b"", "")
 
-def make_server(store: Store, host: str, port: int, max_body_bytes: int, info: dict) -> StoreServer:
+    def _score_one(self, plural: str, raw_id: str) -> None:
+        kind = _KINDS[plural]
+        entity_id = parse_uuid(raw_id, f"{kind.name} id")
+        score = feedback.parse_score(self._json(), "request body", entity_id)
+        project_id = self.server.store.project_of(kind, entity_id)
+        if project_id is not None:
+            score["project_id"] = project_id
+        self.server.store.write_scores(kind, [score])
+        self._send(204, b"", "")
+
+    def _score_delete(self, plural: str, raw_id: str) -> None:
+        kind = _KINDS[plural]
+        entity_id = parse_uuid(raw_id, f"{kind.name} id")
+        self.server.store.delete_score(kind, entity_id, feedback.parse_delete(self._json()))
+        self._send(204, b"", "")
+
+    def _project_by_name(self) -> None:
+        body = self._json()
+        name = body.get("name") if isinstance(body, dict) else None
+        if not isinstance(name, str) or not name:
+            raise ApiError(400, "request body must be an object with the project's 'name'")
+        self._send_json(200, self.server.store.project(name=name))
+
+    def _project_by_id(self, raw_id: str) -> None:
+        self._send_json(200, self.server.store.project(project_id=parse_uuid(raw_id, "project id")))
+
+    # --- pages ------------------------------------------------------------------------------
+
+    def _index_page(self) -> None:
+        try:
+            query = parse_qs(self.query, max_num_fields=10)
+        except ValueError:
+            raise ApiError(400, "too many query parameters; the index takes only 'before'") from None
+        before = query.get("before", [None])[0]
+        if before is not None:
+            before = parse_uuid(before, "before")
+        traces = self.server.store.recent_traces(INDEX_SIZE + 1, before)
+        more = traces[INDEX_SIZE]["id"] if len(traces) > INDEX_SIZE else None
+        html = pages.index_page(traces[:INDEX_SIZE], self.server.info.get("data_dir", ""), more)
+        self._send(200, html, pages.CONTENT_TYPE, pages.HEADERS)
+
+    def _trace_page(self, raw_id: str) -> None:
+        trace_id = parse_uuid(raw_id, "trace id")
+        trace, spans, total = self.server.store.trace_with_spans(trace_id, PAGE_MAX_SPANS)
+        self._send(200, pages.trace_page(trace, spans, total), pages.CONTENT_TYPE, pages.HEADERS)
+
+
+def make_server(store: Store, host: str, port: int, max_body_bytes: int, info: dict, *, token: str) -> StoreServer:
     """Bind (raises OSError when the port is taken); call ``serve_forever`` to run."""
-    return StoreServer((host, port), store, max_body_bytes, info)
+    return StoreServer((host, port), store, max_body_bytes, info, token)

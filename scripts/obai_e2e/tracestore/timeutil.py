@@ -1,4 +1,8 @@
-"""Timestamps, ids and project ids in the forms Opik uses."""
+"""Timestamps, ids and project ids in the forms Opik uses.
+
+Enters: timestamps and ids as clients send them. Leaves: fixed-width UTC timestamp text
+that sorts as it reads, canonical UUID text, or a 400 naming the field.
+"""
 from __future__ import annotations
 
 import functools
@@ -22,11 +26,11 @@ def parse_ts(value: object, what: str) -> datetime:
     Numbers are epoch seconds (milliseconds above 2e10), as the SDK's models read them.
     """
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        seconds = value / 1000 if abs(value) > 2e10 else value
         try:
+            seconds = value / 1000 if abs(value) > 2e10 else value
             return datetime.fromtimestamp(seconds, timezone.utc)
         except (OverflowError, OSError, ValueError):
-            raise bad_request(f"{what} is out of range as a timestamp: {value!r}") from None
+            raise bad_request(f"{what} is out of range as a timestamp: {value!r:.120}") from None
     if not isinstance(value, str):
         raise bad_request(f"{what} must be an ISO-8601 timestamp string, got {type(value).__name__}")
     text = value.strip()
@@ -34,16 +38,20 @@ def parse_ts(value: object, what: str) -> datetime:
         parsed = datetime.fromisoformat(text)
     except ValueError:
         raise bad_request(
-            f"{what} is not an ISO-8601 timestamp: {value!r} (expected e.g. 2026-01-01T00:00:00Z)"
+            f"{what} is not an ISO-8601 timestamp: {value!r:.120} (expected e.g. 2026-01-01T00:00:00Z)"
         ) from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.astimezone(timezone.utc)
+    try:
+        return parsed.astimezone(timezone.utc)
+    except OverflowError:
+        raise bad_request(f"{what} is out of range as a timestamp: {value!r:.120}") from None
 
 
 def fmt_ts(moment: datetime) -> str:
     """Fixed-width UTC form, e.g. ``2026-11-29T18:05:19.228375Z``; sorts as text."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    utc = moment.astimezone(timezone.utc)
+    return f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S.%f}Z"
 
 
 def norm_ts(value: object, what: str) -> str:
@@ -57,7 +65,10 @@ def now_ts() -> str:
 def duration_ms(start: str | None, end: str | None) -> float | None:
     if not start or not end:
         return None
-    delta = datetime.fromisoformat(end) - datetime.fromisoformat(start)
+    try:
+        delta = datetime.fromisoformat(end) - datetime.fromisoformat(start)
+    except ValueError:  # a stamp stored by an older store in another form
+        return None
     return delta.total_seconds() * 1000.0
 
 
@@ -68,7 +79,7 @@ def parse_uuid(value: object, what: str, *, version7: bool = False) -> str:
     try:
         parsed = uuid.UUID(value)
     except ValueError:
-        raise bad_request(f"{what} is not a UUID: {value!r}") from None
+        raise bad_request(f"{what} is not a UUID: {value!r:.120}") from None
     if version7 and parsed.version != 7:
         raise bad_request(f"{what} must be a version 7 UUID (time-ordered), got version {parsed.version}: {value}")
     return str(parsed)

@@ -1,0 +1,81 @@
+"""What Opik derives for a trace read from its spans and scores, added to public JSON.
+
+Enters: public trace (or span) dicts as :mod:`rows` builds them, a connection, and the
+fields the caller excluded. Leaves: the same dicts with ``span_count``,
+``llm_span_count``, ``has_tool_spans``, ``providers`` (sorted), ``usage`` (summed per
+key), ``total_estimated_cost`` (summed), ``feedback_scores`` and, for traces,
+``span_feedback_scores`` (span scores averaged by name).
+"""
+from __future__ import annotations
+
+import sqlite3
+
+from . import feedback
+from .feedback import chunks
+from .payloads import TRACE, Kind
+
+SPAN_DERIVED = ("span_count", "llm_span_count", "has_tool_spans", "providers", "usage", "total_estimated_cost")
+
+
+def _span_stats(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict]:
+    stats: dict[str, dict] = {}
+    for part in chunks(ids):
+        marks = ", ".join("?" for _ in part)
+        for row in conn.execute(
+            "SELECT trace_id, count(*) AS n, total(type = 'llm') AS llm, max(type = 'tool') AS tool, "
+            "total(json_extract(extra, '$.total_estimated_cost')) AS cost, "
+            "count(json_extract(extra, '$.total_estimated_cost')) AS costed "
+            f"FROM spans WHERE trace_id IN ({marks}) AND has_base = 1 GROUP BY trace_id",
+            part,
+        ):
+            entry = {"span_count": row["n"], "llm_span_count": int(row["llm"]), "has_tool_spans": bool(row["tool"])}
+            if row["costed"]:
+                entry["total_estimated_cost"] = row["cost"]
+            stats[row["trace_id"]] = entry
+        for row in conn.execute(
+            "SELECT DISTINCT trace_id, json_extract(extra, '$.provider') AS provider "
+            f"FROM spans WHERE trace_id IN ({marks}) AND has_base = 1 AND provider IS NOT NULL",
+            part,
+        ):
+            stats[row["trace_id"]].setdefault("providers", []).append(str(row["provider"]))
+        for row in conn.execute(
+            "SELECT s.trace_id AS trace_id, u.key AS key, total(u.value) AS amount "
+            "FROM spans s, json_each(s.extra, '$.usage') u "
+            f"WHERE s.trace_id IN ({marks}) AND s.has_base = 1 AND s.extra LIKE '%\"usage\"%' "
+            "GROUP BY s.trace_id, u.key",
+            part,
+        ):
+            stats[row["trace_id"]].setdefault("usage", {})[row["key"]] = int(row["amount"])
+    return stats
+
+
+def add_derived(conn: sqlite3.Connection, kind: Kind, items: list[dict], exclude: frozenset[str]) -> list[dict]:
+    if not items:
+        return items
+    ids = [item["id"] for item in items]
+    if "feedback_scores" not in exclude:
+        for item, scores in zip(items, _in_order(ids, feedback.scores_of(conn, kind, ids))):
+            if scores:
+                item["feedback_scores"] = scores
+    if kind is not TRACE:
+        return items
+    if "span_feedback_scores" not in exclude:
+        for item, scores in zip(items, _in_order(ids, feedback.span_scores_of(conn, ids))):
+            if scores:
+                item["span_feedback_scores"] = scores
+    wanted = [name for name in SPAN_DERIVED if name not in exclude]
+    if not wanted:
+        return items
+    stats = _span_stats(conn, ids)
+    for item in items:
+        entry = stats.get(item["id"], {"span_count": 0, "llm_span_count": 0, "has_tool_spans": False})
+        entry.setdefault("providers", [])
+        entry["providers"] = sorted(set(entry["providers"]))
+        for name in wanted:
+            if name in entry:
+                item[name] = entry[name]
+    return items
+
+
+def _in_order(ids: list[str], found: dict[str, list[dict]]) -> list[list[dict]]:
+    return [found.get(entity_id, []) for entity_id in ids]

@@ -1,0 +1,127 @@
+"""One entity between its normalised doc, its SQLite row and its public JSON.
+
+Enters: a doc from :mod:`payloads` (writes) or a row from the database (reads). Leaves:
+the row written with its tag, tag-vocabulary and project side rows, or the entity as
+Opik's TracePublic / SpanPublic JSON.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from .payloads import SPAN, TRACE, Kind
+from .timeutil import duration_ms
+
+TABLES = {"trace": ("traces", "trace_tags"), "span": ("spans", "span_tags")}
+
+
+def dumps(value: Any) -> str | None:
+    if value is None:
+        return None
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def lower(value: Any) -> str | None:
+    return None if value is None else str(value).lower()
+
+
+def newer(incoming: str | None, stored: str | None) -> bool:
+    """Whether an incoming create replaces the stored one."""
+    if incoming is None or stored is None:
+        return True
+    return incoming >= stored
+
+
+def save(conn: sqlite3.Connection, kind: Kind, doc: dict, meta: dict) -> None:
+    """Insert or replace the entity's row and its tags."""
+    table, tags_table = TABLES[kind.name]
+    tags = doc.get("tags")
+    row = {
+        **meta,
+        "id": doc["id"],
+        "name": doc.get("name"),
+        "name_lc": lower(doc.get("name")),
+        "start_time": doc.get("start_time"),
+        "end_time": doc.get("end_time"),
+        "input": dumps(doc.get("input")),
+        "output": dumps(doc.get("output")),
+        "metadata": dumps(doc.get("metadata")),
+        "tags": dumps(tags),
+        "error_info": dumps(doc.get("error_info")),
+        "extra": dumps(doc.get("extra") or None),
+    }
+    if kind is SPAN:
+        row.update(trace_id=doc.get("trace_id"), parent_span_id=doc.get("parent_span_id"), type=doc.get("type"))
+    else:
+        row.update(thread_id=doc.get("thread_id"), thread_id_lc=lower(doc.get("thread_id")))
+    names = ", ".join(row)
+    marks = ", ".join("?" for _ in row)
+    conn.execute(f"INSERT OR REPLACE INTO {table} ({names}) VALUES ({marks})", list(row.values()))
+    conn.execute(f"DELETE FROM {tags_table} WHERE owner_id = ?", (doc["id"],))
+    if tags:
+        lowered = list(dict.fromkeys(tag.lower() for tag in tags))
+        conn.executemany(f"INSERT OR IGNORE INTO {tags_table} (owner_id, tag_lc) VALUES (?, ?)",
+                         [(doc["id"], tag) for tag in lowered])
+        conn.executemany("INSERT OR IGNORE INTO tag_vocab (tag_lc) VALUES (?)", [(tag,) for tag in lowered])
+
+
+def note_project(conn: sqlite3.Connection, project_id: str, name: str | None, now: str, kind: Kind) -> None:
+    """Record the project of a write (a PATCH without a project name leaves no trace here)."""
+    if name is None:
+        return
+    trace_at = now if kind is TRACE else None
+    conn.execute(
+        "INSERT INTO projects (id, name, created_at, last_updated_at, last_updated_trace_at) "
+        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET last_updated_at = excluded.last_updated_at, "
+        "last_updated_trace_at = coalesce(excluded.last_updated_trace_at, last_updated_trace_at)",
+        (project_id, name, now, now, trace_at),
+    )
+
+
+def doc_from_row(row: sqlite3.Row, kind: Kind) -> dict:
+    doc = {
+        "id": row["id"],
+        "name": row["name"],
+        "start_time": row["start_time"],
+        "end_time": row["end_time"],
+        "input": loads(row["input"]),
+        "output": loads(row["output"]),
+        "metadata": loads(row["metadata"]),
+        "tags": loads(row["tags"]),
+        "error_info": loads(row["error_info"]),
+        "extra": loads(row["extra"]) or {},
+    }
+    for name in kind.own_fields:
+        doc[name] = row[name]
+    return doc
+
+
+def public(row: sqlite3.Row, kind: Kind, exclude: frozenset[str] = frozenset()) -> dict:
+    """The row as Opik's TracePublic / SpanPublic JSON (null fields left out)."""
+    out: dict[str, Any] = {"id": row["id"], "project_id": row["project_id"]}
+    if kind is SPAN:
+        out.update(trace_id=row["trace_id"], parent_span_id=row["parent_span_id"], type=row["type"])
+    out.update(
+        name=row["name"],
+        start_time=row["start_time"],
+        end_time=row["end_time"],
+        input=loads(row["input"]),
+        output=loads(row["output"]),
+        metadata=loads(row["metadata"]),
+        tags=loads(row["tags"]),
+        error_info=loads(row["error_info"]),
+    )
+    if kind is TRACE:
+        out["thread_id"] = row["thread_id"]
+    out.update(loads(row["extra"]) or {})
+    out.update(
+        created_at=row["created_at"],
+        last_updated_at=row["last_updated_at"],
+        duration=duration_ms(row["start_time"], row["end_time"]),
+    )
+    return {k: v for k, v in out.items() if v is not None and k not in exclude}

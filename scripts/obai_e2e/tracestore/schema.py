@@ -1,0 +1,173 @@
+"""The SQLite schema of the store, and the upgrade of a database written by an older store.
+
+Enters: an open connection. Leaves: a database at :data:`SCHEMA_VERSION` (tables created,
+older data carried over), or a RuntimeError when the file was written by a newer store.
+
+Besides the entity tables, three side tables serve reads:
+- ``trace_tags`` / ``span_tags``: each entity's lower-cased tags, with an index by tag;
+- ``tag_vocab`` (+ ``tag_vocab_fts``, a trigram index over it): every distinct lower-cased
+  tag once, so that a ``tags contains`` search finds the matching tags through the index
+  and then their owners, instead of reading every tag of every entity;
+- ``projects``: each project's name and times, for lookups by id or name;
+- ``feedback_scores``: one row per entity and score name.
+"""
+from __future__ import annotations
+
+import sqlite3
+
+SCHEMA_VERSION = 2
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS traces (
+    id TEXT PRIMARY KEY,
+    project_id TEXT NOT NULL,
+    project_name TEXT,
+    has_base INTEGER NOT NULL,
+    base_lu TEXT,
+    patch TEXT,
+    name TEXT,
+    name_lc TEXT,
+    start_time TEXT,
+    end_time TEXT,
+    input TEXT,
+    output TEXT,
+    metadata TEXT,
+    tags TEXT,
+    error_info TEXT,
+    thread_id TEXT,
+    thread_id_lc TEXT,
+    extra TEXT,
+    created_at TEXT NOT NULL,
+    last_updated_at TEXT NOT NULL,
+    visible_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS traces_by_project ON traces (project_id, id);
+CREATE INDEX IF NOT EXISTS traces_by_start ON traces (project_id, start_time);
+CREATE INDEX IF NOT EXISTS traces_by_thread ON traces (project_id, thread_id_lc);
+
+CREATE TABLE IF NOT EXISTS spans (
+    id TEXT PRIMARY KEY,
+    project_id TEXT NOT NULL,
+    project_name TEXT,
+    has_base INTEGER NOT NULL,
+    base_lu TEXT,
+    patch TEXT,
+    trace_id TEXT,
+    parent_span_id TEXT,
+    type TEXT,
+    name TEXT,
+    name_lc TEXT,
+    start_time TEXT,
+    end_time TEXT,
+    input TEXT,
+    output TEXT,
+    metadata TEXT,
+    tags TEXT,
+    error_info TEXT,
+    extra TEXT,
+    created_at TEXT NOT NULL,
+    last_updated_at TEXT NOT NULL,
+    visible_at REAL NOT NULL
+);
+DROP INDEX IF EXISTS spans_by_trace;
+CREATE INDEX IF NOT EXISTS spans_in_trace ON spans (trace_id, project_id, id);
+CREATE INDEX IF NOT EXISTS spans_by_project ON spans (project_id, id);
+
+CREATE TABLE IF NOT EXISTS trace_tags (
+    owner_id TEXT NOT NULL,
+    tag_lc TEXT NOT NULL,
+    PRIMARY KEY (owner_id, tag_lc)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS span_tags (
+    owner_id TEXT NOT NULL,
+    tag_lc TEXT NOT NULL,
+    PRIMARY KEY (owner_id, tag_lc)
+) WITHOUT ROWID;
+
+CREATE INDEX IF NOT EXISTS trace_tags_by_tag ON trace_tags (tag_lc, owner_id);
+CREATE INDEX IF NOT EXISTS span_tags_by_tag ON span_tags (tag_lc, owner_id);
+
+CREATE TABLE IF NOT EXISTS tag_vocab (
+    id INTEGER PRIMARY KEY,
+    tag_lc TEXT NOT NULL UNIQUE
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS tag_vocab_fts USING fts5 (
+    tag_lc, content='tag_vocab', content_rowid='id', tokenize='trigram case_sensitive 1'
+);
+CREATE TRIGGER IF NOT EXISTS tag_vocab_indexed AFTER INSERT ON tag_vocab BEGIN
+    INSERT INTO tag_vocab_fts (rowid, tag_lc) VALUES (new.id, new.tag_lc);
+END;
+
+CREATE TABLE IF NOT EXISTS projects (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    last_updated_at TEXT NOT NULL,
+    last_updated_trace_at TEXT
+);
+CREATE INDEX IF NOT EXISTS projects_by_name ON projects (name);
+
+CREATE TABLE IF NOT EXISTS feedback_scores (
+    kind TEXT NOT NULL,
+    entity_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    project_id TEXT NOT NULL,
+    value REAL NOT NULL,
+    category_name TEXT,
+    reason TEXT,
+    source TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    last_updated_at TEXT NOT NULL,
+    PRIMARY KEY (kind, entity_id, name)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS feedback_scores_by_name ON feedback_scores (kind, name, value);
+"""
+
+# What a version-1 database holds that the new side tables must learn.
+_CARRY_OVER = """
+INSERT OR IGNORE INTO tag_vocab (tag_lc)
+    SELECT tag_lc FROM trace_tags UNION SELECT tag_lc FROM span_tags;
+INSERT OR IGNORE INTO projects (id, name, created_at, last_updated_at, last_updated_trace_at)
+    SELECT project_id, project_name, min(created_at), max(last_updated_at), max(last_updated_at)
+    FROM traces WHERE project_name IS NOT NULL GROUP BY project_id;
+INSERT OR IGNORE INTO projects (id, name, created_at, last_updated_at)
+    SELECT project_id, project_name, min(created_at), max(last_updated_at)
+    FROM spans WHERE project_name IS NOT NULL GROUP BY project_id;
+"""
+
+
+def migrate(conn: sqlite3.Connection, path: object) -> None:
+    """Bring the database to :data:`SCHEMA_VERSION`; one transaction, so a crash leaves the old one."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise RuntimeError(
+            f"{path} was written by a newer trace store (schema {version}, "
+            f"this one reads {SCHEMA_VERSION}); use a different store directory"
+        )
+    if version == SCHEMA_VERSION:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _statements(_TABLES):
+            conn.execute(statement)
+        if version >= 1:
+            for statement in _statements(_CARRY_OVER):
+                conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _statements(script: str) -> list[str]:
+    """Split a script into statements (a trigger body keeps its inner semicolons)."""
+    out: list[str] = []
+    current = ""
+    for line in script.strip().splitlines():
+        current += line + "\n"
+        if sqlite3.complete_statement(current):
+            out.append(current.strip())
+            current = ""
+    return out

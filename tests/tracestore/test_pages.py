@@ -1,0 +1,216 @@
+"""The read-only trace pages: served outside /api, escaped, inert; opened in Chromium with hostile text."""
+from __future__ import annotations
+
+import os
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+import pytest
+
+from obai_e2e.tracestore.pages import CSP
+
+from .helpers import Api, project_name, span_payload, trace_payload
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+XSS = [
+    "<script>window.__xss=1</script>",
+    "</pre><img src=x onerror=window.__xss=2>",
+    '"><svg onload=window.__xss=3>',
+    "<style>body{background:url(http://127.0.0.1:9/leak)}</style>",
+    "<a href=\"javascript:window.__xss=4\">click</a>",
+    "<meta http-equiv=refresh content=\"0;url=http://127.0.0.1:9/\">",
+    "<iframe src=\"http://127.0.0.1:9/\"></iframe>",
+]
+HOSTILE = " ".join(XSS)
+
+
+@pytest.fixture(scope="module")
+def hostile_trace(trace_store):
+    """A trace whose every text field carries markup, with a nested span tree and a parent cycle."""
+    api = Api(trace_store.api_url, trace_store.token)
+    project = project_name(f"pages{XSS[0]}")
+    trace = trace_payload(project, name=f"hub {XSS[0]}", tags=[XSS[1], "plain-tag"], thread_id=XSS[2],
+                          input={"query": HOSTILE, XSS[3]: XSS[4]}, output={"answer": HOSTILE},
+                          metadata={"note": XSS[5]}, error_info={"exception_type": XSS[6], "message": HOSTILE,
+                                                                 "traceback": HOSTILE})
+    root = span_payload(project, trace["id"], name=f"root {XSS[1]}", input={"q": HOSTILE})
+    child = span_payload(project, trace["id"], name=f"child {XSS[2]}", parent_span_id=root["id"], type="tool",
+                         output={"r": HOSTILE}, start_time=trace["start_time"])
+    grandchild = span_payload(project, trace["id"], name="grandchild", parent_span_id=child["id"], type="llm",
+                              provider=XSS[3], model=XSS[4], usage={"total_tokens": 5})
+    loop_a = span_payload(project, trace["id"], name="loop-a")
+    loop_b = span_payload(project, trace["id"], name="loop-b", parent_span_id=loop_a["id"])
+    loop_a["parent_span_id"] = loop_b["id"]
+    api.batch("traces", [trace])
+    api.batch("spans", [root, child, grandchild, loop_a, loop_b])
+    response = api.send("PUT", "/v1/private/traces/feedback-scores", {"scores": [
+        {"id": trace["id"], "project_name": project, "name": XSS[0], "value": 0, "reason": HOSTILE, "source": "sdk"}]})
+    assert response.status_code == 204
+    api.close()
+    return {"trace": trace, "project": project, "spans": [root, child, grandchild, loop_a, loop_b],
+            "url": trace_store.trace_url(trace["id"])}
+
+
+def test_trace_page_is_escaped_and_served_with_a_strict_policy(hostile_trace):
+    response = httpx.get(hostile_trace["url"])
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/html; charset=utf-8"
+    assert response.headers["content-security-policy"] == CSP and "default-src 'none'" in CSP
+    assert "script-src" not in CSP and "'unsafe-inline'" not in CSP
+    assert response.headers["x-frame-options"] == "DENY" and response.headers["x-content-type-options"] == "nosniff"
+    html = response.text
+    for markup in XSS:
+        assert markup not in html
+    assert "&lt;script&gt;window.__xss=1&lt;/script&gt;" in html
+    assert html.count("<script") == 0 and "<style>" in html and html.count("<style") == 1
+    for span in hostile_trace["spans"]:
+        assert span["id"] in html
+    assert "loop-a" in html and "loop-b" in html  # spans in a parent cycle are still shown
+
+
+def test_index_lists_recent_traces_with_links(trace_store, hostile_trace):
+    response = httpx.get(trace_store.ui_url)
+    assert response.status_code == 200 and response.headers["content-security-policy"] == CSP
+    assert f'href="/traces/{hostile_trace["trace"]["id"]}"' in response.text
+    assert XSS[0] not in response.text
+    assert httpx.get(f"{trace_store.url}/").text == response.text
+
+
+@pytest.mark.parametrize("path, status", [("/traces/not-a-trace", 400), ("/traces/<script>x", 400),
+                                          ("/traces/0191e0b4-3c52-7cc0-8d8e-2f1a3b4c5d6e", 404)])
+def test_page_errors_are_html_too(trace_store, path, status):
+    response = httpx.get(f"{trace_store.url}{path}")
+    assert response.status_code == status
+    assert response.headers["content-type"].startswith("text/html")
+    assert "<script" not in response.text and response.headers["content-security-policy"] == CSP
+
+
+def test_pages_are_read_only(trace_store):
+    response = httpx.post(trace_store.ui_url, content=b"{}", headers={"Content-Type": "application/json"})
+    assert response.status_code == 405
+
+
+# --- in Chromium ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        message = f"{CHROMIUM} is missing (apt-get install -y chromium)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but {message}")
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_hostile_trace_page_runs_nothing_in_chromium(browser, trace_store, hostile_trace):
+    context = browser.new_context()
+    page = context.new_page()
+    errors: list[str] = []
+    requests: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("request", lambda r: requests.append(r.url))
+    page.on("dialog", lambda d: errors.append(f"dialog: {d.message}"))
+    try:
+        page.goto(hostile_trace["url"])
+        page.wait_for_load_state("load")
+        assert page.evaluate("window.__xss") is None
+        assert page.url == hostile_trace["url"]  # no meta refresh
+        assert page.locator("script, iframe, svg, img, meta[http-equiv]").count() == 0
+        assert "<script>window.__xss=1</script>" in page.locator("h1").inner_text()
+        assert page.locator("details").count() >= 10
+        names = page.locator("summary strong").all_inner_texts()
+        assert names[:3] == [f"root {XSS[1]}", f"child {XSS[2]}", "grandchild"]
+        nested = page.locator("ul.tree li ul.tree li ul.tree li summary strong").all_inner_texts()
+        assert nested == ["grandchild"]
+        page.locator("summary strong", has_text="child").first.click()  # collapsing needs no script
+        assert page.evaluate("window.__xss") is None
+        page.goto(trace_store.ui_url)
+        page.locator(f'a[href="/traces/{hostile_trace["trace"]["id"]}"]').click()
+        page.wait_for_load_state("load")
+        assert page.url == hostile_trace["url"]
+        assert page.evaluate("window.__xss") is None
+        assert errors == []
+        assert all(url.startswith(trace_store.url + "/") for url in requests), requests
+    finally:
+        context.close()
+
+
+class _Attacker(BaseHTTPRequestHandler):
+    """A page on another origin that tries what any web page can: no-cors writes and reads."""
+
+    target = ""
+    forged = ""
+
+    def do_GET(self) -> None:
+        script = f"""
+        const body = JSON.stringify({{traces: [{self.forged}]}});
+        const shots = [
+          fetch("{self.target}/api/v1/private/traces/batch", {{method: "POST", mode: "no-cors", body,
+                 headers: {{"Content-Type": "text/plain"}}}}),
+          fetch("{self.target}/api/v1/private/traces/batch", {{method: "POST", mode: "cors", body,
+                 headers: {{"Content-Type": "application/json"}}}}),
+          fetch("{self.target}/traces", {{mode: "cors"}}).then(r => r.text()),
+        ];
+        Promise.allSettled(shots).then(r => {{
+          window.done = r.map(x => x.status + ':' + (x.value && x.value.type ? x.value.type : typeof x.value));
+        }});
+        """
+        html = f"<!DOCTYPE html><html><body><script>{script}</script></body></html>".encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(html)))
+        self.end_headers()
+        self.wfile.write(html)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_web_page_cannot_write_or_read_the_store(browser, trace_store):
+    import json
+
+    project = project_name("cross-site")
+    forged = trace_payload(project, name="forged")
+    _Attacker.target, _Attacker.forged = trace_store.url, json.dumps(forged)
+    log = trace_store.data_dir / "server.log"
+    refused = '"POST /api/v1/private/traces/batch HTTP/1.1" 403'
+    refused_before = log.read_text(errors="replace").count(refused)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Attacker)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    context = browser.new_context()
+    page = context.new_page()
+    try:
+        page.goto(f"http://localhost:{server.server_address[1]}/")
+        page.wait_for_function("window.done !== undefined", timeout=30_000)
+        outcome = page.evaluate("window.done")
+        assert outcome[0] == "fulfilled:opaque"  # a no-cors answer: the page learns nothing from it
+        assert outcome[1:] == ["rejected:undefined", "rejected:undefined"]  # CORS refused: nothing readable
+    finally:
+        context.close()
+        server.shutdown()
+        server.server_close()
+    api = Api(trace_store.api_url, trace_store.token)
+    try:
+        assert api.search("traces", project) == []
+    finally:
+        api.close()
+    # the no-cors write did reach the store, and the store refused it (the CORS one never left the browser)
+    assert log.read_text(errors="replace").count(refused) == refused_before + 1
