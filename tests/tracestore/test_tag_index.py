@@ -15,7 +15,7 @@ ALPHABET = string.ascii_letters[:6] + "-_%*\"' .ÄäßẞİıΣσς🙂"
 
 
 def _random_tag(rng: random.Random) -> str:
-    return "".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 12)))
+    return "".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 24)))
 
 
 def test_tag_contains_matches_python_semantics_on_random_tags(trace_store):

@@ -16,6 +16,7 @@ rest with Python's Unicode rules.
 A ``tags contains`` filter first finds the distinct tags that contain the value through
 the trigram index of the tag vocabulary (see :mod:`schema`), then their owners through the
 index by tag; a value shorter than a trigram scans the vocabulary instead of every tag.
+A whole tag is found the same way (a tag contains itself), so no separate exact path is needed.
 """
 from __future__ import annotations
 
@@ -87,14 +88,20 @@ def _string_clause(expr: str, op: str, value: str) -> tuple[str, list[Any]]:
     return f"substr({col}, ?) = ?", [-len(needle), needle]
 
 
+# A tag search looks up this many trailing characters of the value in the trigram index and
+# checks the whole value on the few tags found: the leading part of an id-like tag
+# ("corr-", "e2e-") is shared by every tag and would make the index read long lists.
+TAG_WINDOW = 8
+
+
 def _tags_clause(tags_table: str, value: str) -> tuple[str, list[Any]]:
     """Owners with a tag containing ``value`` (case-insensitive)."""
     needle = value.lower()
     if len(needle) >= 3:
-        quoted = '"' + needle.replace('"', '""') + '"'
-        matching = ("SELECT tag_lc FROM tag_vocab WHERE id IN "
-                    "(SELECT rowid FROM tag_vocab_fts WHERE tag_vocab_fts MATCH ?)")
-        args: list[Any] = [quoted]
+        window = needle[-TAG_WINDOW:]
+        matching = ("SELECT tag_lc FROM tag_vocab WHERE id IN (SELECT rowid FROM tag_vocab_fts "
+                    "WHERE tag_vocab_fts MATCH ?) AND instr(tag_lc, ?) > 0")
+        args: list[Any] = ['"' + window.replace('"', '""') + '"', needle]
     else:
         matching = "SELECT tag_lc FROM tag_vocab WHERE instr(tag_lc, ?) > 0"
         args = [needle]
