@@ -83,12 +83,15 @@ def test_stop_restart_keeps_data(store_dir):
     assert stop(store_dir) is False
 
     second = ensure_running(store_dir)
-    assert not second.already_running and second.pid != first.pid
+    assert not second.already_running and second.pid != first.pid and second.token != first.token
     api = Api(second.api_url, second.token)
+    stale = Api(second.api_url, first.token)
     try:
         assert [t["id"] for t in api.search("traces", project, [flt("tags", "contains", "kept")])] == [trace["id"]]
+        assert stale.search_raw("traces", {"project_name": project}).status_code == 401
     finally:
         api.close()
+        stale.close()
 
 
 def _free_port() -> int:
@@ -182,6 +185,8 @@ def _cli(*args: str, via: str = "cli") -> tuple[int, dict]:
 def test_cli_start_status_stop(store_dir):
     code, out = _cli("start", "--store-dir", str(store_dir), via="cli")
     assert code == 0 and out["status"] == "started" and out["env"]["OPIK_URL_OVERRIDE"] == out["api_url"]
+    state = json.loads((store_dir / "store.json").read_text())
+    assert out["env"]["OPIK_API_KEY"] == state["token"] and out["ui_url"] == state["ui_url"]
     code, again = _cli("start", "--store-dir", str(store_dir), via="script")
     assert code == 0 and again["status"] == "already_running" and again["pid"] == out["pid"]
     code, st = _cli("status", "--store-dir", str(store_dir))

@@ -42,8 +42,9 @@ def test_batch_scores_come_back_on_trace_and_span_reads(api):
     assert scores["verdict"]["reason"] == "all rules passed" and scores["verdict"]["category_name"] == "pass"
     assert scores["verdict"]["source"] == "sdk" and scores["verdict"]["created_at"]
     assert [s["name"] for s in found["span_feedback_scores"]] == ["grounded"]
-    [searched] = api.search("traces", project, [flt("name", "=", "hub")], limit=1)
-    assert searched["id"] == other["id"] and "feedback_scores" not in searched
+    searched = {t["id"]: t for t in api.search("traces", project, [flt("name", "=", "hub")])}
+    assert {s["name"] for s in searched[trace["id"]]["feedback_scores"]} == {"verdict", "loss"}
+    assert "feedback_scores" not in searched[other["id"]]
     [span_read] = api.search("spans", project, trace_id=trace["id"])
     assert span_read["feedback_scores"][0]["value"] == 0.0
 

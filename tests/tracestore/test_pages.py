@@ -11,7 +11,7 @@ import pytest
 
 from obai_e2e.tracestore.pages import CSP
 
-from .helpers import Api, project_name, span_payload, trace_payload
+from .helpers import Api, at, project_name, span_payload, trace_payload
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -39,11 +39,11 @@ def hostile_trace(trace_store):
                                                                  "traceback": HOSTILE})
     root = span_payload(project, trace["id"], name=f"root {XSS[1]}", input={"q": HOSTILE})
     child = span_payload(project, trace["id"], name=f"child {XSS[2]}", parent_span_id=root["id"], type="tool",
-                         output={"r": HOSTILE}, start_time=trace["start_time"])
+                         output={"r": HOSTILE}, start_time=at(1))
     grandchild = span_payload(project, trace["id"], name="grandchild", parent_span_id=child["id"], type="llm",
-                              provider=XSS[3], model=XSS[4], usage={"total_tokens": 5})
-    loop_a = span_payload(project, trace["id"], name="loop-a")
-    loop_b = span_payload(project, trace["id"], name="loop-b", parent_span_id=loop_a["id"])
+                              provider=XSS[3], model=XSS[4], usage={"total_tokens": 5}, start_time=at(2))
+    loop_a = span_payload(project, trace["id"], name="loop-a", start_time=at(3))
+    loop_b = span_payload(project, trace["id"], name="loop-b", parent_span_id=loop_a["id"], start_time=at(4))
     loop_a["parent_span_id"] = loop_b["id"]
     api.batch("traces", [trace])
     api.batch("spans", [root, child, grandchild, loop_a, loop_b])

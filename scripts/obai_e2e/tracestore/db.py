@@ -101,7 +101,7 @@ class Store:
                 if doc["id"] is None:
                     doc["id"] = new_uuid7()
                 old = conn.execute(
-                    f"SELECT has_base, base_lu, patch, created_at, visible_at FROM {table} WHERE id = ?",
+                    f"SELECT has_base, base_lu, patch, created_at, visible_at, tags FROM {table} WHERE id = ?",
                     (doc["id"],),
                 ).fetchone()
                 project_id = project_id_for(doc["project_name"])
@@ -121,7 +121,7 @@ class Store:
                     "created_at": old["created_at"] if old is not None else now,
                     "last_updated_at": doc["last_updated_at"] or now,
                     "visible_at": old["visible_at"] if old is not None else visible_at,
-                })
+                }, old)
 
     def update(self, kind: Kind, entity_id: str, update: dict) -> None:
         """Apply a PATCH; one for an id not seen yet is kept until its create arrives."""
@@ -158,7 +158,7 @@ class Store:
                 "created_at": old["created_at"],
                 "last_updated_at": max(now, old["last_updated_at"]),
                 "visible_at": old["visible_at"],
-            })
+            }, old)
 
     def write_scores(self, kind: Kind, scores: list[dict]) -> None:
         with self._transaction() as conn:

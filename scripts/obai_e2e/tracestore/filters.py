@@ -20,10 +20,9 @@ A whole tag is found the same way (a tag contains itself), so no separate exact 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
-
-import math
 
 from .apierror import bad_request
 from .payloads import SPAN, Kind

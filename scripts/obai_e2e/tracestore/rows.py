@@ -37,8 +37,8 @@ def newer(incoming: str | None, stored: str | None) -> bool:
     return incoming >= stored
 
 
-def save(conn: sqlite3.Connection, kind: Kind, doc: dict, meta: dict) -> None:
-    """Insert or replace the entity's row and its tags."""
+def save(conn: sqlite3.Connection, kind: Kind, doc: dict, meta: dict, previous: sqlite3.Row | None = None) -> None:
+    """Insert or replace the entity's row, and its tags unless the ``previous`` row has the same."""
     table, tags_table = TABLES[kind.name]
     tags = doc.get("tags")
     row = {
@@ -62,6 +62,8 @@ def save(conn: sqlite3.Connection, kind: Kind, doc: dict, meta: dict) -> None:
     names = ", ".join(row)
     marks = ", ".join("?" for _ in row)
     conn.execute(f"INSERT OR REPLACE INTO {table} ({names}) VALUES ({marks})", list(row.values()))
+    if previous is not None and previous["tags"] == row["tags"]:
+        return  # the second copy of an entity (at its end) usually repeats the tags of the first
     conn.execute(f"DELETE FROM {tags_table} WHERE owner_id = ?", (doc["id"],))
     if tags:
         lowered = list(dict.fromkeys(tag.lower() for tag in tags))
