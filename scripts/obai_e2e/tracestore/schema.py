@@ -3,7 +3,7 @@
 Enters: an open connection. Leaves: a database at :data:`SCHEMA_VERSION` (tables created,
 older data carried over), or a RuntimeError when the file was written by a newer store.
 
-Besides the entity tables, three side tables serve reads:
+Besides the entity tables, side tables serve reads:
 - ``trace_tags`` / ``span_tags``: each entity's lower-cased tags, with an index by tag;
 - ``tag_vocab`` (+ ``tag_vocab_fts``, a trigram index over it): every distinct lower-cased
   tag once, so that a ``tags contains`` search finds the matching tags through the index
