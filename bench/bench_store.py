@@ -2,8 +2,9 @@
 
 Ingests 1,000 traces of 10 spans each through the HTTP endpoints the SDK uses (gzip
 batches, every entity posted twice: at start and at end, as the SDK does), then times
-searches over raw HTTP and through the ``opik`` SDK. Prints the figures as text and, last,
-as one JSON line.
+searches over raw HTTP (``tags contains`` a whole unique tag, a 6-character piece of one
+and a 2-character needle; the spans of one trace) and through the ``opik`` SDK. Prints
+the figures as text and, last, as one JSON line.
 
     uv run python bench/bench_store.py [--traces N] [--spans-per-trace N] [--no-sdk]
 """
