@@ -6,6 +6,9 @@ report.html and results.junit.xml, and prints seconds and MB; with Chromium pres
 also times opening the page (until the first page of cards is on screen). Prints the
 figures as text and, last, as one JSON line.
 
+A baseline with the same units (every tenth verdict flipped between pass and fail) is
+built beside it, so the page carries its "Changes since" section and the charts.
+
     uv run python bench/bench_report.py [--from RUN_DIR] [--units 2000] [--no-browser] [--keep]
 """
 from __future__ import annotations
@@ -23,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from obai_e2e.base.fsutil import dumps_json  # noqa: E402
 from obai_e2e.base.mdtable import row  # noqa: E402
 from obai_e2e.base.paths import runs_root  # noqa: E402
+from obai_e2e.report.diff import build_diff  # noqa: E402
 from obai_e2e.report.html import write_report  # noqa: E402
 from obai_e2e.report.html_view import latency_text, trace_text  # noqa: E402
 from obai_e2e.report.junit import write_junit  # noqa: E402
@@ -61,6 +65,22 @@ def replicate(source: Path, target: Path, n: int) -> None:
                                   trace_text(u), latency_text(u["latency"])]), block)
 
 
+def with_baseline(run_dir: Path, base_dir: Path) -> None:
+    """A baseline run of the same units, every tenth verdict flipped, and the diff.json against it."""
+    results = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+    base = json.loads(json.dumps(results))
+    base["run"]["run_id"] = "bench/baseline"
+    for i, u in enumerate(base["units"]):
+        if i % 10 == 0:
+            u["verdict"], u["reasons"] = ("fail", ["hub.empty_response"]) if u["verdict"] != "fail" else ("pass", [])
+        u["latency"] = {**u["latency"], "turn_ms": int((u["latency"].get("turn_ms") or 0) * 0.9)}
+    base_dir.mkdir(parents=True, exist_ok=True)
+    (base_dir / "results.json").write_text(dumps_json(base), encoding="utf-8")
+    diff = build_diff(results["run"]["run_id"], results["units"], base)
+    diff["baseline"]["results"] = str(base_dir / "results.json")
+    (run_dir / "diff.json").write_text(dumps_json(diff), encoding="utf-8")
+
+
 def browser_open_seconds(path: Path) -> float | None:
     if not CHROMIUM.exists():
         return None
@@ -94,6 +114,7 @@ def main() -> int:
     try:
         t0 = time.perf_counter()
         replicate(source, run_dir, args.units)
+        with_baseline(run_dir, work / "baseline")
         gen_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         out = write_report(run_dir)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from obai_e2e.base.opik_env import QUIET_SDK_ENV
@@ -28,3 +29,37 @@ def trace_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StoreInfo]
 def sdk_env(trace_store: StoreInfo) -> dict[str, str]:
     """``os.environ`` plus the variables that point an ``opik`` SDK process at ``trace_store``."""
     return {**os.environ, **trace_store.sdk_env()}
+
+
+# Debian's Chromium, driven by Playwright (no browser download).
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's Chromium under Playwright; missing browser: skip locally, fail in CI."""
+    if not CHROMIUM.exists():
+        message = f"{CHROMIUM} is missing (apt-get install -y chromium)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but {message}")
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    try:
+        yield pg
+    finally:
+        context.close()

@@ -12,7 +12,18 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import __version__, calls, compose, faults as fault_table, flake, grounding, routing, skills, spans, tracing
+from . import (
+    __version__,
+    calls,
+    compose,
+    flake,
+    grounding,
+    routing,
+    skills,
+    spans,
+    tracing,
+)
+from . import faults as fault_table
 from .guardrail import REFUSAL
 from .jobs import JobBook
 from .settings import Settings

@@ -12,10 +12,17 @@ from typing import Any, Callable
 
 from . import compose as composer
 from . import guardrail as guard
-from . import skills
+from . import skills, tracing
 from .jobs import Job, JobBook
-from .specialists import empty_envelope, error_envelope
-from .specialists import fundamentals, market_data, options, prediction, strategy
+from .specialists import (
+    empty_envelope,
+    error_envelope,
+    fundamentals,
+    market_data,
+    options,
+    prediction,
+    strategy,
+)
 from .tracing import traced
 
 
@@ -123,4 +130,5 @@ def compose_answer(payloads: list[str], outcomes: list[composer.Outcome], style:
     answer = composer.compose(outcomes, style)
     if extra:
         answer = " ".join([answer, *extra])
+    tracing.record_usage(prompt_text="\n".join(payloads), completion_text=answer)
     return {"answer": answer}

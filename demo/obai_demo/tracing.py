@@ -84,6 +84,23 @@ def set_output(output: dict[str, Any]) -> None:
     context.update_current_trace(output=output)
 
 
+# The composer stands in for a language model; its usage is counted as a model's would be
+# (about four characters a token) and priced at a fixed rate, so reports can show tokens and cost.
+COMPOSER_MODEL = "obai-demo-composer"
+PRICE_PER_1K_TOKENS = 0.002
+
+
+def record_usage(prompt_text: str, completion_text: str) -> None:
+    """Put token usage and a cost on the current (llm) span."""
+    if not _enabled:
+        return
+    prompt, completion = -(-len(prompt_text) // 4), -(-len(completion_text) // 4)
+    total = prompt + completion
+    _opik().opik_context.update_current_span(
+        usage={"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total},
+        model=COMPOSER_MODEL, provider="obai-demo", total_cost=round(total * PRICE_PER_1K_TOKENS / 1000, 8))
+
+
 def _flush_budget() -> float:
     try:
         return max(0.1, float(os.environ.get("OPIK_DEFAULT_FLUSH_TIMEOUT") or SDK_DEFAULTS["OPIK_DEFAULT_FLUSH_TIMEOUT"]))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .helpers import CASE_IDS, CHROMIUM, CHROMIUM_ARGS, FAULTS, REPO, obai_e2e
+from .helpers import CASE_IDS, FAULTS, REPO, obai_e2e
 
 
 @dataclass
@@ -61,31 +61,3 @@ def run_copy(demo_run: DemoRun, tmp_path: Path) -> Path:
     for path in target.iterdir():
         path.chmod(0o644)
     return target
-
-
-@pytest.fixture(scope="session")
-def browser():
-    """Debian's Chromium under Playwright; missing browser: skip locally, fail in CI."""
-    if not CHROMIUM.exists():
-        message = f"{CHROMIUM} is missing (apt-get install -y chromium)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true but {message}")
-        pytest.skip(message)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    pg = context.new_page()
-    try:
-        yield pg
-    finally:
-        context.close()

@@ -14,9 +14,6 @@ from obai_e2e.report.results import summarize
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 
 # Six units that between them give every verdict: MD1 pass, A1 async pass, M3 fail
 # (specialists reordered), F1 needs_review (ungrounded number), M5 needs_review (known

@@ -27,4 +27,6 @@ def run(args) -> int:
     say(out["summary_line"])
     say(f"report.md: {out['report_md']}")
     say(f"report.html: {out['report_html']}")
+    if out.get("diff_line"):
+        say(out["diff_line"])
     return 0

@@ -7,6 +7,7 @@ from ..base.errors import Exit
 from ..base.output import emit, say
 from ..config.cases import load_cases_for
 from ..config.target import load_target_config
+from ..report.ci_summary import write_summaries
 from ..run.finish import finish
 from ..run.merge import load_parts, merge
 from ..run.plan import plan
@@ -26,6 +27,9 @@ def register(sub) -> None:
                    help="compare against this run (default: the newest comparable finished run, if any)")
     p.add_argument("--target", type=Path, default=None, help="target configuration (default: the shards' own)")
     p.add_argument("--cases", type=Path, default=None, help="cases file (default: the shards' own)")
+    p.add_argument("--summary-md", type=Path, metavar="PATH",
+                   help="append a short Markdown summary for a pull request here (also to $GITHUB_STEP_SUMMARY)")
+    p.add_argument("--report-url", metavar="URL", help="where the report can be opened, for the summary")
     p.add_argument("--no-html", action="store_true", help="skip report.html")
     p.set_defaults(func=run)
 
@@ -36,8 +40,11 @@ def run(args) -> int:
     cases = load_cases_for(config, args.cases or Path(first.cases_file))
     into = merge(config, cases, args.parts, args.into)
     out = finish(config, cases, plan(into, cases), html=not args.no_html, baseline=args.baseline)
+    out["summaries"] = write_summaries(into, args.summary_md, args.report_url)
     emit({"run_dir": str(into), **out})
     say(out["summary_line"])
     say(f"report.md: {out['report_md']}")
+    if out.get("diff_line"):
+        say(out["diff_line"])
     s = out["summary"]
     return Exit.UNIT_FAILED if s["fail"] else (Exit.INCONCLUSIVE if s["inconclusive"] else Exit.OK)

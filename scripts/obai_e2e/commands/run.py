@@ -1,10 +1,12 @@
 """obai-e2e run: the whole suite, headless, judged mechanically."""
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
-from ..base.errors import UsageError
+from ..base.errors import Exit, UsageError
 from ..base.output import emit, say
+from ..report.ci_summary import write_summaries
 from ..run import headless
 from ..run.finish import after_run
 from ..run.shard import ShardSpec
@@ -37,10 +39,43 @@ def register(sub) -> None:
                    help="drive only part K of N of the planned units (CI runners; merge the parts with merge-runs)")
     p.add_argument("--shard-timings", type=Path, metavar="RESULTS_OR_RUN_DIR",
                    help="balance the shards by this earlier run's latencies (every shard must be given the same)")
+    p.add_argument("--fail-on", type=fail_on, default=("fail",), metavar="WHAT",
+                   help="what makes the exit code non-zero: fail (any unit failed: the default), new_fail (a unit "
+                        "fails that did not fail in the baseline), regression (the loss layer lists a provable "
+                        "regression); comma-separated for several")
+    p.add_argument("--summary-md", type=Path, metavar="PATH",
+                   help="append a short Markdown summary for a pull request here (also written to "
+                        "$GITHUB_STEP_SUMMARY when that is set)")
+    p.add_argument("--report-url", metavar="URL", help="where the report can be opened, for the summary (e.g. a CI "
+                                                        "artifact link)")
     p.add_argument("--no-html", action="store_true", help="skip report.html")
     p.add_argument("--open", action="store_true", help="open report.html in the browser at the end")
     add_config_args(p)
     p.set_defaults(func=run)
+
+
+FAIL_ON = ("fail", "new_fail", "regression")
+
+
+def fail_on(text: str) -> tuple[str, ...]:
+    chosen = tuple(dict.fromkeys(v.strip() for v in text.split(",") if v.strip()))
+    bad = [v for v in chosen if v not in FAIL_ON]
+    if bad or not chosen:
+        raise argparse.ArgumentTypeError(f"--fail-on {text!r}: choose from {', '.join(FAIL_ON)}")
+    return chosen
+
+
+def exit_code(out: dict, chosen: tuple[str, ...]) -> int:
+    """The run's exit code under ``--fail-on``: the first criterion that holds, else inconclusive, else ok."""
+    s = out["summary"]
+    counts = ((out.get("diff_counts") or {}))
+    if "fail" in chosen and s["fail"]:
+        return Exit.UNIT_FAILED
+    if "new_fail" in chosen and counts.get("new_fail"):
+        return Exit.UNIT_FAILED
+    if "regression" in chosen and (out.get("loss") or {}).get("findings"):
+        return Exit.REGRESSION
+    return Exit.INCONCLUSIVE if s["inconclusive"] else Exit.OK
 
 
 def run(args) -> int:
@@ -52,15 +87,22 @@ def run(args) -> int:
     filters, repeats, extra = sampled(args, cases, filters_from(args), config.plan)
     code, out = headless.run(config, cases, filters, jobs=args.jobs, resume=args.resume, repeats=repeats, extra=extra,
                              after_finish=hook, say=say, panel_command=args.panel_command,
-                             panel_judges=args.panel_judges, shard=args.shard, shard_timings=args.shard_timings)
+                             panel_judges=args.panel_judges, shard=args.shard, shard_timings=args.shard_timings,
+                             baseline=args.baseline)
+    if "summary" in out:
+        code = exit_code(out, args.fail_on)
+        out["summaries"] = write_summaries(Path(out["run_dir"]), args.summary_md, args.report_url)
     emit(out)
     if "summary_line" in out:
         say(out["summary_line"])
         say(f"report.md: {out['report_md']}")
         if Path(out["report_html"]).exists():
             say(f"report.html: {out['report_html']}")
+        if out.get("diff_line"):
+            say(out["diff_line"])
     elif out.get("reason"):
         say(f"not ready: {out['reason']}")
         if out.get("next_step"):
             say(f"next step: {out['next_step']}")
     return code
+

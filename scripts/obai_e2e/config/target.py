@@ -107,6 +107,14 @@ class Privacy:
 
 
 @dataclass(frozen=True)
+class ReportSettings:
+    """What the reports link to and write back."""
+
+    trace_url_template: str | None = None
+    feedback_scores: bool = False
+
+
+@dataclass(frozen=True)
 class TargetConfig:
     """Everything target.yaml says, with defaults filled in."""
 
@@ -128,6 +136,7 @@ class TargetConfig:
     holdout_cases: Path | None = field(default=None)
     plan: Path | None = field(default=None)
     privacy: Privacy | None = field(default=None)  # None: no privacy section (a blocker for korpus cases)
+    report: ReportSettings = field(default_factory=ReportSettings)
 
 
 def _regex(value: str, source: str, where: str) -> re.Pattern:
@@ -231,6 +240,13 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
     pv = data.get("privacy")
     privacy = Privacy(names=tuple(pv.get("names", [])), retention_days=int(pv["retention_days"]),
                       quote_allowed=bool(pv["quote_allowed"])) if pv is not None else None
+    rep = data.get("report", {})
+    template = rep.get("trace_url_template")
+    if template is not None and "{trace_id}" not in template:
+        raise ConfigError(f"{source}: field /report/trace_url_template: must contain the placeholder {{trace_id}}")
+    if template is not None and not template.startswith(("http://", "https://")):
+        raise ConfigError(f"{source}: field /report/trace_url_template: must start with http:// or https://")
+    report = ReportSettings(trace_url_template=template, feedback_scores=bool(rep.get("feedback_scores", False)))
     catalog = run.get("catalog")
     holdout = run.get("holdout_cases")
     plan = run.get("plan")
@@ -253,4 +269,5 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
         holdout_cases=(root / holdout) if holdout else None,
         plan=(Path(plan) if Path(plan).is_absolute() else root / plan) if plan else None,
         privacy=privacy,
+        report=report,
     )

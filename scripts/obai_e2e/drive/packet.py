@@ -47,6 +47,7 @@ class TraceBlock(Record):
     digest: TraceDigest | None = None
     fetch_ms: int | None = None
     complete: bool | None = None
+    url: str | None = None  # the trace's page in the backend's UI, when there is one
 
     @property
     def resolved(self) -> bool:
@@ -157,7 +158,8 @@ def _trace_block(backend: Backend, config: TargetConfig, key: TurnKey) -> TraceB
     except Exception as exc:  # noqa: BLE001 - a harness fault is recorded, not raised
         return TraceBlock("harness_error", message=f"{type(exc).__name__}: {exc}"[:500])
     block = TraceBlock(res.status, trace_id=res.trace_id, method=res.method, candidates=res.candidates,
-                       attempts=res.attempts, resolve_ms=res.elapsed_ms, message=res.message)
+                       attempts=res.attempts, resolve_ms=res.elapsed_ms, message=res.message,
+                       url=backend.trace_url(res.trace_id) if res.trace_id else None)
     if res.status != RESOLVED:
         return block
     try:

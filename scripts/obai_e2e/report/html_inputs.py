@@ -170,3 +170,54 @@ def read_comparison(path: Path) -> dict | None:
             "not_compared": len(not_compared) if isinstance(not_compared, list) else not_compared}
 
 
+
+
+def read_diff(path: Path) -> dict | None:
+    """diff.json, or None when the run has none (or it cannot be read)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("units"), list) else None
+
+
+def read_cells(path: Path) -> tuple[list[dict], float | None]:
+    """The compared cells of comparison.json (partition, category, delta, ci_low, ci_high) and the mde."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return [], None
+    if not isinstance(data, dict):
+        return [], None
+    cells = [c for c in data.get("cells") or [] if isinstance(c, dict)]
+    mde = data.get("mde")
+    return cells, mde if isinstance(mde, (int, float)) else None
+
+
+HISTORY_RUNS = 12
+
+
+def verdict_history(results: dict, run_dir: Path) -> list[tuple[str, dict]]:
+    """(run id, verdict counts) of this run and the comparable runs before it, newest first.
+
+    Comparable: finished, the same cases file and filters, not a holdout run or one shard.
+    """
+    run = results.get("run") or {}
+    out = [(run.get("run_id", ""), results.get("summary") or {})]
+    root = Path(run_dir).resolve().parents[1]
+    here = Path(run_dir).resolve()
+    for other in sorted(root.glob("????-??-??/??????*"), key=lambda p: (p.parent.name, p.name), reverse=True):
+        if len(out) >= HISTORY_RUNS:
+            break
+        if other.resolve() == here or (other.parent.name, other.name) > (here.parent.name, here.name):
+            continue
+        try:
+            data = json.loads((other / "results.json").read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        meta = data.get("run") or {}
+        if (meta.get("cases_file") != run.get("cases_file") or meta.get("filters") != run.get("filters")
+                or meta.get("holdout") or meta.get("shard")):
+            continue
+        out.append((meta.get("run_id", other.name), data.get("summary") or {}))
+    return out

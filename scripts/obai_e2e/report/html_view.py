@@ -8,9 +8,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from markupsafe import Markup
 
+from .html_changes import changes_and_charts
 from .html_inputs import (
     VERDICT_ORDER,
     DetailBlock,
@@ -113,6 +115,17 @@ def _cut(text: str) -> str:
     return text[:TRACE_CHARS] + f"\n[… {len(text) - TRACE_CHARS} more characters cut; results.json has the whole text]"
 
 
+def _links(entry: dict) -> list[list[str]]:
+    """(trace id, URL) pairs for the trace ids the run has a page for; only http(s) URLs."""
+    urls = [u for u in entry.get("trace_urls") or [] if isinstance(u, str) and u.startswith(("http://", "https://"))]
+    out = []
+    for trace_id in entry.get("trace_ids") or []:
+        url = next((u for u in urls if quote(str(trace_id), safe="") in u), None)
+        if url:
+            out.append([str(trace_id), url])
+    return out
+
+
 def unit_view(entry: dict, block: DetailBlock | None, case) -> dict:
     """What the client script needs for one card (the curated traces are shown on demand)."""
     verdict = entry.get("verdict", "not_judged")
@@ -133,6 +146,9 @@ def unit_view(entry: dict, block: DetailBlock | None, case) -> dict:
         "answer": _cut(entry.get("answer") or ""),
         "trace": _cut(entry.get("curated_trace") or ""),
         "followup_trace": _cut(entry.get("followup_curated_trace") or ""),
+        "trace_links": _links(entry),
+        "cost": entry.get("cost"),
+        "tokens": (entry.get("usage") or {}).get("total_tokens"),
     }
     if verdict != "pass":
         src = block if block is not None else None
@@ -298,6 +314,7 @@ def build_context(run_dir: Path) -> dict:
         "features": sorted(features.items()),
         "disabled": [{"id": d.get("id", ""), "reason": d.get("reason", "")} for d in results.get("disabled") or []],
         "loss": loss_view(suite, regressions, read_comparison(run_dir / "comparison.json")),
+        **changes_and_charts(run_dir, results),
         "data": {"page_size": PAGE_SIZE, "units": units,
                  "verdict_labels": VERDICT_LABELS},
     }

@@ -7,6 +7,7 @@ for a judged unit is refused.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from ..base.errors import UsageError, WriteOnceViolation
@@ -35,12 +36,24 @@ def load_verdict(run_dir: Path, unit_id: str) -> Verdict | None:
     return Verdict.from_json(json.loads(path.read_text(encoding="utf-8")), source=str(path))
 
 
+_SAFE_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+
+
+def _trace_ref(trace_id: str | None, url: str | None) -> str:
+    """A trace id, as a Markdown link to its page when there is one (ids of odd shape stay plain text)."""
+    if not trace_id:
+        return "—"
+    if url and url.startswith(("http://", "https://")) and _SAFE_ID.match(trace_id) and not re.search(r"[\s()<>|`\\]", url):
+        return f"[{trace_id}]({url})"
+    return trace_id
+
+
 def trace_cell(packet: Packet) -> str:
-    first = packet.trace.trace_id
-    follow = packet.followup.trace.trace_id if packet.followup else None
-    if packet.followup is not None or (packet.async_job and follow):
-        return f"{first or '—'} → {follow or '—'}"
-    return first or "—"
+    first = _trace_ref(packet.trace.trace_id, packet.trace.url)
+    follow = packet.followup.trace if packet.followup else None
+    if packet.followup is not None or (packet.async_job and follow and follow.trace_id):
+        return f"{first} → {_trace_ref(follow.trace_id, follow.url) if follow else '—'}"
+    return first
 
 
 def latency_cell(packet: Packet) -> str:

@@ -10,12 +10,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..base.fsutil import append_text, trim_torn_tail
+from ..base.fsutil import append_text, atomic_write_text, trim_torn_tail
 from ..base.mdtable import inline, table_rows
 
 COLUMNS = ["ID", "Feature", "Verdict", "Reason", "Trace", "Latency"]
 TABLE_HEAD = "| " + " | ".join(COLUMNS) + " |\n" + "|" + "---|" * len(COLUMNS) + "\n"
 QUERY_CHARS = 120
+CHANGES_MARK = "<!-- what changed -->"
 
 
 def header(timestamp: str, disabled_line: str | None = None) -> str:
@@ -88,4 +89,21 @@ def ensure_header(path: Path, timestamp: str, disabled_line: str | None) -> bool
         fh.write(header(timestamp, disabled_line))
         fh.flush()
         os.fsync(fh.fileno())
+    return True
+
+
+def insert_changes(path: Path, baseline_run_id: str | None, lines: list[str]) -> bool:
+    """Put the "Changes since" block under the title, once; True when written.
+
+    report.md grows by appends while a run is driven; the block is known only at the end,
+    so the file is rewritten once, atomically, with the block between title and table.
+    """
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    if CHANGES_MARK in text[:4096]:
+        return False
+    title, sep, rest = text.partition("\n\n")
+    heading = f"## Changes since {inline(baseline_run_id)}" if baseline_run_id else "## Changes"
+    block = f"{heading} {CHANGES_MARK}\n\n" + "\n".join(lines) + "\n\n"
+    atomic_write_text(path, title + sep + block + rest)
     return True

@@ -20,8 +20,12 @@ from ..config.units import Unit
 from ..drive.packet import load_packet
 from ..judge.panel.aggregate import panel_for_unit
 from ..judge.rubric import check_packet
-from ..rundir.meta import RunMeta, load_run
+from ..rundir.meta import RunMeta, baseline_of, load_run
+from .diff import build_diff, markdown_lines, write_diff
+from .diff import summary as diff_summary
+from .diff import summary_line as diff_summary_line
 from .record import load_verdict
+from .report_md import insert_changes
 
 RESULTS_SCHEMA_VERSION = 1
 FULL_CHECK_UNITS = 2000
@@ -75,7 +79,16 @@ class UnitResult(Record):
     curated_trace: str | None = None
     followup_curated_trace: str | None = None
     judge_panel: dict[str, Any] | None = None
+    trace_urls: list[str] = field(default_factory=list)
+    usage: dict[str, int] | None = None
+    cost: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _add_usage(a: dict | None, b: dict | None) -> dict | None:
+    if not a or not b:
+        return a or b
+    return {k: a.get(k, 0) + b.get(k, 0) for k in sorted(set(a) | set(b))}
 
 
 def unit_result(config: TargetConfig, run_dir: Path, unit: Unit, meta: RunMeta) -> UnitResult:
@@ -100,6 +113,12 @@ def unit_result(config: TargetConfig, run_dir: Path, unit: Unit, meta: RunMeta) 
         entry.answer = packet.answer
         entry.curated_trace = packet.trace.curated
         entry.followup_curated_trace = follow.trace.curated if follow else None
+        entry.trace_urls = [u for u in (packet.trace.url, follow.trace.url if follow else None) if u]
+        digests = [d for d in (packet.trace.digest, follow.trace.digest if follow else None) if d is not None]
+        for d in digests:
+            entry.usage = _add_usage(entry.usage, d.usage)
+        costs = [d.cost for d in digests if d.cost is not None]
+        entry.cost = round(sum(costs), 8) if costs else None
         check = check_packet(packet, case, config)
         entry.rule_outcomes = [o.to_json() for o in check.outcomes]
         entry.expected, entry.observed = check.expected, check.observed
@@ -133,7 +152,7 @@ def build_results(config: TargetConfig, case_set: CaseSet, run_dir: Path, units:
     run["catalog_version"] = catalog_version
     disabled = [{"id": cid, "reason": _disabled_reason(case_set, cid)} for cid in meta.disabled_skipped]
     return {"schema_version": RESULTS_SCHEMA_VERSION, "kind": "obai-e2e-results", "run": run,
-            "summary": summary, "units": entries, "disabled": disabled}
+            "summary": summary, "totals": totals(entries), "units": entries, "disabled": disabled}
 
 
 def summarize(entries: list[dict]) -> dict:
@@ -158,21 +177,65 @@ def summary_line(summary: dict) -> str:
 
 
 def finalize(config: TargetConfig, case_set: CaseSet, run_dir: Path, units: list[Unit], *,
-             allow_incomplete: bool = False, catalog_version: str | None = None) -> dict:
-    """Write results.json once (an identical rewrite is a no-op) and point runs/latest at the run."""
+             allow_incomplete: bool = False, catalog_version: str | None = None,
+             baseline: Path | None = None) -> dict:
+    """Write diff.json and results.json once (an identical rewrite is a no-op), put what changed at
+    the top of report.md, and point runs/latest at the run.
+
+    ``baseline`` (a run directory or its results.json) defaults to the one recorded when the
+    run was created: the same baseline the loss layer compares with.
+    """
     run_dir = Path(run_dir)
     path = run_dir / "results.json"
+    diff_path = run_dir / "diff.json"
     if path.exists():
         data = load_results(path)
+        diff = json.loads(diff_path.read_text(encoding="utf-8")) if diff_path.exists() else None
     else:
         data = build_results(config, case_set, run_dir, units, allow_incomplete=allow_incomplete,
                              catalog_version=catalog_version)
+        base_path = baseline or baseline_of(run_dir)
+        base = read_baseline(base_path)
+        diff = build_diff(data["run"]["run_id"], data["units"], base)
+        if diff["baseline"] is not None:
+            diff["baseline"]["results"] = str(results_path_of(base_path))
+        diff["totals"] = {"run": data["totals"], "baseline": (base or {}).get("totals")}
+        data["diff"] = diff_summary(diff)
         schema.check(data, RESULTS_SCHEMAS[RESULTS_SCHEMA_VERSION], source=str(path))
+        schema.check(diff, "diff.v1.schema.json", source=str(diff_path))
+        write_diff(run_dir, diff)
         write_once(path, dumps_json(data))
+    if diff is not None:
+        insert_changes(run_dir / "report.md", (diff.get("baseline") or {}).get("run_id"), markdown_lines(diff))
     link_latest(run_dir)
     return {"status": "finished", "run_dir": str(run_dir), "results": str(path),
             "report_md": str(run_dir / "report.md"), "report_html": str(run_dir / "report.html"),
-            "summary": data["summary"], "summary_line": summary_line(data["summary"])}
+            "summary": data["summary"], "summary_line": summary_line(data["summary"]),
+            "diff": str(diff_path) if diff is not None else None,
+            "diff_counts": diff["counts"] if diff is not None else None,
+            "diff_line": diff_summary_line(diff) if diff is not None else None}
+
+
+def results_path_of(path: Path) -> Path:
+    """A run directory's results.json, or the path itself when it names a file."""
+    path = Path(path)
+    return path / "results.json" if path.is_dir() else path
+
+
+def read_baseline(path: Path | None) -> dict | None:
+    """The baseline's results (a run directory or its results.json), or None without one."""
+    return None if path is None else read_results_json(results_path_of(path))
+
+
+def totals(entries: list[dict]) -> dict:
+    """What the run cost in all: agent time, and tokens and cost where the traces carry them."""
+    def total(values):
+        values = [v for v in values if v is not None]
+        return round(sum(values), 6) if values else None
+    return {"units": len(entries),
+            "turn_ms": total((e.get("latency") or {}).get("turn_ms") for e in entries),
+            "tokens": total((e.get("usage") or {}).get("total_tokens") for e in entries),
+            "cost": total(e.get("cost") for e in entries)}
 
 
 def read_results_json(path: Path) -> dict:

@@ -17,13 +17,14 @@ from ..report.html import open_in_browser, write_report
 from ..report.junit import write_junit
 from ..report.results import finalize
 from ..rundir.meta import baseline_of
+from .feedback import write_feedback
 from .plan import RunPlan
 
 
 def finish(config: TargetConfig, case_set: CaseSet, plan: RunPlan, *, allow_incomplete: bool = False,
            html: bool = True, open_browser: bool = False, baseline: Path | None = None) -> dict:
     out = finalize(config, case_set, plan.run_dir, plan.units, allow_incomplete=allow_incomplete,
-                   catalog_version=catalog_version(config))
+                   catalog_version=catalog_version(config), baseline=baseline)
     out.update(after_run(config, case_set, html=html, open_browser=open_browser, baseline=baseline)(plan.run_dir, out))
     out["seal"] = seal(plan.run_dir)["seal"]
     return out
@@ -53,6 +54,9 @@ def after_run(config: TargetConfig, case_set: CaseSet, *, html: bool = True, ope
             scored = score_run(run_dir, config=config, baseline=base, plan_path=config.plan)
             out["loss"] = {k: scored[k] for k in ("suite_score", "suite_status", "findings", "top_findings",
                                                  "suite_json", "top_regressions", "baseline")}
+
+        if config.report.feedback_scores:
+            out["feedback_scores"] = write_feedback(config, run_dir)
 
         if html:
             rendered = write_report(run_dir)

@@ -36,7 +36,7 @@ def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int 
         after_finish: Callable[[Path, dict], dict] | None = None, say: Callable[[str], None] = lambda m: None,
         panel_command: str | None = None, panel_judges: int = 3, repeats: dict | None = None,
         extra: dict | None = None, shard: ShardSpec | None = None,
-        shard_timings: Path | None = None) -> tuple[int, dict]:
+        shard_timings: Path | None = None, baseline: Path | None = None) -> tuple[int, dict]:
     if shard is not None and panel_command:
         raise UsageError("a judge panel runs on the whole run: drop --panel-command from the shards and run the "
                          "panel after merge-runs")
@@ -70,7 +70,8 @@ def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int 
                 say("judge panel: " + str(run_panel(run_dir, config, p.units, panel_command, judges=panel_judges)))
                 for unit in todo:
                     _judge(config, run_dir, unit, judged, progress, time.monotonic())
-        outcome = finalize(config, case_set, run_dir, p.units, catalog_version=catalog_version(config))
+        outcome = finalize(config, case_set, run_dir, p.units, catalog_version=catalog_version(config),
+                           baseline=baseline)
         if after_finish is not None:
             outcome.update(after_finish(run_dir, outcome) or {})
         outcome["seal"] = seal(run_dir)["seal"]

@@ -8,6 +8,7 @@ import os
 import threading
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from ..base import opik_env
 from ..base.errors import BackendUnreachable, StoreError
@@ -22,6 +23,14 @@ class Backend:
     project: str
     api_url: str | None
     sdk_env: dict[str, str]
+    trace_url_template: str | None = None  # {trace_id} and {project} are filled in, URL-quoted
+
+    def trace_url(self, trace_id: str) -> str | None:
+        """The trace's page in the backend's UI, or None when no page is known."""
+        if not self.trace_url_template:
+            return None
+        return (self.trace_url_template.replace("{trace_id}", quote(trace_id, safe=""))
+                .replace("{project}", quote(self.project, safe="")))
 
     def describe(self) -> str:
         return f"local trace store at {self.api_url}" if self.kind == "local" else f"Opik at {self.api_url or 'the SDK default'}"
@@ -44,10 +53,12 @@ def connect(config: TargetConfig, *, start_local: bool = True) -> Backend:
         token = info.token if hasattr(info, "token") else info.get("token")
         env = opik_env.local_store_env(api_url, b.flush_timeout_s, token=token)
         env["OPIK_PROJECT_NAME"] = b.project
-        return Backend(kind="local", project=b.project, api_url=api_url, sdk_env=env)
+        page = config.report.trace_url_template or (api_url.rstrip("/").removesuffix("/api") + "/traces/{trace_id}")
+        return Backend(kind="local", project=b.project, api_url=api_url, sdk_env=env, trace_url_template=page)
     env = opik_env.remote_env(b.flush_timeout_s)
     env["OPIK_PROJECT_NAME"] = b.project
-    return Backend(kind="opik", project=b.project, api_url=_sdk_url(), sdk_env=env)
+    return Backend(kind="opik", project=b.project, api_url=_sdk_url(), sdk_env=env,
+                   trace_url_template=config.report.trace_url_template)
 
 
 def _sdk_url() -> str | None:

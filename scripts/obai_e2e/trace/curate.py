@@ -109,6 +109,8 @@ class TraceDigest(Record):
     error_spans: list[ErrorSpan] = field(default_factory=list)
     final_response: str | None = None
     spans: list[SpanRow] = field(default_factory=list)
+    usage: dict[str, int] | None = None  # token counts of the turn, when its trace carries them
+    cost: float | None = None  # estimated cost of the turn, when its trace carries it
 
     def calls_of(self, name: str | None) -> list[SpecialistCall]:
         return [c for c in self.specialist_calls if c.name == name] if name else []
@@ -210,6 +212,24 @@ def envelope(output: Any) -> dict:
             "structured": structured}
 
 
+def usage_and_cost(trace: dict, spans: list[dict]) -> tuple[dict[str, int] | None, float | None]:
+    """The trace's token usage and estimated cost, or the sums over its spans when the trace has none."""
+    usage = trace.get("usage") if isinstance(trace.get("usage"), dict) else None
+    if not usage:
+        summed: dict[str, int] = {}
+        for s in spans:
+            for key, value in (s.get("usage") or {}).items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    summed[key] = summed.get(key, 0) + int(value)
+        usage = summed or None
+    cost = trace.get("total_estimated_cost")
+    if not isinstance(cost, (int, float)) or isinstance(cost, bool):
+        costs = [s.get("total_estimated_cost") for s in spans]
+        costs = [c for c in costs if isinstance(c, (int, float)) and not isinstance(c, bool)]
+        cost = round(sum(costs), 8) if costs else None
+    return usage, cost
+
+
 def curate(trace: dict, spans: list[dict], vocabulary: Vocabulary, *, complete: bool = True) -> Curated:
     v = vocabulary
     origin = parse_iso(trace["start_time"]) if trace.get("start_time") else None
@@ -263,6 +283,7 @@ def curate(trace: dict, spans: list[dict], vocabulary: Vocabulary, *, complete: 
                                          exception_type=(info or {}).get("exception_type"),
                                          message=cut(str((info or {}).get("message", "")), 500)))
 
+    usage, cost = usage_and_cost(trace, spans)
     final = dig(trace, v.final_response_field)
     final_text = final if isinstance(final, str) else (None if final is None else dumps(final))
 
@@ -284,6 +305,8 @@ def curate(trace: dict, spans: list[dict], vocabulary: Vocabulary, *, complete: 
         error_spans=error_spans,
         final_response=final_text,
         spans=span_rows,
+        usage=usage,
+        cost=cost,
     )
     return Curated(text=render_text(trace, digest), digest=digest)
 

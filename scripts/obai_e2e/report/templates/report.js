@@ -1,6 +1,7 @@
 // Unit cards for report.html, built from the embedded JSON block.
 // Every value is untrusted: nodes are made with createElement and filled with
-// textContent only; no HTML is ever parsed from data and no link is built from it.
+// textContent only; no HTML is ever parsed from data. The only links built from data are
+// trace pages, and only with an http(s) URL.
 (function () {
   "use strict";
   var source = document.getElementById("report-data");
@@ -44,6 +45,22 @@
     if (value === undefined || value === null || value === "") return;
     dl.appendChild(el("dt", null, key));
     dl.appendChild(el("dd", null, value));
+  }
+
+  function traceLinks(dl, u) {
+    var links = (u.trace_links || []).filter(function (p) { return /^https?:\/\//.test(p[1]); });
+    if (!links.length) return;
+    dl.appendChild(el("dt", null, links.length > 1 ? "trace pages" : "trace page"));
+    var dd = el("dd");
+    links.forEach(function (p, i) {
+      if (i) dd.appendChild(document.createTextNode(" → "));
+      var a = el("a", "trace-link", p[0]);
+      a.href = p[1];
+      a.target = "_blank";
+      a.rel = "noopener noreferrer";
+      dd.appendChild(a);
+    });
+    dl.appendChild(dd);
   }
 
   function haystack(i) {
@@ -131,9 +148,12 @@
 
     var facts = el("dl", "kv facts");
     kv(facts, u.async ? "traces (initial → follow-up)" : "trace", u.traces);
+    traceLinks(facts, u);
     kv(facts, u.async ? "latency (initial ms + wait s + follow-up ms)" : "latency (ms)", u.latency);
     kv(facts, "exit code", u.exit_code === null || u.exit_code === undefined ? "—" : String(u.exit_code) +
        (u.timed_out ? " (timed out)" : ""));
+    if (u.tokens !== null && u.tokens !== undefined) kv(facts, "tokens", String(u.tokens));
+    if (u.cost !== null && u.cost !== undefined) kv(facts, "cost", Number(u.cost).toFixed(4));
     kv(facts, "judged by", u.judged_by);
     if (u.labels.length) kv(facts, "labels", u.labels.map(function (p) { return p[0] + "=" + p[1]; }).join(", "));
     if (u.known_needs_review) kv(facts, "known needs_review", u.known_needs_review.join(", "));

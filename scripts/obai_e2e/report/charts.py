@@ -1,0 +1,183 @@
+"""Inline SVG charts for report.html: no script, no library, no network; every label escaped.
+
+Each chart comes with a text alternative: an SVG ``<title>``/``<desc>`` pair that screen
+readers announce, and the same numbers as a table the page shows under the chart.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from markupsafe import Markup, escape
+
+VERDICT_COLOURS = {"pass": "#2e7d32", "needs_review": "#b26a00", "fail": "#c62828", "inconclusive": "#6d6d6d"}
+NEW, BASE = "#1565c0", "#9e9e9e"
+
+
+@dataclass
+class Chart:
+    """One chart: its SVG, and the same numbers as table rows (the text alternative)."""
+
+    key: str
+    title: str
+    svg: Markup
+    header: list[str] = field(default_factory=list)
+    rows: list[list[str]] = field(default_factory=list)
+
+
+def _svg(key: str, width: int, height: int, title: str, desc: str, body: list[str]) -> Markup:
+    t, d = f"chart-{key}-title", f"chart-{key}-desc"
+    head = (f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {width} {height}" '
+            f'width="100%" role="img" aria-labelledby="{t} {d}" id="chart-{key}">'
+            f'<title id="{t}">{escape(title)}</title><desc id="{d}">{escape(desc)}</desc>')
+    return Markup(head + "".join(body) + "</svg>")
+
+
+def _text(x: float, y: float, text: str, *, anchor: str = "start", size: int = 11, cls: str = "lbl") -> str:
+    return (f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" font-size="{size}" class="{cls}">'
+            f"{escape(text)}</text>")
+
+
+def verdict_history(runs: list[tuple[str, dict]]) -> Chart | None:
+    """Stacked bars of verdict counts per run, oldest left; ``runs`` is (run id, summary) newest first."""
+    if not runs:
+        return None
+    runs = list(reversed(runs))
+    order = ("pass", "needs_review", "fail", "inconclusive")
+    width, height, left, bottom, top = 640, 220, 40, 48, 16
+    most = max((sum(int(s.get(v, 0) or 0) for v in order) for _, s in runs), default=1) or 1
+    slot = (width - left - 10) / len(runs)
+    bar = min(48.0, slot * 0.7)
+    body = [f'<line x1="{left}" y1="{height - bottom}" x2="{width - 10}" y2="{height - bottom}" class="axis"/>',
+            _text(left - 6, top + 4, str(most), anchor="end"), _text(left - 6, height - bottom, "0", anchor="end")]
+    rows = []
+    for i, (run_id, s) in enumerate(runs):
+        x = left + i * slot + (slot - bar) / 2
+        y = height - bottom
+        for v in order:
+            n = int(s.get(v, 0) or 0)
+            if not n:
+                continue
+            h = (height - bottom - top) * n / most
+            y -= h
+            body.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar:.1f}" height="{h:.1f}" '
+                        f'fill="{VERDICT_COLOURS[v]}"><title>{escape(f"{run_id}: {n} {v}")}</title></rect>')
+        label = run_id.split("/")[-1] if "/" in run_id else run_id
+        body.append(_text(x + bar / 2, height - bottom + 14, label, anchor="middle", size=10))
+        rows.append([run_id] + [str(int(s.get(v, 0) or 0)) for v in order])
+    for j, v in enumerate(order):
+        lx = left + j * 120
+        body.append(f'<rect x="{lx}" y="{height - 18}" width="10" height="10" fill="{VERDICT_COLOURS[v]}"/>')
+        body.append(_text(lx + 14, height - 9, v.replace("_", " ")))
+    desc = "; ".join(f"{r[0]}: " + ", ".join(f"{n} {v}" for v, n in zip(order, r[1:])) for r in rows)
+    return Chart("history", "Verdicts over the last runs",
+                 _svg("history", width, height, "Verdicts over the last runs (oldest left)", desc, body),
+                 ["run", *order], rows)
+
+
+def _scale(values: list[float]) -> tuple[float, float]:
+    lo, hi = min(values), max(values)
+    if hi == lo:
+        hi = lo + 1
+    return lo, hi
+
+
+def latency_strip(features: dict[str, tuple[list[float], list[float]]]) -> Chart | None:
+    """Per feature: this run's unit latencies (seconds) as dots beside the baseline's."""
+    if not features or not any(new for new, _ in features.values()):
+        return None
+    names = sorted(features)
+    width, row, left, right = 640, 28, 120, 20
+    height = 30 + row * len(names) + 30
+    values = [v for new, base in features.values() for v in new + base]
+    lo, hi = 0.0, max(values) * 1.05 if values else 1.0
+    span = (hi - lo) or 1.0
+
+    def px(v: float) -> float:
+        return left + (width - left - right) * (v - lo) / span
+
+    body = []
+    rows = []
+    for i, name in enumerate(names):
+        y = 30 + i * row
+        new, base = features[name]
+        body.append(_text(left - 8, y + 4, name, anchor="end"))
+        body.append(f'<line x1="{left}" y1="{y}" x2="{width - right}" y2="{y}" class="grid"/>')
+        for v in base:
+            body.append(f'<circle cx="{px(v):.1f}" cy="{y + 5}" r="3" fill="{BASE}" fill-opacity="0.7">'
+                        f"<title>{escape(f'{name} baseline: {v:.2f} s')}</title></circle>")
+        for v in new:
+            body.append(f'<circle cx="{px(v):.1f}" cy="{y - 5}" r="3" fill="{NEW}" fill-opacity="0.8">'
+                        f"<title>{escape(f'{name} this run: {v:.2f} s')}</title></circle>")
+        rows.append([name, _median(new), _median(base), str(len(new)), str(len(base))])
+    axis_y = height - 24
+    body.append(f'<line x1="{left}" y1="{axis_y}" x2="{width - right}" y2="{axis_y}" class="axis"/>')
+    for k in range(5):
+        v = lo + span * k / 4
+        body.append(_text(px(v), axis_y + 14, f"{v:.1f} s", anchor="middle", size=10))
+    body.append(f'<circle cx="{left}" cy="12" r="4" fill="{NEW}"/>')
+    body.append(_text(left + 8, 16, "this run"))
+    body.append(f'<circle cx="{left + 90}" cy="12" r="4" fill="{BASE}"/>')
+    body.append(_text(left + 98, 16, "baseline"))
+    desc = "; ".join(f"{r[0]}: median {r[1]} s now, {r[2]} s in the baseline" for r in rows)
+    return Chart("latency", "Latency per feature",
+                 _svg("latency", width, height, "Latency per feature, this run against the baseline", desc, body),
+                 ["feature", "median s (this run)", "median s (baseline)", "units", "baseline units"], rows)
+
+
+def _median(values: list[float]) -> str:
+    if not values:
+        return "—"
+    s = sorted(values)
+    m = len(s) // 2
+    return f"{(s[m] if len(s) % 2 else (s[m - 1] + s[m]) / 2):.2f}"
+
+
+def delta_intervals(cells: list[dict], mde: float | None) -> Chart | None:
+    """Per compared cell: delta with its interval (delta ± z·se_delta) against the mde line."""
+    cells = [c for c in cells if _finite(c.get("ci_low")) and _finite(c.get("ci_high")) and _finite(c.get("delta"))]
+    if not cells:
+        return None
+    cells = sorted(cells, key=lambda c: -c["ci_low"])[:25]
+    width, row, left, right = 640, 22, 230, 20
+    height = 24 + row * len(cells) + 34
+    lo, hi = _scale([0.0] + [c["ci_low"] for c in cells] + [c["ci_high"] for c in cells] +
+                    ([mde] if _finite(mde) else []))
+    pad = (hi - lo) * 0.05
+    lo, hi = lo - pad, hi + pad
+
+    def px(v: float) -> float:
+        return left + (width - left - right) * (v - lo) / (hi - lo)
+
+    body = [f'<line x1="{px(0):.1f}" y1="12" x2="{px(0):.1f}" y2="{height - 28}" class="axis"/>']
+    if _finite(mde):
+        body.append(f'<line x1="{px(mde):.1f}" y1="12" x2="{px(mde):.1f}" y2="{height - 28}" class="mde"/>')
+        body.append(_text(px(mde) + 3, 10, f"mde {mde:g}", size=10))
+    rows = []
+    for i, c in enumerate(cells):
+        y = 24 + i * row
+        listed = c["ci_low"] > (mde if _finite(mde) else math.inf)
+        colour = "#c62828" if listed else NEW
+        label = f"{c.get('partition', '')} × {c.get('category', '')}"
+        body.append(_text(left - 8, y + 4, label if len(label) <= 38 else label[:37] + "…", anchor="end", size=10))
+        body.append(f'<line x1="{px(c["ci_low"]):.1f}" y1="{y}" x2="{px(c["ci_high"]):.1f}" y2="{y}" '
+                    f'stroke="{colour}" stroke-width="2"/>')
+        tip = f"{label}: delta {c['delta']:.4f}, interval {c['ci_low']:.4f} to {c['ci_high']:.4f}"
+        body.append(f'<circle cx="{px(c["delta"]):.1f}" cy="{y}" r="3.5" fill="{colour}">'
+                    f"<title>{escape(tip)}</title></circle>")
+        rows.append([label, f"{c['delta']:.4f}", f"{c['ci_low']:.4f}", f"{c['ci_high']:.4f}",
+                     "yes" if listed else "no"])
+    axis_y = height - 24
+    for k in range(5):
+        v = lo + (hi - lo) * k / 4
+        body.append(_text(px(v), axis_y + 14, f"{v:.2f}", anchor="middle", size=10))
+    desc = (f"{len(cells)} compared cells; a red interval lies wholly above the mde and is a listed regression. " +
+            "; ".join(f"{r[0]}: delta {r[1]} [{r[2]}, {r[3]}]" for r in rows))
+    return Chart("loss", "Loss change per partition and category",
+                 _svg("loss", width, height, "Change of loss against the baseline, with intervals and the mde line",
+                      desc, body),
+                 ["cell", "delta", "ci_low", "ci_high", "listed"], rows)
+
+
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -1,0 +1,95 @@
+"""The "Changes since <baseline>" section and the charts of report.html.
+
+Enters: diff.json, this run's and the baseline's results, the comparable runs before this
+one, comparison.json. Leaves: the view the template shows first, and inline SVG charts
+(report/charts.py), each with its numbers as a table.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .charts import Chart, delta_intervals, latency_strip, verdict_history
+from .diff import SHOWN
+from .html_inputs import read_cells, read_diff
+from .html_inputs import verdict_history as history_of
+
+TITLES = {"new_fail": "New fails", "new_inconclusive": "Newly inconclusive", "flaky": "Flaky (repeats disagree)",
+          "still_failing": "Still failing", "fixed": "Fixed", "changed": "Other verdict changes",
+          "new_case": "New cases", "removed_case": "Removed cases"}
+ANSWER_CHARS = 1500
+
+
+def _cut(text: str | None) -> str:
+    text = text or ""
+    return text if len(text) <= ANSWER_CHARS else text[:ANSWER_CHARS] + " …"
+
+
+def _money(value) -> str:
+    return "—" if value is None else f"{value:.4f}"
+
+
+def changes_view(diff: dict | None) -> dict | None:
+    """What the section shows: baseline, counts and the changed units grouped by class, new fails first."""
+    if diff is None:
+        return None
+    base = diff.get("baseline")
+    groups = []
+    for cls in SHOWN:
+        units = [u for u in diff.get("units", []) if u.get("class") == cls]
+        if not units:
+            continue
+        show_answers = cls in ("new_fail", "fixed", "still_failing", "new_inconclusive", "changed")
+        groups.append({"cls": cls, "title": TITLES[cls], "n": len(units), "units": [{
+            "id": u.get("unit_id", ""), "feature": u.get("feature", ""),
+            "verdict": u.get("verdict") or "—", "reasons": ", ".join(u.get("reasons") or []),
+            "baseline_verdict": u.get("baseline_verdict") or "—",
+            "baseline_reasons": ", ".join(u.get("baseline_reasons") or []),
+            "codes_changed": u.get("codes_changed"),
+            "answer": _cut(u.get("answer")) if show_answers else None,
+            "baseline_answer": _cut(u.get("baseline_answer")) if show_answers else None,
+            "rules": [{"rule": r.get("rule", ""), "now": f"{r.get('status')}{' ' + r['code'] if r.get('code') else ''}",
+                       "before": f"{r.get('baseline_status')}"
+                                 f"{' ' + r['baseline_code'] if r.get('baseline_code') else ''}"}
+                      for r in u.get("changed_rules") or []],
+        } for u in units]})
+    stochastic = [c for c in diff.get("stochastic_cases") or [] if c.get("flaky") or c.get("baseline_pass_rate") is not None]
+    totals = diff.get("totals") or {}
+    run_t, base_t = totals.get("run") or {}, totals.get("baseline") or {}
+    return {
+        "baseline": (base or {}).get("run_id"),
+        "counts": diff.get("counts") or {},
+        "groups": groups,
+        "stochastic": [{"case": c["case_id"], "repeats": c["repeats"], "flaky": c["flaky"],
+                        "pass_rate": "—" if c["pass_rate"] is None else f"{c['pass_rate']:.0%}",
+                        "baseline_pass_rate": "—" if c["baseline_pass_rate"] is None else f"{c['baseline_pass_rate']:.0%}"}
+                       for c in stochastic],
+        "totals": {"turn_s": _secs(run_t.get("turn_ms")), "baseline_turn_s": _secs(base_t.get("turn_ms")),
+                   "tokens": run_t.get("tokens"), "baseline_tokens": base_t.get("tokens"),
+                   "cost": _money(run_t.get("cost")), "baseline_cost": _money(base_t.get("cost"))},
+    }
+
+
+def _secs(ms) -> str:
+    return "—" if ms is None else f"{ms / 1000:.1f} s"
+
+
+def charts(run_dir: Path, results: dict, diff: dict | None) -> list[Chart]:
+    """The charts that have data: verdicts over runs, latency per feature, loss change with intervals."""
+    out = []
+    history = verdict_history(history_of(results, run_dir))
+    if history:
+        out.append(history)
+    by_feature = (diff or {}).get("latency_by_feature") or {}
+    strip = latency_strip({f: (v.get("run") or [], v.get("baseline") or []) for f, v in by_feature.items()})
+    if strip:
+        out.append(strip)
+    cells, mde = read_cells(Path(run_dir) / "comparison.json")
+    loss = delta_intervals(cells, mde)
+    if loss:
+        out.append(loss)
+    return out
+
+
+def changes_and_charts(run_dir: Path, results: dict) -> dict:
+    diff = read_diff(Path(run_dir) / "diff.json")
+    return {"changes": changes_view(diff), "charts": charts(run_dir, results, diff)}

@@ -1,0 +1,99 @@
+"""What changed since the baseline: every class of the diff on hand-built entries, its schema and its texts."""
+from __future__ import annotations
+
+import jsonschema
+from obai_e2e.base.schema import load_schema
+from obai_e2e.report.diff import build_diff, markdown_lines, summary, summary_line
+
+
+def entry(uid, verdict, reasons=(), *, case=None, stochastic=False, outcomes=(), answer="a"):
+    return {"unit_id": uid, "case_id": case or uid.split(".r")[0], "feature": "f", "verdict": verdict,
+            "reasons": list(reasons), "stochastic": stochastic, "answer": answer,
+            "rule_outcomes": [{"rule": r, "status": s, "code": c} for r, s, c in outcomes]}
+
+
+BASE = {"run": {"run_id": "2026-01-01/000000", "finished_at": "x"}, "units": [
+    entry("A", "pass"), entry("B", "needs_review", ["hub.incomplete_answer"]),
+    entry("C", "fail", ["routing.skill_missing"], outcomes=[("routing.skill_missing", "fail", "routing.skill_missing")]),
+    entry("D", "fail", ["hub.empty_response"]), entry("E", "fail", ["hub.empty_response"]),
+    entry("F", "pass"), entry("G", "pass"), entry("H", "inconclusive", ["cli_timeout"]),
+    entry("GONE", "pass"),
+    entry("S.r1", "pass", stochastic=True), entry("S.r2", "pass", stochastic=True),
+    entry("T.r1", "pass", stochastic=True), entry("T.r2", "fail", ["hub.empty_response"], stochastic=True),
+]}
+NEW = [
+    entry("A", "fail", ["routing.skill_overload"], outcomes=[("routing.skill_overload", "fail", "routing.skill_overload")],
+          answer="new answer"),
+    entry("B", "fail", ["hub.empty_response"]),
+    entry("C", "pass", outcomes=[("routing.skill_missing", "pass", None)]),
+    entry("D", "fail", ["hub.empty_response"]),
+    entry("E", "fail", ["specialist.options.math"]),
+    entry("F", "inconclusive", ["trace_not_found"]),
+    entry("G", "needs_review", ["routing.unexpected_specialist"]),
+    entry("H", "inconclusive", ["cli_timeout"]),
+    entry("NEW", "pass"),
+    entry("S.r1", "pass", stochastic=True), entry("S.r2", "needs_review", ["hub.unverified_number:1.5"], stochastic=True),
+    entry("T.r1", "pass", stochastic=True), entry("T.r2", "pass", stochastic=True),
+]
+
+
+def classes(diff):
+    return {u["unit_id"]: u["class"] for u in diff["units"]}
+
+
+def test_every_class():
+    diff = build_diff("2026-01-02/000000", NEW, BASE)
+    assert classes(diff) == {
+        "A": "new_fail", "B": "new_fail", "C": "fixed", "D": "still_failing", "E": "still_failing",
+        "F": "new_inconclusive", "G": "changed", "H": "unchanged", "NEW": "new_case", "GONE": "removed_case",
+        "S.r1": "flaky", "S.r2": "flaky", "T.r1": "unchanged", "T.r2": "fixed",
+    }
+    by_id = {u["unit_id"]: u for u in diff["units"]}
+    assert by_id["D"]["codes_changed"] is False and by_id["E"]["codes_changed"] is True
+    assert by_id["A"]["changed_rules"] == [{"rule": "routing.skill_overload", "status": "fail",
+                                           "code": "routing.skill_overload", "baseline_status": None,
+                                           "baseline_code": None}]
+    assert by_id["A"]["answer"] == "new answer" and by_id["A"]["baseline_answer"] == "a"
+    assert diff["counts"]["new_fail"] == 2 and diff["counts"]["flaky"] == 2 and sum(diff["counts"].values()) == 14
+    rates = {c["case_id"]: c for c in diff["stochastic_cases"]}
+    assert rates["S"]["flaky"] and rates["S"]["pass_rate"] == 0.5 and rates["S"]["baseline_pass_rate"] == 1.0
+    assert not rates["T"]["flaky"] and rates["T"]["pass_rate"] == 1.0 and rates["T"]["baseline_pass_rate"] == 0.5
+    jsonschema.validate(diff, load_schema("diff.v1.schema.json"))
+
+
+def test_without_a_baseline_every_unit_is_new_and_the_text_says_why():
+    diff = build_diff("r", NEW[:2], None)
+    assert set(classes(diff).values()) == {"new_case"} and diff["baseline"] is None
+    assert summary_line(diff).startswith("changes: no baseline")
+    assert "no baseline" in markdown_lines(diff)[0]
+    jsonschema.validate(diff, load_schema("diff.v1.schema.json"))
+
+
+def test_summary_texts_lead_with_new_fails():
+    diff = build_diff("r", NEW, BASE)
+    line = summary_line(diff)
+    assert line.startswith("changes since 2026-01-01/000000: 2 new_fail (A, B); 1 new_inconclusive (F); 2 flaky")
+    lines = markdown_lines(diff)
+    assert lines[0] == "- **2 new_fail**: A (routing.skill_overload; was pass), B (hub.empty_response; was needs_review)"
+    assert summary(diff)["new_fail"] == ["A", "B"] and "unchanged" not in summary(diff)
+
+
+def test_the_same_run_again_still_shows_what_keeps_failing():
+    same = build_diff("r", BASE["units"], BASE)
+    # T's repeats disagree in the run itself (flaky); C, D, E fail on both sides.
+    assert summary_line(same) == "changes since 2026-01-01/000000: 2 flaky (T.r1, T.r2); 3 still_failing (C, D, E)"
+
+
+def test_nothing_changed():
+    assert summary_line(build_diff("r", [entry("A", "pass")], {"run": {"run_id": "b"}, "units": [entry("A", "pass")]})) \
+        == "changes since b: none (1 unchanged)"
+    assert markdown_lines(build_diff("r", [entry("A", "pass")], {"run": {"run_id": "b"},
+                                                                 "units": [entry("A", "pass")]})) == [
+        "- no verdict changed (1 units unchanged)"]
+
+
+def test_hostile_ids_and_codes_cannot_break_the_markdown():
+    base = {"run": {"run_id": "b"}, "units": [entry("X", "pass")]}
+    new = [entry("X", "fail", ["trace.error_span:a|b`<img src=x onerror=alert(1)>"])]
+    line = markdown_lines(build_diff("r", new, base))[0]
+    assert "|" not in line.replace("\\|", "") and "<img" not in line and "`" not in line.replace("\\`", "")
