@@ -5,7 +5,7 @@ import xml.etree.ElementTree as ET
 
 from obai_e2e.report.charts import delta_intervals, latency_strip, verdict_history
 
-NS = "{http://www.w3.org/2000/svg}"
+NS = ""  # inline SVG in HTML needs no namespace declaration
 HOSTILE = "</svg><script>alert(1)</script>&"
 
 

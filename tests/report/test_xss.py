@@ -67,10 +67,13 @@ def test_hostile_strings_are_inert_and_visible(page, hostile_page, variant):
     assert events["dialogs"] == []
     assert events["console"] == []  # also: no CSP violation report, so nothing tried to run or load
     assert events["requests"] == [url]  # no network of any kind, not even for <img src=x>
+    # The page's own charts and trace-page links are the only svg and a elements.
     injected = page.evaluate(
-        "document.querySelectorAll('img, svg, a, iframe, object, embed, link, base, form, [onerror], [onload]')"
-        ".length")
+        "document.querySelectorAll('img, svg:not(.chart), a:not(.trace-link), iframe, object, embed, link, base, "
+        "form, [onerror], [onload]').length")
     assert injected == 0
+    hrefs = page.evaluate("Array.from(document.querySelectorAll('a.trace-link')).map(a => a.href)")
+    assert all(h.startswith("http://127.0.0.1:") for h in hrefs), hrefs
 
     body = page.locator("body").inner_text()
     for text in HOSTILE:

@@ -27,7 +27,7 @@ class Chart:
 
 def _svg(key: str, width: int, height: int, title: str, desc: str, body: list[str]) -> Markup:
     t, d = f"chart-{key}-title", f"chart-{key}-desc"
-    head = (f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {width} {height}" '
+    head = (f'<svg class="chart" viewBox="0 0 {width} {height}" '
             f'width="100%" role="img" aria-labelledby="{t} {d}" id="chart-{key}">'
             f'<title id="{t}">{escape(title)}</title><desc id="{d}">{escape(desc)}</desc>')
     return Markup(head + "".join(body) + "</svg>")

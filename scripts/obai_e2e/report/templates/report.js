@@ -55,7 +55,7 @@
     links.forEach(function (p, i) {
       if (i) dd.appendChild(document.createTextNode(" → "));
       var a = el("a", "trace-link", p[0]);
-      a.href = p[1];
+      a.setAttribute("href", p[1]);
       a.target = "_blank";
       a.rel = "noopener noreferrer";
       dd.appendChild(a);
