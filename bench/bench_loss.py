@@ -1,14 +1,23 @@
-"""Benchmark of the loss layer: parse, score and compare two runs of 100,000 units each.
+"""Benchmark of the loss layer: read, score and compare two runs of N units each, streamed from disk.
 
-Generates results.json data in memory in the shape finalize writes (every unit with the
-21 rule outcomes of a real demo unit, labels, verdict, answers, some with a 3-judge panel),
-over the bundled 8-category catalog and a plan of 20 partitions; the new run carries an
-injected routing regression in one partition. Times json.loads of both documents (parse),
-scoring both (score: the new run in mode A, the baseline re-scored in mode B, suite.json
-built, schema-checked and serialised), and the comparison with TOP-REGRESSIONS.md and
-comparison.json rendered (compare). Prints the figures as text and, last, one JSON line.
+For each size, two runs are written to a temporary folder in the streamed layout
+(results.json head + results.units.jsonl; every unit with the 21 rule outcomes of a real
+demo unit, labels, verdict, answers, a quarter with a 3-judge panel) over the bundled
+8-category catalog and a plan of 20 partitions; the new run carries an injected routing
+regression in one partition. A fresh process then measures, for the new run (mode A) and
+the baseline (re-scored in mode B):
 
-    uv run python bench/bench_loss.py [--units 100000] [--partitions 20] [--validate-sample 2000]
+* read: the head checked, the rows streamed (parsed, a sample schema-checked, the SHA-256
+  verified) and each row turned into its per-category losses: the loss table;
+* score: the statistics per partition × category from the two tables, suite.json
+  built, schema-checked and serialised;
+* compare: the decision rule, TOP-REGRESSIONS.md with its citations (read back from the
+  rows file by offset) and comparison.json;
+
+and its peak RSS (ru_maxrss of that process). Prints the figures as text and, last, one
+JSON line per size.
+
+    uv run python bench/bench_loss.py [--units 10000 100000] [--partitions 20]
 """
 from __future__ import annotations
 
@@ -19,7 +28,9 @@ import json
 import os
 import random
 import resource
+import subprocess
 import sys
+import tempfile
 import time
 import timeit
 from pathlib import Path
@@ -35,8 +46,10 @@ from obai_e2e.loss.catalog import load_catalog  # noqa: E402
 from obai_e2e.loss.compare import compare  # noqa: E402
 from obai_e2e.loss.plan import parse_plan  # noqa: E402
 from obai_e2e.loss.reports import top_regressions_md  # noqa: E402
-from obai_e2e.loss.score import check_suite, score  # noqa: E402
-from obai_e2e.report.results import summarize  # noqa: E402
+from obai_e2e.loss.rows import STREAMED_VERSION, write_rows, open_results  # noqa: E402
+from obai_e2e.loss.score import check_suite, read_table, score_table  # noqa: E402
+from obai_e2e.loss.units import UnitScorer  # noqa: E402
+from obai_e2e.base.paths import catalogs_dir  # noqa: E402
 
 TEMPLATES = json.loads((ROOT / "tests" / "loss" / "data" / "templates.json").read_text(encoding="utf-8"))
 INTENTS = ["price_lookup", "fundamentals", "backtest", "multi", "options_risk", "prediction", "refusal", "general",
@@ -61,19 +74,19 @@ def plan_for(partitions: int):
     return parse_plan(yaml.safe_load(text), {}, text, "bench-plan.yaml", Path("bench-plan.yaml"))
 
 
-def generate(n_units: int, partitions: int, seed: int, regression: bool) -> dict:
+def units(n_units: int, partitions: int, seed: int, regression: bool, summary: dict):
+    """Yield ``n_units`` results units; counts verdicts into ``summary``."""
     rng = random.Random(seed)
     template = TEMPLATES["units"][0]
     passing = template["rule_outcomes"]
-    units = []
-    i = 0
-    while len(units) < n_units:
+    made = i = 0
+    while made < n_units:
         p = i % partitions
         labels = {"intent": INTENTS[p // 2 % len(INTENTS)], "customer_type": CUSTOMERS[p % 2], "channel": "cli",
                   "language": "en"}
         repeats = 3 if i % 10 == 0 else 1
         for k in range(1, repeats + 1):
-            if len(units) >= n_units:
+            if made >= n_units:
                 break
             u = copy.copy(template)
             u.update(unit_id=f"C{i}.r{k}" if repeats > 1 else f"C{i}", case_id=f"C{i}", repeat=k, labels=labels,
@@ -94,98 +107,103 @@ def generate(n_units: int, partitions: int, seed: int, regression: bool) -> dict
             u["answers"] = {"hub.incomplete_answer": "no" if rng.random() < 0.1 else "yes"}
             if rng.random() < 0.25:
                 u["judge_panel"] = {"ratings": {"hub.incomplete_answer": [rng.choice([0, 1, None]) for _ in range(3)]}}
-            units.append(u)
+            summary[u["verdict"]] += 1
+            made += 1
+            yield u
         i += 1
+
+
+def write_run(run_dir: Path, n_units: int, partitions: int, seed: int, regression: bool) -> None:
+    run_dir.mkdir(parents=True)
+    summary = {"pass": 0, "fail": 0, "needs_review": 0, "inconclusive": 0, "not_judged": 0}
+    spec = write_rows(run_dir / "results.units.jsonl", units(n_units, partitions, seed, regression, summary))
+    summary["total"] = n_units
     run = dict(TEMPLATES["run"], run_id=f"bench/{seed}", created_at="2026-12-01T12:00:00Z")
-    summary = summarize(units)
-    return {"schema_version": 1, "kind": "obai-e2e-results", "run": run, "summary": summary, "units": units,
-            "disabled": []}
+    head = {"schema_version": STREAMED_VERSION, "kind": "obai-e2e-results", "run": run, "summary": summary,
+            "disabled": [], "units_file": spec}
+    (run_dir / "results.json").write_text(json.dumps(head, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def clocks() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time()
+
+
+def measure(folder: Path, partitions: int) -> dict:
+    """Read, score and compare the two runs in ``folder``; runs in its own process for a clean peak RSS."""
+    catalog = load_catalog(catalogs_dir() / "loss-catalog.v1.json")
+    plan = plan_for(partitions)
+    gc.collect()
+    rss_start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    w0, c0 = clocks()
+    new_rows = open_results(folder / "new" / "results.json")
+    base_rows = open_results(folder / "base" / "results.json")
+    new_table = read_table(new_rows, UnitScorer(catalog, "A"), plan)
+    base_table = read_table(base_rows, UnitScorer(catalog, "B"), plan)
+    w1, c1 = clocks()
+    new = score_table(new_table, new_rows, catalog, plan, "A")
+    base = score_table(base_table, base_rows, catalog, plan, "B")
+    check_suite(new.suite, "suite.json")
+    suite_bytes = dumps_json(new.suite)
+    w2, c2 = clocks()
+    comp = compare(new, base)
+    top, rows = top_regressions_md(comp, new)
+    comparison = dumps_json(comp.to_json(catalog.version))
+    w3, c3 = clocks()
+    return {
+        "read_s": round(w1 - w0, 3), "read_cpu_s": round(c1 - c0, 3),
+        "score_s": round(w2 - w1, 3), "score_cpu_s": round(c2 - c1, 3),
+        "compare_s": round(w3 - w2, 3), "compare_cpu_s": round(c3 - c2, 3),
+        "score_plus_compare_cpu_s": round(c3 - c1, 3), "end_to_end_cpu_s": round(c3 - c0, 3),
+        "end_to_end_s": round(w3 - w0, 3),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "rss_after_imports_mb": round(rss_start),
+        "compared_cells": comp.k, "findings": len(comp.findings),
+        "top": [f"{c.partition} × {c.category} ci_low {c.ci_low:.4f}" for c in comp.findings[:3]],
+        "suite_json_bytes": len(suite_bytes), "comparison_json_bytes": len(comparison),
+        "top_regressions_rows": len(rows),
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--units", type=int, default=100_000)
+    ap.add_argument("--units", type=int, nargs="+", default=[10_000, 100_000], help="units per run, one size each")
     ap.add_argument("--partitions", type=int, default=20)
-    ap.add_argument("--rounds", type=int, default=3, help="score + compare repeated; the best round is reported")
-    ap.add_argument("--validate-sample", type=int, default=2000,
-                    help="units of the new run validated against results.v1.schema.json (extrapolated)")
+    ap.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # the measuring child process
     args = ap.parse_args()
+    if args.measure:
+        print(json.dumps(measure(args.measure, args.partitions)))
+        return
 
-    # How fast this machine runs plain Python right now (about 8-10 ms on an idle current laptop).
     calibration_ms = min(timeit.repeat("sum(range(10**6))", number=1, repeat=5)) * 1000
-    catalog = load_catalog(catalogs_dir() / "loss-catalog.v1.json")
-    plan = plan_for(args.partitions)
-    t = time.perf_counter()
-    new_text = json.dumps(generate(args.units, args.partitions, 1, True))
-    base_text = json.dumps(generate(args.units, args.partitions, 2, False))
-    gen_s = time.perf_counter() - t
-
-    gc.collect()
-    t0 = time.perf_counter()
-    new_data = json.loads(new_text)
-    base_data = json.loads(base_text)
-    t1 = time.perf_counter()
-    del new_text, base_text
-    gc.collect()
-
-    rounds = []
-    for _ in range(args.rounds):
-        gc.collect()
-        t2 = time.perf_counter()
-        c2 = time.process_time()
-        new = score(new_data, catalog, plan)
-        base = score(base_data, catalog, plan, mode="B")
-        check_suite(new.suite, "suite.json")
-        suite_bytes = dumps_json(new.suite)
-        t3 = time.perf_counter()
-        c3 = time.process_time()
-        comp = compare(new, base)
-        top, rows = top_regressions_md(comp, new)
-        comparison = dumps_json(comp.to_json(catalog.version))
-        t4 = time.perf_counter()
-        c4 = time.process_time()
-        rounds.append((t3 - t2, t4 - t3, c3 - c2, c4 - c3))
-        del new, base
-    best = min(rounds, key=lambda r: r[0] + r[1])
-    new = score(new_data, catalog, plan)
-    base = score(base_data, catalog, plan, mode="B")
-    comp = compare(new, base)
-
-    sample = dict(new_data, units=new_data["units"][:args.validate_sample])
-    t5 = time.perf_counter()
-    schema.check(sample, "results.v1.schema.json", source="bench")
-    t6 = time.perf_counter()
-    validate_est = (t6 - t5) * 2 * args.units / max(1, args.validate_sample)
-
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    figures = {
-        "units_per_run": args.units, "categories": len(catalog.categories), "partitions": args.partitions,
-        "generate_s": round(gen_s, 3), "parse_s": round(t1 - t0, 3), "rounds": args.rounds,
-        "score_s": round(best[0], 3), "compare_s": round(best[1], 3), "score_plus_compare_s": round(best[0] + best[1], 3),
-        "score_cpu_s": round(best[2], 3), "compare_cpu_s": round(best[3], 3),
-        "score_plus_compare_all_rounds_s": [round(r[0] + r[1], 3) for r in rounds],
-        "calibration_sum_range_1e6_ms": round(calibration_ms, 1),
-        "load_average_1m": round(os.getloadavg()[0], 2), "cpus": os.cpu_count(),
-        "schema_validation_both_runs_est_s": round(validate_est, 1),
-        "peak_rss_mb": round(peak_mb), "compared_cells": comp.k, "findings": len(comp.findings),
-        "suite_json_bytes": len(suite_bytes), "comparison_json_bytes": len(comparison),
-        "top_regressions_rows": len(rows),
-    }
-    print(f"loss layer: {args.units:,} units × {len(catalog.categories)} categories × {args.partitions} partitions, "
-          "new run and baseline")
-    print(f"  parse (json.loads, both runs)         {figures['parse_s']:7.3f} s")
-    print(f"  score (new mode A + baseline mode B)  {figures['score_s']:7.3f} s   (best of {args.rounds} rounds)")
-    print(f"  compare (+ TOP-REGRESSIONS.md)        {figures['compare_s']:7.3f} s")
-    print(f"  score + compare                       {figures['score_plus_compare_s']:7.3f} s   (target ≤ 2 s; "
-          f"CPU {figures['score_cpu_s'] + figures['compare_cpu_s']:.3f} s; load average {figures['load_average_1m']} "
-          f"on {figures['cpus']} CPUs)")
-    print(f"  results schema validation, both runs  {figures['schema_validation_both_runs_est_s']:7.1f} s   "
-          f"(estimated from {args.validate_sample:,} units)")
-    print(f"  peak RSS                              {figures['peak_rss_mb']:7d} MB")
-    print(f"  calibration: sum(range(10**6))        {figures['calibration_sum_range_1e6_ms']:7.1f} ms")
-    print(f"  {comp.k} cells compared, {len(comp.findings)} finding(s): "
-          + ", ".join(f"{c.partition} × {c.category} ci_low {c.ci_low:.4f}" for c in comp.findings[:3]))
-    print(json.dumps(figures, sort_keys=True))
+    for n in args.units:
+        with tempfile.TemporaryDirectory(prefix="bench-loss-") as tmp:
+            folder = Path(tmp)
+            t = time.perf_counter()
+            write_run(folder / "new", n, args.partitions, 1, True)
+            write_run(folder / "base", n, args.partitions, 2, False)
+            gen_s = time.perf_counter() - t
+            size_mb = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 1e6
+            child = subprocess.run([sys.executable, __file__, "--measure", str(folder), "--partitions",
+                                    str(args.partitions)], capture_output=True, text=True, check=True)
+            figures = json.loads(child.stdout.strip().splitlines()[-1])
+        figures.update(units_per_run=n, partitions=args.partitions, categories=8, generate_s=round(gen_s, 1),
+                       files_mb=round(size_mb), calibration_sum_range_1e6_ms=round(calibration_ms, 1),
+                       load_average_1m=round(os.getloadavg()[0], 2), cpus=os.cpu_count())
+        print(f"loss layer: {n:,} units × 8 categories × {args.partitions} partitions, new run and baseline "
+              f"({figures['files_mb']} MB on disk)")
+        print(f"  read (stream, check, per-row losses)   {figures['read_s']:7.3f} s   CPU {figures['read_cpu_s']:.3f} s")
+        print(f"  score (both runs, suite.json)          {figures['score_s']:7.3f} s   CPU {figures['score_cpu_s']:.3f} s")
+        print(f"  compare (+ TOP-REGRESSIONS.md)         {figures['compare_s']:7.3f} s   CPU {figures['compare_cpu_s']:.3f} s")
+        print(f"  score + compare                                   CPU {figures['score_plus_compare_cpu_s']:.3f} s"
+              "   (target ≤ 1 s)")
+        print(f"  end to end                             {figures['end_to_end_s']:7.3f} s   CPU {figures['end_to_end_cpu_s']:.3f} s")
+        print(f"  peak RSS                               {figures['peak_rss_mb']:7d} MB   (target ≤ 500 MB; "
+              f"{figures['rss_after_imports_mb']} MB after imports)")
+        print(f"  calibration: sum(range(10**6))         {figures['calibration_sum_range_1e6_ms']:7.1f} ms   "
+              f"(load average {figures['load_average_1m']} on {figures['cpus']} CPUs)")
+        print(f"  {figures['compared_cells']} cells compared, {figures['findings']} finding(s): "
+              + ", ".join(figures["top"]))
+        print(json.dumps(figures, sort_keys=True))
 
 
 if __name__ == "__main__":

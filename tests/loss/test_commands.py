@@ -68,11 +68,16 @@ def test_baseline_suite_json(setup, capsys):
 def test_results_of_another_schema_version(setup, capsys):
     path = setup["new"] / "results.json"
     data = json.loads(path.read_text())
-    data["schema_version"] = 2
+    data["schema_version"] = 3
     path.write_text(json.dumps(data))
     code, out, _ = run(capsys, "score-loss", "--run-dir", str(setup["new"]), "--catalog", str(setup["catalog"]),
                        "--plan", str(setup["plan"]))
-    assert code == 2 and "/schema_version" in out["message"] and "version 2 is not supported" in out["message"]
+    assert code == 2 and "/schema_version" in out["message"] and "version 3 is not supported" in out["message"]
+    data["schema_version"] = 2   # the streamed layout, but no rows file named
+    path.write_text(json.dumps(data))
+    code, out, _ = run(capsys, "score-loss", "--run-dir", str(setup["new"]), "--catalog", str(setup["catalog"]),
+                       "--plan", str(setup["plan"]))
+    assert code == 2 and "/units_file" in out["message"] and "results.units.jsonl" in out["message"]
 
 
 def test_suite_json_is_write_once(setup, capsys):

@@ -90,7 +90,7 @@ def test_intervals_and_findings_ordered_by_lower_bound_not_delta(pair):
 def test_extra_columns(pair):
     comp = compare(*pair)
     r = next(c for c in comp.cells if c.category == "routing")
-    assert r.detectable_effect == pytest.approx(0.05 + (comp.z + 0.84) * r.se_delta)
+    assert r.detectable_effect == pytest.approx(0.05 + (comp.z + 0.8416212335729143) * r.se_delta, rel=1e-12)
     assert r.paired_n == 8 and r.paired_delta == pytest.approx(0.75)
     assert r.paired_se == pytest.approx(np.std(ROUTING, ddof=1) / math.sqrt(8))
     data = comp.to_json("v1")

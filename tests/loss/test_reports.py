@@ -6,16 +6,8 @@ from markdown_it import MarkdownIt
 from obai_e2e.base.errors import WriteOnceViolation
 from obai_e2e.config.target import Privacy
 from obai_e2e.loss.compare import compare
-from obai_e2e.loss.reports import (
-    HISTORY_COLUMNS,
-    TOP_COLUMNS,
-    CitationMissing,
-    append_history,
-    cite,
-    top_regressions_md,
-    write_comparison,
-    write_top_regressions,
-)
+from obai_e2e.loss.reports import (HISTORY_COLUMNS, SEED_TOP_COLUMNS, TOP_COLUMNS, read_top_rows, CitationMissing, append_history, cite,
+                                   top_regressions_md, write_comparison, write_top_regressions)
 from obai_e2e.loss.score import score
 
 from .helpers import cat, catalog, ev, plan, results, unit
@@ -54,13 +46,17 @@ def test_top_regressions_rows_and_citations(scored):
     text, rows = top_regressions_md(comp, new)
     parsed = table_rows(text)
     assert parsed[0] == TOP_COLUMNS
+    # the seed's columns, exactly and in order, then the extra one
+    assert parsed[0][:8] == ["partition", "kategorie", "delta", "ci_low", "ci_high", "n", "run_id", "log_zitat"]
+    assert parsed[0][8:] == ["detectable_effect"]
     assert [r[:2] for r in parsed[1:]] == [[PK, "output"], [PK, "routing"]]
     out = parsed[1]
     assert out[2:7] == ["0.5000", "0.5000", "0.5000", "8", "2026-12-02/090000"]
     # the citation: first unit by id with a tripped code, its span id and excerpt, escaped for the cell
     assert out[7] == 'P0 · specialist.market_data_analysis.empty · span s-0 · "payload: {} | empty second line"'
-    assert '"payload: {} \\| empty second line"' in text   # the pipe is escaped, so the row keeps 8 cells
-    assert all(len(r) == 8 for r in parsed)
+    assert '"payload: {} \\| empty second line"' in text   # the pipe is escaped, so the row keeps 9 cells
+    assert all(len(r) == 9 for r in parsed)
+    assert out[8] == "0.0500"   # se_delta 0: the cell detects anything above the mde
     routing = parsed[2]
     assert routing[3] == f"{comp.findings[1].ci_low:.4f}" and routing[7].startswith("P0 · routing.skill_missing · span r-0")
     assert rows[0]["citation"] == {"unit_id": "P0", "code": "specialist.market_data_analysis.empty", "span_id": "s-0",

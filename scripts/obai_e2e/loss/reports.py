@@ -11,18 +11,20 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from filelock import FileLock
 
 from ..base.errors import ObaiError
 from ..base.fsutil import append_text, dumps_json, write_once
-from ..base.mdtable import row
+from ..base.mdtable import row, table_rows
 from ..base.paths import runs_root
 from ..base.pii import QUOTE_WITHHELD, may_quote
 from .compare import Comparison
 from .score import UNTERBELEGT, Scored, count_cells
-from .units import COMPLETED, SEVERITY, tripped_codes
+from .units import SEVERITY, tripped_codes
 
-TOP_COLUMNS = ["partition", "kategorie", "delta", "ci_low", "ci_high", "n", "run_id", "log_zitat"]
+SEED_TOP_COLUMNS = ["partition", "kategorie", "delta", "ci_low", "ci_high", "n", "run_id", "log_zitat"]
+TOP_COLUMNS = SEED_TOP_COLUMNS + ["detectable_effect"]
 HISTORY_COLUMNS = ["datum", "catalog_version", "mode", "provenance", "suite_score", "completion", "coverage", "mde",
                    "sample_budget", "n_zellen_unterbelegt", "befunde_über_schwelle", "top_regression_ci_low"]
 HISTORY_FILE = "LOSS-HISTORY.md"
@@ -154,20 +156,22 @@ def cite(scored: Scored, partition_key: str, category_id: str, privacy=None) -> 
     if part is None:
         return None
     category = scored.catalog.by_id(category_id)
-    reps = sorted((r for cid in part.cases for r in scored.repeats[cid] if r.state == COMPLETED),
-                  key=lambda r: r.unit_id)
-    for r in reps:
-        loss = r.losses[category.index]
-        if not loss:
-            continue
-        found = (_judged_evidence if category.model_judged else _deterministic_evidence)(r.entry, category)
+    table = scored.table
+    if not len(table.case_of):
+        return None
+    in_part = np.isin(table.case_of, part.index)
+    column = table.losses[:, category.index]
+    hits = np.nonzero(in_part & (table.state == 1) & (column > 0))[0].tolist()   # NaN > 0 is False
+    for r in sorted(hits, key=lambda i: table.unit_ids[i]):
+        entry = scored.rows.entry(int(table.refs[r]))
+        found = (_judged_evidence if category.model_judged else _deterministic_evidence)(entry, category)
         if found is None:
             continue
         code, ev = found
         excerpt = _short(ev.get("excerpt") or "")
-        if not may_quote(r.entry.get("provenance"), privacy):
+        if not may_quote(entry.get("provenance"), privacy):
             excerpt = QUOTE_WITHHELD
-        return Citation(r.unit_id, code, ev.get("span_id"), excerpt)
+        return Citation(table.unit_ids[r], code, ev.get("span_id"), excerpt)
     return None
 
 
@@ -181,7 +185,8 @@ def top_regressions_md(comparison: Comparison, new: Scored, privacy=None) -> tup
     lines.append(f"Baseline {comparison.baseline_run_id or NONE}, re-scored with catalog "
                  f"{new.catalog.version} in mode B; {comparison.k} cells compared, z = {z}, "
                  f"mde = {comparison.mde:g}. A row means the lower bound of delta ± z·se_delta exceeds the mde; "
-                 "rows are ordered by that bound.\n\n")
+                 "rows are ordered by that bound. detectable_effect is the smallest true delta this cell "
+                 "lists with 80 % power: mde + (z + 0.8416)·se_delta.\n\n")
     lines.append(_head(TOP_COLUMNS))
     rows = []
     for c in comparison.findings:
@@ -192,12 +197,29 @@ def top_regressions_md(comparison: Comparison, new: Scored, privacy=None) -> tup
                 f"that cell in run {run_id} has a tripped {c.category} code with evidence; TOP-REGRESSIONS.md "
                 "was not written")
         lines.append(row([c.partition, c.category, num(c.delta), num(c.ci_low), num(c.ci_high), c.n_new, run_id,
-                          citation.text()]))
+                          citation.text(), num(c.detectable_effect)]))
         rows.append({"partition": c.partition, "category": c.category, "delta": c.delta, "ci_low": c.ci_low,
-                     "ci_high": c.ci_high, "n": c.n_new, "run_id": run_id, "citation": citation.to_json()})
+                     "ci_high": c.ci_high, "n": c.n_new, "run_id": run_id, "citation": citation.to_json(),
+                     "detectable_effect": c.detectable_effect})
     if not rows:
         lines.append(f"\nNo provable regression: no compared cell's lower bound exceeds mde = {comparison.mde:g}.\n")
+    if comparison.partitions:
+        lines.append("\n## What each partition can detect\n\n")
+        for p in comparison.partitions:
+            lines.append(f"- {escape_md(p['partition'])}: {p['text']} "
+                         f"(n = {p['n_new']}, baseline n = {p['n_base']}, n_min = {p['n_min']})\n")
     return "".join(lines), rows
+
+
+def escape_md(text: str) -> str:
+    """Markdown-inert text for a list item."""
+    return "".join("\\" + ch if ch in "\\`*_[]<>|#" else ch for ch in text)
+
+
+def read_top_rows(text: str, *, fold_case: bool = False) -> list[dict[str, str]]:
+    """The finding rows of a TOP-REGRESSIONS.md, with or without the detectable_effect column."""
+    return table_rows(text, TOP_COLUMNS, fold_case=fold_case) or table_rows(text, SEED_TOP_COLUMNS,
+                                                                             fold_case=fold_case)
 
 
 def write_top_regressions(path: Path, comparison: Comparison, new: Scored, privacy=None) -> list[dict]:
@@ -270,5 +292,5 @@ def append_history(suite: dict, comparison: Comparison | None, root: Path | None
         return path, True
 
 
-__all__ = ["Citation", "CitationMissing", "cite", "top_regressions_md", "write_top_regressions", "write_comparison",
+__all__ = ["Citation", "CitationMissing", "cite", "top_regressions_md", "read_top_rows", "write_top_regressions", "write_comparison",
            "history_row", "append_history"]

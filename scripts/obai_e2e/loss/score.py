@@ -6,26 +6,29 @@ loss = mean of the m_u; stddev_between = sample SD of the m_u; stddev_within = S
 repeats around their unit means, pooled (flake detector, never compared); se = s/√n with
 s = stddev_between, or √(stddev_between² + σ_r²) for a model_judged category (σ_r²: rater
 variance of the run). See references/loss-layer.md for the status rules.
+
+The rows are read once, in order: each becomes one row of a loss table (its case, state
+and losses) and is then dropped, so memory follows the number of units, not the size of
+the file. The statistics are taken over the table's columns; every sum is ``math.fsum``,
+so the result does not depend on the order of the rows.
 """
 from __future__ import annotations
 
 import gc
 import math
+from array import array
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from ..base import schema
 from .catalog import Catalog
+from .detect import POWER, POWER_Z, SQRT2, detectable_effect, needs_units, sentence
 from .plan import Plan
+from .rows import ResultsRows, from_data
 from .sampling import unit_labels
-from .stats import (
-    mean,
-    pooled_sd,
-    sample_sd,
-    sample_variance,
-    snap,
-    squares_around_mean,
-)
-from .units import ABORTED, COMPLETED, RepeatLoss, UnitScorer
+from .stats import mean, pooled_sd, sample_variance, snap, z_critical
+from .units import ABORTED, COMPLETED, UnitScorer
 
 SCHEMA = "suite.v1.schema.json"
 SUITE_SCHEMA_VERSION = 1
@@ -36,9 +39,121 @@ UNASSIGNED = "unassigned"
 TOTAL = None  # the cell index of the unit total L
 
 
+STATE_CODE = {COMPLETED: 1, ABORTED: 2}
+
+
+@dataclass
+class LossTable:
+    """One row per repeat: its case, state, unit id, ref (to read the unit again) and losses.
+
+    ``losses`` has one column per category and a last one for the total L; NaN where the
+    repeat did not score it (unbewertbar, or not completed).
+    """
+
+    unit_ids: list
+    refs: np.ndarray
+    case_of: np.ndarray
+    state: np.ndarray
+    losses: np.ndarray
+    cases: list                     # case ids in order of first appearance
+    case_part: np.ndarray           # partition index per case
+    rated: list                     # per category: repeats with a rating (model_judged only)
+    double_rated: list
+    rater_variances: list           # per category: sample variance of each double-rated repeat's ratings
+    provenances: set
+
+
+def read_table(rows: ResultsRows, scorer: UnitScorer, plan: Plan) -> LossTable:
+    """Score every row into the loss table; partitions are assigned per case from its first row."""
+    width = scorer.n + 1
+    nan = math.nan
+    empty = [nan] * width
+    flat, refs, case_of, state = array("d"), array("q"), array("l"), array("b")
+    unit_ids: list[str] = []
+    cases: list[str] = []
+    case_index: dict[str, int] = {}
+    case_part: list[int] = []
+    where: dict[tuple, int] = {}
+    provenances: set[str] = set()
+    unassigned = len(plan.partitions)
+    rated = [0] * scorer.n
+    double = [0] * scorer.n
+    variances: list[list] = [[] for _ in range(scorer.n)]
+    losses_of = scorer.losses_of
+    for ref, entry in rows:
+        try:
+            st, losses, total, ratings = losses_of(entry)
+            cid = entry["case_id"]
+            ci = case_index.get(cid)
+            if ci is None:
+                sig = (tuple((entry.get("labels") or {}).items()), entry.get("provenance", "synthetic"))
+                pi = where.get(sig)
+                if pi is None:
+                    labels = unit_labels(dict(sig[0]), sig[1])
+                    pi = next((i for i, p in enumerate(plan.partitions) if p.contains(labels)), unassigned)
+                    where[sig] = pi
+                    provenances.add(sig[1])
+                ci = case_index[cid] = len(cases)
+                cases.append(cid)
+                case_part.append(pi)
+            unit_ids.append(entry["unit_id"])
+        except (KeyError, TypeError, AttributeError, ValueError):
+            raise rows.explain(ref, entry) from None
+        refs.append(ref)
+        case_of.append(ci)
+        if st == COMPLETED:
+            state.append(1)
+            flat.extend([nan if x is None else x for x in losses])
+            flat.append(nan if total is None else total)
+        else:
+            state.append(STATE_CODE.get(st, 0))
+            flat.extend(empty)
+        if ratings:
+            for i, rs in ratings.items():
+                rated[i] += 1
+                if len(rs) >= 2:
+                    double[i] += 1
+                    variances[i].append(sample_variance(rs))
+    matrix = np.frombuffer(flat, dtype=np.float64).reshape(-1, width) if len(flat) else np.empty((0, width))
+    return LossTable(unit_ids=unit_ids, refs=np.frombuffer(refs, dtype=np.int64) if len(refs) else np.empty(0, np.int64),
+                     case_of=np.asarray(case_of, dtype=np.int64), state=np.asarray(state, dtype=np.int8),
+                     losses=matrix, cases=cases, case_part=np.asarray(case_part, dtype=np.int64),
+                     rated=rated, double_rated=double, rater_variances=variances, provenances=provenances)
+
+
+def unit_means(table: LossTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per case and column: the unit mean m_u (NaN when none), Σ_r (x_ur − m_u)² and its degrees of freedom."""
+    n_cases, width = len(table.cases), table.losses.shape[1]
+    means = np.full((n_cases, width), np.nan)
+    squares = np.zeros((n_cases, width))
+    dof = np.zeros((n_cases, width), dtype=np.int64)
+    if not n_cases:
+        return means, squares, dof
+    repeats = np.bincount(table.case_of, minlength=n_cases)
+    single = repeats[table.case_of] == 1
+    means[table.case_of[single]] = table.losses[single]      # one repeat: its losses are the unit means
+    multi = np.nonzero(~single)[0]
+    if len(multi):
+        order = multi[np.argsort(table.case_of[multi], kind="stable")]
+        groups = np.split(order, np.nonzero(np.diff(table.case_of[order]))[0] + 1)
+        fsum = math.fsum
+        for rows in groups:
+            ci = table.case_of[rows[0]]
+            for j, column in enumerate(table.losses[rows].T.tolist()):
+                vals = [x for x in column if x == x]
+                if len(vals) == 1:
+                    means[ci, j] = vals[0]
+                elif vals:
+                    m = fsum(vals) / len(vals)
+                    means[ci, j] = m
+                    squares[ci, j] = fsum([(x - m) * (x - m) for x in vals])
+                    dof[ci, j] = len(vals) - 1
+    return means, squares, dof
+
+
 @dataclass
 class PartitionData:
-    """One partition of a scored run: its members and the unit means of every cell."""
+    """One partition of a scored run: its cases and the unit means of every cell."""
 
     key: str
     labels: dict
@@ -46,12 +161,16 @@ class PartitionData:
     n_min: int
     unassigned: bool
     cases: list = field(default_factory=list)           # case ids, in results order
-    columns: dict = field(default_factory=dict)         # category id (None = total) -> [m_u or None], as cases
+    index: np.ndarray | None = None                     # their rows in the run's unit-mean table
+    columns: dict = field(default_factory=dict)         # category id (None = total) -> unit means (NaN = none)
     json: dict = field(default_factory=dict)
 
     def unit_means(self, category: str | None) -> dict:
         """{case id: m_u} of one cell (category None: the unit total L)."""
-        return {cid: m for cid, m in zip(self.cases, self.columns.get(category, ())) if m is not None}
+        col = self.columns.get(category)
+        if col is None:
+            return {}
+        return {cid: m for cid, m in zip(self.cases, col.tolist()) if m == m}
 
 
 @dataclass
@@ -60,7 +179,8 @@ class Scored:
 
     suite: dict
     partitions: list
-    repeats: dict                                       # case id -> [RepeatLoss] in results order
+    table: LossTable
+    rows: ResultsRows
     catalog: Catalog
     plan: Plan
     mode: str
@@ -77,9 +197,9 @@ def _abort_message(rate: float) -> str:
             "down, harness error); the score is withheld: fix the harness, not the system under test")
 
 
-def _cell(column: list, sum_sq: float, dof: int, n_min: int, suppressed: bool, rater_var: float | None,
+def _cell(values: np.ndarray, sum_sq: float, dof: int, n_min: int, suppressed: bool, rater_var: float | None,
           judged: bool) -> dict:
-    values = [x for x in column if x is not None]
+    """The statistics of one cell from the unit means present (no NaN)."""
     n = len(values)
     out = {"n": n, "loss": None, "stddev_between": None, "se": None, "stddev_within": None}
     if judged:
@@ -90,8 +210,12 @@ def _cell(column: list, sum_sq: float, dof: int, n_min: int, suppressed: bool, r
     if n == 0:
         out["status"] = UNBEWERTBAR
         return out
-    sb = sample_sd(values)
-    out["loss"] = mean(values)
+    loss = math.fsum(values.tolist()) / n
+    out["loss"] = loss
+    sb = None
+    if n >= 2:
+        d = values - loss
+        sb = snap(math.sqrt(math.fsum((d * d).tolist()) / (n - 1)))
     out["stddev_between"] = sb
     out["stddev_within"] = pooled_sd(sum_sq, dof)
     if n >= 2:
@@ -101,119 +225,63 @@ def _cell(column: list, sum_sq: float, dof: int, n_min: int, suppressed: bool, r
     return out
 
 
-def _columns(cases: list, repeats: dict, width: int) -> tuple[list, list, list, tuple[int, int, int]]:
-    """Unit means of every cell of one partition, as columns aligned with ``cases``.
-
-    Column i < width - 1 is category i, the last one the total L. Also returns, per
-    column, the within-unit sum of squares around the unit means and its degrees of
-    freedom, and the partition's (planned, completed, aborted) executions.
-    """
-    rows = []
-    ss, dof = [0.0] * width, [0] * width
-    planned = completed = aborted = 0
-    empty = [None] * width
-    for cid in cases:
-        reps = repeats[cid]
-        if len(reps) == 1:  # the common case: one repeat, its losses are the unit means
-            r = reps[0]
-            planned += 1
-            if r.state == COMPLETED:
-                completed += 1
-                rows.append(r.losses + [r.total])
-            else:
-                aborted += r.state == ABORTED
-                rows.append(empty)
-            continue
-        planned += len(reps)
-        done = [r.losses + [r.total] for r in reps if r.state == COMPLETED]
-        completed += len(done)
-        aborted += sum(1 for r in reps if r.state == ABORTED)
-        row = [None] * width
-        for i in range(width):
-            vals = [d[i] for d in done if d[i] is not None]
-            if len(vals) == 1:
-                row[i] = vals[0]
-            elif vals:
-                m, s2 = squares_around_mean(vals)
-                row[i] = m
-                ss[i] += s2
-                dof[i] += len(vals) - 1
-        rows.append(row)
-    columns = [list(c) for c in zip(*rows)] if rows else [[] for _ in range(width)]
-    return columns, ss, dof, (planned, completed, aborted)
-
-
 def _rate(num: int, den: int) -> float | None:
     return num / den if den else None
 
 
-def _raters(catalog: Catalog, rated_repeats: list) -> dict:
+def _raters(catalog: Catalog, table: LossTable) -> dict:
     """Per model_judged category: repeats rated, double-rated, and the rater variance σ_r²."""
     out = {}
     for c in catalog.categories:
         if not c.model_judged:
             continue
-        rated = double = 0
-        variances = []
-        for r in rated_repeats:
-            ratings = r.ratings.get(c.index)
-            if ratings is None:
-                continue
-            rated += 1
-            if len(ratings) >= 2:
-                double += 1
-                variances.append(sample_variance(ratings))
+        rated, double, variances = table.rated[c.index], table.double_rated[c.index], table.rater_variances[c.index]
         out[c.id] = {"rated": rated, "double_rated": double, "share": _rate(double, rated),
                      "rater_variance": snap(mean(variances)) if variances else None}
     return out
 
 
-def score(results: dict, catalog: Catalog, plan: Plan, *, mode: str | None = None) -> Scored:
-    """Score a loaded results.json; ``mode`` B re-scores without execution (baselines)."""
-    # Scoring allocates many small, short-lived objects next to a large parsed results.json;
-    # the cyclic collector would rescan all of it over and over for nothing.
+def score(results, catalog: Catalog, plan: Plan, *, mode: str | None = None) -> Scored:
+    """Score a run's results (ResultsRows, or a results document in memory); ``mode`` B re-scores without
+    execution (baselines)."""
+    rows = results if isinstance(results, ResultsRows) else from_data(results)
+    # Scoring allocates many small, short-lived objects; the cyclic collector would rescan
+    # them over and over for nothing.
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _score(results, catalog, plan, mode=mode)
+        return _score(rows, catalog, plan, mode=mode)
     finally:
         if enabled:
             gc.enable()
 
 
-def _score(results: dict, catalog: Catalog, plan: Plan, *, mode: str | None = None) -> Scored:
-    run = results.get("run") or {}
-    mode = mode or run.get("mode") or "A"
-    scorer = UnitScorer(catalog, mode)
-    repeats: dict[str, list[RepeatLoss]] = {}
+def _score(rows: ResultsRows, catalog: Catalog, plan: Plan, *, mode: str | None = None) -> Scored:
+    mode = mode or rows.run.get("mode") or "A"
+    return score_table(read_table(rows, UnitScorer(catalog, mode), plan), rows, catalog, plan, mode)
+
+
+def score_table(table: LossTable, rows: ResultsRows, catalog: Catalog, plan: Plan, mode: str) -> Scored:
+    """suite.json from a loss table (``read_table``) of ``rows``."""
+    run = rows.run
+    means, squares, dof = unit_means(table)
+
     parts = [PartitionData(p.key, dict(p.labels), p.weight, p.n_min, False) for p in plan.partitions]
     unassigned = PartitionData(UNASSIGNED, {}, 0.0, plan.default_n_min(), True)
-    where: dict[tuple, PartitionData] = {}   # (labels items, provenance) -> partition
-    provenances = set()
-    score_unit = scorer.score
-    rated = []
-    # Units are taken in results order; every statistic below is order-independent (fsum).
-    for entry in results["units"]:
-        r = score_unit(entry)
-        if r.ratings:
-            rated.append(r)
-        reps = repeats.get(r.case_id)
-        if reps is not None:
-            reps.append(r)
-            continue
-        repeats[r.case_id] = [r]
-        sig = (tuple((entry.get("labels") or {}).items()), entry.get("provenance", "synthetic"))
-        target = where.get(sig)
-        if target is None:
-            labels = unit_labels(dict(sig[0]), sig[1])
-            target = next((d for d, p in zip(parts, plan.partitions) if p.contains(labels)), unassigned)
-            where[sig] = target
-            provenances.add(sig[1])
-        target.cases.append(r.case_id)
+    all_parts = parts + [unassigned]
+    n_parts = len(all_parts)
+    for pi, d in enumerate(all_parts):
+        d.index = np.nonzero(table.case_part == pi)[0]
+        d.cases = [table.cases[i] for i in d.index.tolist()]
     if unassigned.cases:
         parts.append(unassigned)
 
-    raters = _raters(catalog, rated)
+    rep_part = table.case_part[table.case_of] if len(table.case_of) else np.empty(0, np.int64)
+    planned_by = np.bincount(rep_part, minlength=n_parts)
+    completed_by = np.bincount(rep_part[table.state == 1], minlength=n_parts)
+    aborted_by = np.bincount(rep_part[table.state == 2], minlength=n_parts)
+
+    raters = _raters(catalog, table)
     warnings: list[str] = []
     rater_var = {}
     for c in catalog.categories:
@@ -230,22 +298,31 @@ def _score(results: dict, catalog: Catalog, plan: Plan, *, mode: str | None = No
                             + ("so the rater variance is unknown and taken as 0 (se understated)"
                                if info["rater_variance"] is None else "so the rater variance is uncertain"))
 
+    width = len(catalog.categories) + 1
     totals = {"planned": 0, "completed": 0, "aborted": 0}
-    for d in parts:
-        width = len(catalog.categories) + 1
-        columns, ss, dof, (planned, completed, aborted) = _columns(d.cases, repeats, width)
+    for pi, d in enumerate(all_parts):
+        if d is unassigned and not d.cases:
+            continue
+        planned, completed, aborted = int(planned_by[pi]), int(completed_by[pi]), int(aborted_by[pi])
         totals["planned"] += planned
         totals["completed"] += completed
         totals["aborted"] += aborted
         abort_rate = _rate(aborted, completed + aborted)
         suppressed = abort_rate is not None and abort_rate > ABORT_LIMIT
+        block, sq, df = means[d.index], squares[d.index], dof[d.index]
+        cells = []
+        for j in range(width):
+            col = block[:, j]
+            present = col[~np.isnan(col)]
+            judged = j < width - 1 and catalog.categories[j].model_judged
+            cells.append(_cell(present, math.fsum(sq[:, j].tolist()), int(df[:, j].sum()), d.n_min, suppressed,
+                               rater_var.get(j), judged))
         by_category = {}
         for c in catalog.categories:
-            d.columns[c.id] = columns[c.index]
-            by_category[c.id] = _cell(columns[c.index], ss[c.index], dof[c.index], d.n_min, suppressed,
-                                      rater_var.get(c.index), c.model_judged)
-        d.columns[TOTAL] = columns[-1]
-        overall = _cell(columns[-1], ss[-1], dof[-1], d.n_min, suppressed, None, False)
+            d.columns[c.id] = block[:, c.index]
+            by_category[c.id] = cells[c.index]
+        d.columns[TOTAL] = block[:, -1]
+        overall = cells[-1]
         message = None
         if suppressed:
             message = _abort_message(abort_rate)
@@ -268,8 +345,9 @@ def _score(results: dict, catalog: Catalog, plan: Plan, *, mode: str | None = No
         skipped = [c.id for c in catalog.categories if c.needs_execution]
         if skipped:
             warnings.append(f"mode B (no re-execution): {', '.join(skipped)} need execution and are unbewertbar")
+    detection = _detection(parts, plan.mde)
 
-    provenances = sorted(provenances)
+    provenances = sorted(table.provenances)
     if provenances:
         provenance = provenances[0] if len(provenances) == 1 else "mixed"
     else:  # a run without units
@@ -322,12 +400,42 @@ def _score(results: dict, catalog: Catalog, plan: Plan, *, mode: str | None = No
         "abort_rate": suite_abort,
         "sample_budget": plan.budget,
         "counts": {"planned": planned, "completed": completed, "aborted": aborted,
-                   "not_judged": planned - completed - aborted, "units": len(repeats)},
+                   "not_judged": planned - completed - aborted, "units": len(table.cases)},
         "raters": raters,
+        "detection": detection,
         "partitions": [d.json for d in parts],
         "warnings": warnings,
     }
-    return Scored(suite=suite, partitions=parts, repeats=repeats, catalog=catalog, plan=plan, mode=mode)
+    return Scored(suite=suite, partitions=parts, table=table, rows=rows, catalog=catalog, plan=plan, mode=mode)
+
+
+def _detection(parts: list, mde: float) -> dict:
+    """Per cell and partition, what a comparison with a like-for-like baseline could detect (see detect.py)."""
+    listable = [c for d in parts if not d.unassigned for c in d.json["by_category"].values()
+                if c["status"] == SCORED and c["se"] is not None]
+    k = len(listable)
+    z = z_critical(k) if k else None
+    for d in parts:
+        short = {}
+        effects = []
+        for cat, c in d.json["by_category"].items():
+            effect = None
+            if not d.unassigned and z is not None and c["status"] == SCORED and c["se"] is not None:
+                effect = detectable_effect(mde, z, SQRT2 * c["se"])
+                effects.append(effect)
+            c["detectable_effect"] = effect
+            c["needs_units"] = needs_units(c["n"], d.n_min) if c["status"] in (SCORED, UNTERBELEGT) else None
+            if c["status"] == UNTERBELEGT and d.json["n"] >= d.n_min:
+                short[cat] = c["needs_units"]
+        status = d.json["status"]
+        needs = needs_units(d.json["n"], d.n_min) if status in (SCORED, UNTERBELEGT) else None
+        effect = max(effects) if effects else None
+        d.json["detectable_effect"] = None if d.unassigned else effect
+        d.json["needs_units"] = None if d.unassigned else needs
+        d.json["detection"] = sentence(status=status, effect=effect, needs=needs, short_categories=short,
+                                       unassigned=d.unassigned)
+    return {"k": k, "z": z, "power": POWER, "power_z": POWER_Z,
+            "assumed_baseline": "same n and spread as this run: se_delta = √2·se"}
 
 
 def check_suite(suite: dict, source: str) -> None:

@@ -15,11 +15,11 @@ from pathlib import Path
 from ..base.errors import ConfigError, UsageError, WriteOnceViolation
 from ..base.fsutil import dumps_json, write_once
 from ..config.target import TargetConfig
-from ..report.results import load_results
 from .catalog import Catalog, load_catalog
 from .compare import compare
 from .plan import load_plan
 from .reports import append_history, write_comparison, write_top_regressions
+from .rows import open_results
 from .score import check_suite, score
 
 SUITE_FILE = "suite.json"
@@ -86,7 +86,7 @@ def score_run(run_dir: Path, *, config: TargetConfig | None = None, baseline: Pa
         raise ConfigError("no loss catalog: set run.catalog in the target configuration or pass --catalog")
     catalog = load_catalog(catalog_path)
     plan = load_plan(plan_path)
-    results = load_results(run_dir / "results.json")
+    results = open_results(run_dir / "results.json")
     privacy = config.privacy if config is not None else None
 
     new = score(results, catalog, plan)
@@ -99,7 +99,7 @@ def score_run(run_dir: Path, *, config: TargetConfig | None = None, baseline: Pa
     top_path = comparison_path = None
     if baseline is not None:
         base_path = baseline_results_path(baseline, catalog)
-        base = score(load_results(base_path), catalog, plan, mode="B")
+        base = score(open_results(base_path), catalog, plan, mode="B")
         comparison = compare(new, base)
         top_path, comparison_path = run_dir / TOP_FILE, run_dir / COMPARISON_FILE
         with _once(top_path):

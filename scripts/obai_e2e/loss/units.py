@@ -112,9 +112,13 @@ class UnitScorer:
         return losses, den
 
     def score(self, entry: dict) -> RepeatLoss:
+        return RepeatLoss(entry["unit_id"], entry["case_id"], *self.losses_of(entry), entry)
+
+    def losses_of(self, entry: dict) -> tuple[str, list, float | None, dict]:
+        """(state, per-category losses, total, ratings) of one repeat."""
         verdict = entry.get("verdict")
         if verdict not in COMPLETED_VERDICTS:
-            return RepeatLoss(entry["unit_id"], entry["case_id"], state_of(verdict), [None] * self.n, None, {}, entry)
+            return state_of(verdict), [None] * self.n, None, {}
         state = COMPLETED
         mode_b = self.mode == "B" or entry.get("mode") == "B"
         base = self._bases.get(mode_b)
@@ -144,7 +148,7 @@ class UnitScorer:
                     num += self.weights[i] * losses[i]
                     den += self.weights[i]
         total = num / den if den > 0 else None
-        return RepeatLoss(entry["unit_id"], entry["case_id"], state, losses, total, ratings, entry)
+        return state, losses, total, ratings
 
     def _judged(self, entry: dict, losses: list, ratings: dict, mode_b: bool) -> None:
         """Fill the model_judged categories: panel ratings first, else yes/no answers."""

@@ -16,7 +16,6 @@ from typing import Callable
 from ..base import schema
 from ..base.errors import UsageError
 from ..base.fsutil import dumps_json, write_once
-from ..base.mdtable import table_rows
 from ..base.paths import bundle_root
 from ..base.yamlio import load_yaml
 from ..report.report_md import read_rows
@@ -93,9 +92,9 @@ def c_no_top_regressions(cond, run_dir, results, case_set) -> Check:
     path = Path(run_dir) / "TOP-REGRESSIONS.md"
     if not path.exists():
         return _missing(cond, "TOP-REGRESSIONS.md (no baseline comparison)")
-    from ..loss.reports import TOP_COLUMNS
+    from ..loss.reports import read_top_rows
 
-    rows = table_rows(path.read_text(encoding="utf-8"), TOP_COLUMNS)
+    rows = read_top_rows(path.read_text(encoding="utf-8"))
     if rows:
         return Check(cond["id"], FAIL, f"{len(rows)} provable regression(s) in TOP-REGRESSIONS.md")
     return Check(cond["id"], PASS, "no provable regression")
