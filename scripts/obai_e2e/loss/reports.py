@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 from filelock import FileLock
 
+from ..base import schema
 from ..base.errors import ObaiError
 from ..base.fsutil import append_text, dumps_json, write_once
 from ..base.mdtable import row, table_rows
@@ -27,6 +28,7 @@ SEED_TOP_COLUMNS = ["partition", "kategorie", "delta", "ci_low", "ci_high", "n",
 TOP_COLUMNS = SEED_TOP_COLUMNS + ["detectable_effect"]
 HISTORY_COLUMNS = ["datum", "catalog_version", "mode", "provenance", "suite_score", "completion", "coverage", "mde",
                    "sample_budget", "n_zellen_unterbelegt", "befunde_über_schwelle", "top_regression_ci_low"]
+COMPARISON_SCHEMA = "comparison.v1.schema.json"
 HISTORY_FILE = "LOSS-HISTORY.md"
 HISTORY_INDEX = ".loss-history.index"
 EXCERPT_CHARS = 160
@@ -231,6 +233,7 @@ def write_top_regressions(path: Path, comparison: Comparison, new: Scored, priva
 def write_comparison(path: Path, comparison: Comparison, new: Scored, rows: list[dict]) -> None:
     data = comparison.to_json(new.catalog.version)
     data["citations"] = [{"partition": r["partition"], "category": r["category"], **r["citation"]} for r in rows]
+    schema.check(data, COMPARISON_SCHEMA, source=str(path))
     write_once(path, dumps_json(data))
 
 
