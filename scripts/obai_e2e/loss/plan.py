@@ -133,6 +133,11 @@ class Plan:
     hops: tuple[Hop, ...]
     partitions: tuple[Partition, ...]
     description: str = ""
+    pilot: dict | None = None
+
+    @property
+    def pool(self) -> str:
+        return (self.pilot or {}).get("pool", "max")
 
     @property
     def mde(self) -> float:
@@ -237,7 +242,7 @@ def parse_plan(data, lines: Lines, text: str, source: str, path: Path) -> Plan:
         ))
     return Plan(path=path, sha256=sha256_bytes(text.encode("utf-8")), mde_exact=mde, default_s=default_s,
                 seed=data.get("seed", DEFAULT_SEED), hops=tuple(hops), partitions=tuple(partitions),
-                description=data.get("description", ""))
+                description=data.get("description", ""), pilot=data.get("pilot"))
 
 
 def load_plan(path: Path | None = None) -> Plan:
@@ -284,11 +289,20 @@ def render_plan_md(plan: Plan) -> str:
     out.append("\n## Partitions\n\n")
     out.append("Weight = frequency × damage. Provenance is always a facet: synthetic and korpus units are "
                "aggregated separately.\n\n")
-    out.append(_head(["partition", "frequency", "damage", "weight", "s", "s from", "n_min"]))
+    default_n = plan.default_n_min()
+    out.append(f"n_min is shown for the partition's s and, beside it, for the default s = {s0} "
+               f"(n_min {default_n}).\n\n")
+    pilot = plan.pilot or {}
+    if pilot.get("runs"):
+        out.append(f"Pilot estimates: {pilot.get('repeats', len(pilot['runs']))} run(s) of {pilot.get('date', '?')} "
+                   f"({', '.join(f'`{r}`' for r in pilot['runs'])}), categories pooled by {plan.pool}; "
+                   "written by `obai-e2e pilot`.\n\n")
+    out.append(_head(["partition", "frequency", "damage", "weight", "s", "s from", "n_min", f"n_min at s = {s0}"]))
     for p in plan.partitions:
         out.append(_row([p.key, decimal_text(p.frequency), decimal_text(p.damage), decimal_text(p.weight_exact),
-                         decimal_text(p.s), "pilot" if p.s_from_pilot else "default", p.n_min]))
-    out.append(f"\nSample budget: Σ n_min = {plan.budget} units over {len(plan.partitions)} partitions.\n\n")
+                         decimal_text(p.s), "pilot" if p.s_from_pilot else "default", p.n_min, default_n]))
+    out.append(f"\nSample budget: Σ n_min = {plan.budget} units over {len(plan.partitions)} partitions "
+               f"({default_n * len(plan.partitions)} at the default s).\n\n")
     out.append("## A note on the seed's arithmetic\n\n")
     out.append(f"The original instructions say that s = 0.3 gives n_min ≈ 58. That is an arithmetic slip: "
                f"16 · 0.3² / 0.05² = 16 · 0.09 / 0.0025 = {n_min('0.3', '0.05')}. (About 58 is what a spread of "
