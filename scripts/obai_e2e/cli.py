@@ -29,6 +29,7 @@ COMMANDS = {
     "run": "run",
     "merge-runs": "merge_runs",
     "plan-loss": "plan_loss",
+    "pilot": "pilot",
     "score-loss": "score_loss",
     "prune-korpus": "prune_korpus",
     "freeze-audit": "freeze_audit",

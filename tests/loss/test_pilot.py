@@ -125,3 +125,49 @@ def test_plan_md_shows_pilot_and_default_n_min(tmp_path):
     assert "| partition | frequency | damage | weight | s | s from | n_min | n_min at s = 0.3 |" in md
     assert "| intent=backtest,provenance=synthetic | 0.12 | 2 | 0.24 | 0.1 | pilot | 64 | 576 |" in md
     assert "Pilot estimates: 2 run(s) of 2026-12-01T10:10:00Z" in md and "pooled by max" in md
+
+
+def test_pilot_command_from_finished_runs(tmp_path, runs_root, capsys):
+    import json
+
+    from obai_e2e.cli import main
+    from obai_e2e.loss.rows import write_streamed
+
+    from .helpers import write_results
+
+    plan_path = tmp_path / "plan.yaml"
+    plan(tmp_path, PLAN)     # writes tmp_path/plan.yaml
+    before = plan_path.read_text()
+    a, b = runs_root / "2026-12-01" / "100000", runs_root / "2026-12-01" / "100500"
+    write_results(a, run([1, 0, 0, 1], run_id="2026-12-01/100000"))
+    write_streamed(b, run([1, 1, 1, 0], run_id="2026-12-01/100500"))
+    md = tmp_path / "E2E-PLAN.md"
+    code = main(["pilot", "--from-runs", str(a), str(b), "--plan", str(plan_path), "--output", str(md),
+                 "--dry-run"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["status"] == "estimated" and plan_path.read_text() == before and not md.exists()
+    code = main(["pilot", "--from-runs", str(a), str(b), "--plan", str(plan_path), "--output", str(md)])
+    out, err = capsys.readouterr()
+    out = json.loads(out)
+    assert code == 0 and out["status"] == "piloted"
+    p = {x["partition"]: x for x in out["partitions"]}
+    # the bundled catalog: routing.skill_missing feeds routing_skills; same spread as above
+    assert p[PK]["s"] == 0.541 and p[PK]["s_before"] == 0 and p[PK]["n_min"] == n_min("0.541", "0.05")
+    assert p[QK]["s"] == 0 and p[QK]["n_min_before"] == 576 and p[QK]["n_min"] == 2
+    assert p[QK]["n_min_at_default_s"] == 576
+    assert out["pilot"]["runs"] == ["2026-12-01/100000", "2026-12-01/100500"] and out["pilot"]["repeats"] == 2
+    data = yaml.safe_load(plan_path.read_text())
+    assert data["pilot"]["runs"] == out["pilot"]["runs"] and data["partitions"][0]["s"] == 0.541
+    assert "n_min at s = 0.3" in md.read_text() and "intent=q,provenance=synthetic: s 0.3 → 0, n_min 576 → 2" in err
+
+
+def test_pilot_command_refuses_a_run_without_results(tmp_path, capsys):
+    import json
+
+    from obai_e2e.cli import main
+
+    plan(tmp_path, PLAN)
+    (tmp_path / "empty").mkdir()
+    code = main(["pilot", "--from-runs", str(tmp_path / "empty"), "--plan", str(tmp_path / "plan.yaml")])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 2 and "results file not found" in out["message"]

@@ -24,11 +24,18 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from pathlib import Path
+
 import numpy as np
 import yaml
 
-from .plan import exact, labels_key
-from .score import Scored
+from ..clock import utc_now
+from ..errors import UsageError
+from ..fsutil import atomic_write_text
+from .catalog import Catalog
+from .plan import decimal_text, exact, labels_key, load_plan, parse_plan, write_plan_md
+from .rows import open_results
+from .score import Scored, score
 
 POOLS = ("max", "rms")
 DECIMALS = 3
@@ -174,3 +181,51 @@ def with_pilot(text: str, estimates: list[PartitionEstimate], meta: dict) -> str
     for start, end, new in sorted(edits, reverse=True):
         text = text[:start] + new + text[end:]
     return text
+
+
+# ------------------------------------------------------------------------------ one pilot, end to end
+
+def pilot_from_runs(run_dirs: list[Path], catalog: Catalog, plan_path: Path | None = None, *,
+                    write: bool = True, plan_md: Path | None = None) -> dict:
+    """Estimate s per partition from finished runs, write it into the plan and re-render E2E-PLAN.md.
+
+    Each run is scored with the plan as it is now (its own mode). The plan file is rewritten
+    atomically and only when the rewritten text parses to a valid plan with the new values.
+    """
+    if len(run_dirs) < 1:
+        raise UsageError("a pilot needs at least one finished run")
+    plan = load_plan(plan_path)
+    scored, ids, cases = [], [], []
+    for d in run_dirs:
+        rows = open_results(Path(d) / "results.json")
+        s = score(rows, catalog, plan)
+        scored.append(s)
+        ids.append(s.suite["run_id"] or str(d))
+        cases.append(frozenset(s.table.cases))
+    warnings = []
+    if len(set(cases)) > 1:
+        warnings.append("the runs did not all drive the same cases; the spread is pooled within each run all the same")
+    estimates = estimate(scored, pool=plan.pool)
+    meta = {"date": utc_now().strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "repeats": len(run_dirs), "pool": plan.pool, "runs": ids}
+    text = plan.path.read_text(encoding="utf-8")
+    new_text = with_pilot(text, estimates, meta)
+    data = yaml.safe_load(new_text)
+    new_plan = parse_plan(data, {}, new_text, str(plan.path), plan.path)
+    md_path = None
+    if write:
+        atomic_write_text(plan.path, new_text)
+        md_path = write_plan_md(new_plan, plan_md)
+    default_n = plan.default_n_min()
+    before = {p.key: p for p in plan.partitions}
+    partitions = []
+    for e, p in zip(estimates, new_plan.partitions):
+        old = before[p.key]
+        if e.s is None:
+            warnings.append(f"partition {p.key}: fewer than two units in every run; s stays {decimal_text(p.s)}")
+        partitions.append({"partition": p.key, "s": float(p.s), "s_raw": e.s_raw, "s_before": float(old.s),
+                           "estimated": e.s is not None, "by_category": e.by_category, "units": e.units,
+                           "n_min": p.n_min, "n_min_before": old.n_min, "n_min_at_default_s": default_n})
+    return {"status": "piloted" if write else "estimated", "plan": str(plan.path),
+            "e2e_plan": str(md_path) if md_path else None, "pilot": meta, "sample_budget": new_plan.budget,
+            "sample_budget_before": plan.budget, "partitions": partitions, "warnings": warnings}
