@@ -1,13 +1,23 @@
-"""The loss layer on real demo runs: one injected fault is found, two clean runs find nothing.
+"""A provable regression on the demo: pilot → plan → sampled clean run → sampled faulted run.
 
-Three headless runs of nine cases (strategy backtests, an async job, price lookups) with the
-demo's seeded flake switched on for variance: a clean baseline, a run where every backtest
-reports zero trades, and a second clean run. A test plan with small spread estimates lets
-both partitions reach n_min; the comparison must list the fault's category in the backtest
-partition — with a real citation — and nothing for the clean pair.
+Through the public commands, on the bundled plan (copied) and the bundled backtest cases
+(features strategy and async: 8 cases, one stochastic), with the demo's seeded flake at
+rate 0.2 for variance:
+
+1. ``obai-e2e pilot --repeats 3`` drives the 8 cases three times (30 turns) and writes the
+   estimate of s into the plan; the backtest partition's n_min must fit its 8 cases;
+2. ``obai-e2e run --sample`` with flake seed 7: the clean baseline (n_min cases);
+3. the same with ``OBAI_DEMO_FAULTS=zero_trades``: TOP-REGRESSIONS.md lists backtest ×
+   specialist_output with ci_low > mde and a real citation;
+4. a clean run with flake seed 11 against the clean baseline lists nothing;
+5. a faulted run with seed 11 against that clean run lists the same cells.
+
+About 54 demo turns (each ~1–3 s of CPU on this machine class): 2–3 minutes of CPU.
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 from pathlib import Path
@@ -15,18 +25,16 @@ from pathlib import Path
 import pytest
 import yaml
 from markdown_it import MarkdownIt
-from obai_e2e.base.errors import Exit
-from obai_e2e.config.cases import load_cases
-from obai_e2e.config.selection import Filters
-from obai_e2e.config.target import load_target_config
-from obai_e2e.run import headless
-from obai_e2e.run.finish import after_run
+
+from obai_e2e.cli import main
 
 from .conftest import REPO, target_variant
 
 pytestmark = pytest.mark.slow
 
-IDS = ["S1", "S2", "S3", "S4", "S5", "A1", "MD1", "MD2", "MD3"]
+SELECT = ["--feature", "strategy", "--feature", "async"]
+BACKTEST = "intent=backtest,provenance=synthetic"
+FLAKE_RATE = "0.2"
 
 
 def rows(path: Path) -> list[list[str]]:
@@ -41,78 +49,101 @@ def rows(path: Path) -> list[list[str]]:
             cells.append(t.content)
         elif t.type == "tr_close" and body:
             out.append(cells)
+        elif t.type == "table_close":
+            body = False
     return out
 
 
+def cli(*argv: str, flake: str, faults: str | None = None) -> tuple[int, dict]:
+    os.environ["OBAI_DEMO_FLAKE"] = f"{flake}:{FLAKE_RATE}"
+    if faults:
+        os.environ["OBAI_DEMO_FAULTS"] = faults
+    else:
+        os.environ.pop("OBAI_DEMO_FAULTS", None)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = main(list(argv))
+    return code, json.loads(out.getvalue())
+
+
 @pytest.fixture(scope="module")
-def loss_runs(harness_env, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("loss")
-    data = yaml.safe_load((REPO / "cases" / "cases.yaml").read_text())
-    data["cases"] = [c for c in data["cases"] if c["id"] in IDS]
-    (tmp / "cases.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
-    plan = yaml.safe_load((REPO / "cases" / "plan.yaml").read_text())
-    plan["mde"] = 0.1
-    for part in plan["partitions"]:
-        if part["labels"].get("intent") in ("backtest", "price_lookup"):
-            part["s"] = 0.02  # a pilot-sized spread: n_min = 2
-    (tmp / "plan.yaml").write_text(yaml.safe_dump(plan, sort_keys=False))
-    target = target_variant(tmp, **{"run.plan": str(tmp / "plan.yaml")})
-    config = load_target_config(target)
-    cases = load_cases(tmp / "cases.yaml", specialists=config.vocabulary.specialists)
-    os.environ["OBAI_DEMO_FLAKE"] = "7:0.2"
-    done = {}
+def demo(harness_env, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("demo")
+    plan = tmp / "plan.yaml"
+    plan.write_text((REPO / "cases" / "plan.yaml").read_text())
+    target = str(target_variant(tmp, **{"run.plan": str(plan)}))
+    common = ["--target", target, "--plan", str(plan), *SELECT, "--jobs", "2"]
+    done: dict = {}
     try:
-        for name, faults in (("base", None), ("fault", "zero_trades"), ("clean", None)):
-            if faults:
-                os.environ["OBAI_DEMO_FAULTS"] = faults
-            else:
-                os.environ.pop("OBAI_DEMO_FAULTS", None)
-            baseline = done["base"]["run_dir"] if name != "base" else None
-            hook = after_run(config, cases, html=True, baseline=Path(baseline) if baseline else None)
-            code, out = headless.run(config, cases, Filters(), jobs=2, after_finish=hook)
-            done[name] = {"code": code, **out}
+        done["pilot"] = cli("pilot", *common, "--repeats", "3", "--output", str(tmp / "E2E-PLAN.md"), flake="7")
+        done["clean"] = cli("run", "--sample", *common, "--no-html", flake="7")
+        done["fault"] = cli("run", "--sample", *common, flake="7", faults="zero_trades")
+        clean_dir = done["clean"][1]["run_dir"]
+        done["clean_b"] = cli("run", "--sample", *common, "--no-html", "--baseline", clean_dir, flake="11")
+        done["fault_b"] = cli("run", "--sample", *common, "--no-html", "--baseline", done["clean_b"][1]["run_dir"],
+                              flake="11", faults="zero_trades")
     finally:
         os.environ.pop("OBAI_DEMO_FLAKE", None)
         os.environ.pop("OBAI_DEMO_FAULTS", None)
+    done["plan"] = plan
+    done["plan_md"] = tmp / "E2E-PLAN.md"
     return done
 
 
-def test_suite_json_has_the_partition_table(loss_runs):
-    suite = json.loads((Path(loss_runs["base"]["run_dir"]) / "suite.json").read_text())
-    by_intent = {p["labels"].get("intent"): p for p in suite["partitions"]}
-    back = by_intent["backtest"]
-    assert back["n"] == 6 and back["n_min"] == 2 and back["status"] == "scored"
-    assert suite["catalog_version"] == "v1" and suite["mode"] == "A" and suite["mde"] == 0.1
-    s1 = json.loads((Path(loss_runs["base"]["run_dir"]) / "results.json").read_text())
-    assert sum(1 for u in s1["units"] if u["case_id"] == "S1") == 3  # the stochastic case repeats
+def run_id(out: dict) -> str:
+    return json.loads((Path(out["run_dir"]) / "results.json").read_text())["run"]["run_id"]
 
 
-def test_the_injected_fault_is_listed_in_its_partition_with_a_citation(loss_runs):
-    run_dir = Path(loss_runs["fault"]["run_dir"])
-    table = rows(run_dir / "TOP-REGRESSIONS.md")
-    assert table, (run_dir / "TOP-REGRESSIONS.md").read_text()
-    listed = {(r[0], r[1]) for r in table}
-    assert ("intent=backtest,provenance=synthetic", "specialist_output") in listed or \
-           ("intent=backtest", "specialist_output") in listed, listed
-    assert all("backtest" in partition for partition, _ in listed), listed
-    top = table[0]
-    assert float(top[3]) > 0.1  # ci_low above mde
-    assert "specialist.strategy.zero_trades" in top[7] and "span" in top[7]
+def listed(out: dict) -> set:
+    return {(r[0], r[1]) for r in rows(Path(out["run_dir"]) / "TOP-REGRESSIONS.md")}
+
+
+def test_the_pilot_brings_the_backtest_partition_within_reach(demo):
+    code, out = demo["pilot"]
+    assert code == 0 and out["status"] == "piloted" and out["pilot"]["repeats"] == 3
+    back = next(p for p in out["partitions"] if p["partition"] == BACKTEST)
+    assert back["estimated"] and back["n_min_before"] == 16 and back["n_min_at_default_s"] == 16
+    assert 2 <= back["n_min"] <= 8, back                       # the 8 backtest cases cover it
+    data = yaml.safe_load(demo["plan"].read_text())
+    assert data["pilot"]["runs"] == out["pilot"]["runs"] and len(data["pilot"]["runs"]) == 3
+    part = next(p for p in data["partitions"] if p["labels"] == {"intent": "backtest"})
+    assert part["s"] == back["s"]
+    md = demo["plan_md"].read_text()
+    assert "n_min at s = 0.3" in md and "Pilot estimates: 3 run(s)" in md
+
+
+def test_the_faulted_run_lists_the_fault_with_a_citation(demo):
+    code, out = demo["fault"]
+    assert code == 1 and out["loss"]["baseline"]["run_id"] == run_id(demo["clean"][1])
+    table = rows(Path(out["run_dir"]) / "TOP-REGRESSIONS.md")
+    by_cell = {(r[0], r[1]): r for r in table}
+    row = by_cell[(BACKTEST, "specialist_output")]
+    assert float(row[3]) > 0.3                                  # ci_low above the plan's mde
+    assert "specialist.strategy.zero_trades" in row[7] and " · span " in row[7] and "span —" not in row[7]
+    assert all(p == BACKTEST for p, _ in by_cell), by_cell
     lows = [float(r[3]) for r in table]
     assert lows == sorted(lows, reverse=True)
-    assert loss_runs["fault"]["code"] == Exit.UNIT_FAILED
-    html = (run_dir / "report.html").read_text()
+    text = (Path(out["run_dir"]) / "TOP-REGRESSIONS.md").read_text().replace("\\", "")
+    assert f"- {BACKTEST}: can detect regressions ≥ " in text
+    html = (Path(out["run_dir"]) / "report.html").read_text()
     assert "specialist.strategy.zero_trades" in html and "Top regressions" in html
 
 
-def test_two_clean_runs_list_nothing(loss_runs):
-    run_dir = Path(loss_runs["clean"]["run_dir"])
+def test_a_clean_run_with_another_flake_seed_lists_nothing(demo):
+    code, out = demo["clean_b"]
+    run_dir = Path(out["run_dir"])
+    assert out["loss"]["baseline"]["run_id"] == run_id(demo["clean"][1])
     assert rows(run_dir / "TOP-REGRESSIONS.md") == []
     comparison = json.loads((run_dir / "comparison.json").read_text())
-    assert comparison["k"] > 0  # cells were compared; none was provably worse
+    assert comparison["k"] > 0 and comparison["findings"] == 0   # cells were compared; none provably worse
 
 
-def test_loss_history_has_one_row_per_scored_run(loss_runs, harness_env):
+def test_another_flake_seed_gives_the_same_decision(demo):
+    assert demo["fault_b"][0] == 1
+    assert listed(demo["fault_b"][1]) == listed(demo["fault"][1])
+    assert (BACKTEST, "specialist_output") in listed(demo["fault_b"][1])
+
+
+def test_loss_history_has_one_row_per_scored_run(demo, harness_env):
     history = (Path(harness_env) / "LOSS-HISTORY.md").read_text()
-    lines = [l for l in history.splitlines() if l.startswith("| 20")]
-    assert len(lines) == 3
+    assert len([x for x in history.splitlines() if x.startswith("| 20")]) == 4   # pilot runs are not scored

@@ -172,3 +172,15 @@ def test_pilot_command_refuses_a_run_without_results(tmp_path, capsys):
     code = main(["pilot", "--from-runs", str(tmp_path / "empty"), "--plan", str(tmp_path / "plan.yaml")])
     out = json.loads(capsys.readouterr().out)
     assert code == 2 and "results file not found" in out["message"]
+
+
+def test_a_suppressed_partition_of_a_run_is_left_out(tmp_path):
+    p = plan(tmp_path, PLAN)
+    aborted = run([1, 0, 0, 1], run_id="x")
+    for u in aborted["units"][:2]:
+        u["verdict"] = "inconclusive"          # 2 of 4 aborted: the partition is suppressed in this run
+    runs = [score(aborted, CATALOG, p), score(run([1, 1, 1, 0]), CATALOG, p)]
+    assert runs[0].partition(PK).json["status"] == "suppressed"
+    est = {e.partition: e for e in estimate(runs)}[PK]
+    # only run b: 1,1,1,0 → s² = 0.75 / 3 = 0.25, s = 0.5
+    assert est.s == Fraction(1, 2) and est.dof == 3

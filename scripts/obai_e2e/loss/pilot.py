@@ -13,8 +13,9 @@ categories as the plan says (``pilot.pool``):
 * ``max`` (default): the largest s_c, so every category's cell gets the power n_min promises;
 * ``rms``: √(mean of the s_c²), the typical category.
 
-Categories without two units in any run are left out; a partition without any such
-category gets no estimate and keeps its s. The written estimate is rounded up to three
+Categories without two units in any run are left out, and so is a run whose partition is
+suppressed (abort rate above 10 %); a partition without any such category gets no
+estimate and keeps its s. The written estimate is rounded up to three
 decimals, so n_min never comes out smaller than the estimate gives.
 """
 from __future__ import annotations
@@ -35,7 +36,7 @@ from ..fsutil import atomic_write_text
 from .catalog import Catalog
 from .plan import decimal_text, exact, labels_key, load_plan, parse_plan, write_plan_md
 from .rows import open_results
-from .score import Scored, score
+from .score import SUPPRESSED, Scored, score
 
 POOLS = ("max", "rms")
 DECIMALS = 3
@@ -92,7 +93,7 @@ def estimate(runs: list[Scored], pool: str = "max") -> list[PartitionEstimate]:
             for run in runs:
                 p = run.partition(part.key)
                 col = p.columns.get(c.id) if p is not None else None
-                if col is None:
+                if col is None or p.json["status"] == SUPPRESSED:   # a harness failure says nothing about s
                     continue
                 x = col[~np.isnan(col)]
                 n_all += len(x)
