@@ -129,8 +129,8 @@ def test_paired_se_of_a_model_judged_cell_includes_both_rater_variances(tmp_path
 
 
 def test_comparison_json_is_schema_checked(pair, tmp_path):
-    from obai_e2e import schema
-    from obai_e2e.errors import ConfigError
+    from obai_e2e.base import schema
+    from obai_e2e.base.errors import ConfigError
     from obai_e2e.loss.reports import write_comparison
 
     new, base = pair

@@ -3,9 +3,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ConfigError, UsageError
-from ..output import emit, say
-from ._common import add_config_args, add_filter_args, add_sample_args, filters_from, load, sampled
+from ..base.errors import ConfigError, UsageError
+from ..base.output import emit, say
+from ._common import (
+    add_config_args,
+    add_filter_args,
+    add_sample_args,
+    filters_from,
+    load,
+    sampled,
+)
 
 DEFAULT_REPEATS = 5
 
@@ -18,7 +25,7 @@ def register(sub) -> None:
                     "pooled over the runs and over the plan's categories as the plan's pilot.pool says (max by "
                     "default), rounded up to three decimals; writes them into the plan with the runs, date and R "
                     "(a reviewed change of a frozen file: freeze-audit verify shows it) and re-renders "
-                    "E2E-PLAN.md. Exit codes: 0 written; 2 bad input; 4 preflight not ready.")
+                    "E2E-PLAN.md. Exit codes: 0 written; 2 bad input; 4 preflight not ready; 130 interrupted.")
     add_filter_args(p)
     add_sample_args(p)
     p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, metavar="R",
@@ -45,9 +52,9 @@ def run(args) -> int:
     else:
         if args.repeats < 1:
             raise UsageError("--repeats must be at least 1")
-        from .. import headless
+        from ..run import headless
 
-        filters, repeats, extra = sampled(args, cases, filters_from(args))
+        filters, repeats, extra = sampled(args, cases, filters_from(args), config.plan)
         run_dirs = []
         for i in range(args.repeats):
             say(f"pilot run {i + 1} of {args.repeats}")

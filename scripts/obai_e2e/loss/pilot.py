@@ -24,15 +24,14 @@ import json
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-
 from pathlib import Path
 
 import numpy as np
 import yaml
 
-from ..clock import utc_now
-from ..errors import UsageError
-from ..fsutil import atomic_write_text
+from ..base.clock import utc_now
+from ..base.errors import UsageError
+from ..base.fsutil import atomic_write_text
 from .catalog import Catalog
 from .plan import decimal_text, exact, labels_key, load_plan, parse_plan, write_plan_md
 from .rows import open_results
