@@ -39,14 +39,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import yaml  # noqa: E402
-from obai_e2e.base import schema  # noqa: E402
 from obai_e2e.base.fsutil import dumps_json  # noqa: E402
 from obai_e2e.base.paths import catalogs_dir  # noqa: E402
 from obai_e2e.loss.catalog import load_catalog  # noqa: E402
 from obai_e2e.loss.compare import compare  # noqa: E402
 from obai_e2e.loss.plan import parse_plan  # noqa: E402
 from obai_e2e.loss.reports import top_regressions_md  # noqa: E402
-from obai_e2e.loss.rows import STREAMED_VERSION, write_rows, open_results  # noqa: E402
+from obai_e2e.report.rows import STREAMED_VERSION, write_rows, open_results  # noqa: E402
 from obai_e2e.loss.score import check_suite, read_table, score_table  # noqa: E402
 from obai_e2e.loss.units import UnitScorer  # noqa: E402
 from obai_e2e.base.paths import catalogs_dir  # noqa: E402

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from obai_e2e.report.report_md import read_rows
+from obai_e2e.report.results import load_results
 
 from .conftest import REPO
 
@@ -44,7 +45,7 @@ def test_panel_majority_reaches_verdict_report_results_html_and_loss(harness_env
     assert rows["F2"]["Verdict"] == "needs_review" and rows["F2"]["Reason"] == "hub.incomplete_answer"
     assert "judge panel found the answer incomplete" in (run_dir / "report.md").read_text()
 
-    results = json.loads((run_dir / "results.json").read_text())
+    results = load_results(run_dir / "results.json")
     unit = next(u for u in results["units"] if u["unit_id"] == "F2")
     assert unit["judge_panel"]["ratings"]["hub.incomplete_answer"] == [1, 1, 0]
 

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from .conftest import REPO
+from obai_e2e.report.results import load_results
 
 pytestmark = pytest.mark.slow
 
@@ -95,7 +96,7 @@ def test_freeze_gate_and_one_holdout_run(tmp_path, trace_store):
 
     code, out, err = e2e(env, "run", "--resume", str(holdout_run), "--jobs", "2")
     assert code == 0, err
-    results = json.loads((holdout_run / "results.json").read_text())
+    results = load_results(holdout_run / "results.json")
     assert sorted(u["case_id"] for u in results["units"]) == sorted(HOLDOUT_IDS)
     code, hgate, err = e2e(env, "freeze-audit", "gate", "--run-dir", str(holdout_run))
     assert code == 0 and hgate["gate"] == "holdout" and hgate["passed"]

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from obai_e2e.report.report_md import read_rows
+from obai_e2e.report.results import load_results
 
 from .conftest import REPO
 
@@ -87,7 +88,7 @@ def test_random_kills_then_resume_equal_an_uninterrupted_run(harness_env, trace_
         assert proc.returncode == 0, err.decode()[-2000:]
         finished = json.loads(out)
     assert kills >= 20
-    resumed = json.loads((run_dir / "results.json").read_text())
+    resumed = load_results(run_dir / "results.json")
     assert comparable(resumed) == comparable(reference)
     ids = [r["ID"] for r in read_rows(run_dir / "report.md")]
     assert sorted(ids) == sorted(u["unit_id"] for u in reference["units"])

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from obai_e2e.base.mdtable import table_rows
 from obai_e2e.report.report_md import COLUMNS
+from obai_e2e.report.results import load_results
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +36,7 @@ def runner_env(tmp: Path, name: str, trace_store) -> dict:
 
 def outcomes(run_dir: Path) -> dict[str, tuple]:
     """Per unit: verdict, reasons and every rule's status and code (ids and timings left out)."""
-    data = json.loads((run_dir / "results.json").read_text())
+    data = load_results(run_dir / "results.json")
     return {u["unit_id"]: (u["case_id"], u["verdict"], tuple(u["reasons"]), u["judged_by"], u["exit_code"],
                            tuple((o["rule"], o["status"], o["code"]) for o in u["rule_outcomes"]))
             for u in data["units"]}

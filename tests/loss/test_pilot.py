@@ -132,7 +132,7 @@ def test_pilot_command_from_finished_runs(tmp_path, runs_root, capsys):
     import json
 
     from obai_e2e.cli import main
-    from obai_e2e.loss.rows import write_streamed
+    from obai_e2e.report.rows import write_streamed
 
     from .helpers import write_results
 

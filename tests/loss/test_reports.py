@@ -155,3 +155,16 @@ def test_loss_history_repairs_a_kill_between_index_and_row(scored, runs_root):
     assert append_history(new.suite, comp) == (path, True)
     assert append_history(new.suite, comp) == (path, False)
     assert path.read_text(encoding="utf-8").count(row) == 1
+
+
+def test_readers_take_the_table_with_or_without_the_extra_column(scored):
+    new, _, comp = scored
+    text, _ = top_regressions_md(comp, new)
+    now = read_top_rows(text)
+    assert [r["kategorie"] for r in now] == ["output", "routing"] and now[0]["detectable_effect"] == "0.0500"
+    # a file written before the extra column: the seed's eight columns only
+    old = "| " + " | ".join(SEED_TOP_COLUMNS) + " |\n|" + "---|" * 8 + "\n" + \
+        "| intent=p | output | 0.5000 | 0.5000 | 0.5000 | 8 | r | P0 · x · span s · \"e\" |\n"
+    rows = read_top_rows(old)
+    assert len(rows) == 1 and rows[0]["log_zitat"].startswith("P0") and "detectable_effect" not in rows[0]
+    assert read_top_rows("| a | b |\n|---|---|\n| 1 | 2 |\n") == []

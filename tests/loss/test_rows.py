@@ -8,7 +8,7 @@ from obai_e2e.base.errors import ConfigError
 from obai_e2e.base.fsutil import dumps_json
 from obai_e2e.loss.compare import compare
 from obai_e2e.loss.reports import cite
-from obai_e2e.loss.rows import UNITS_FILE, open_results, write_streamed
+from obai_e2e.report.rows import UNITS_FILE, open_results, write_streamed
 from obai_e2e.loss.score import score
 
 from .helpers import catalog_text, ev, plan, results, unit, write_results

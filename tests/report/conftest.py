@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from obai_e2e.report.results import load_results
+
 from .helpers import CASE_IDS, FAULTS, REPO, obai_e2e
 
 
@@ -45,7 +47,7 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoRun]:
         assert done.returncode in (0, 1, 3), done.stderr[-3000:]
         out = json.loads(done.stdout)
         run_dir = Path(out["run_dir"])
-        results = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+        results = load_results(run_dir / "results.json")
         yield DemoRun(run_dir, done.returncode, results, env)
     finally:
         obai_e2e("traces", "stop", env=env, timeout=60)

@@ -10,7 +10,7 @@ from obai_e2e.base.fsutil import dumps_json
 from obai_e2e.base.mdtable import row
 from obai_e2e.report.html_view import latency_text, trace_text
 from obai_e2e.report.report_md import append_entry, detail_block, header
-from obai_e2e.report.results import summarize
+from obai_e2e.report.results import load_results, summarize
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
@@ -37,11 +37,15 @@ def obai_e2e(*args: str, env: dict[str, str] | None = None, timeout: float = 600
 
 
 def load(run_dir: Path) -> dict:
-    return json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+    """results.json with its units, through the harness's reader (either layout)."""
+    return load_results(run_dir / "results.json")
 
 
 def save(run_dir: Path, results: dict) -> None:
-    (run_dir / "results.json").write_text(dumps_json(results), encoding="utf-8")
+    """Write ``results`` back in the inline layout (schema version 1, units in results.json)."""
+    inline = {k: v for k, v in results.items() if k != "units_file"}
+    inline["schema_version"] = 1
+    (run_dir / "results.json").write_text(dumps_json(inline), encoding="utf-8")
 
 
 def write_report_md(run_dir: Path, results: dict, disabled_line: str | None = None) -> None:

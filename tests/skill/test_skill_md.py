@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from markdown_it import MarkdownIt
+from obai_e2e.report.results import load_results
 
 REPO = Path(__file__).resolve().parents[2]
 SKILL = REPO / "SKILL.md"
@@ -171,7 +172,7 @@ def test_every_command_of_skill_md_runs_against_the_demo(tmp_path, trace_store):
     for name in ("results.json", "results.junit.xml", "report.html", "report.md", "seal.json"):
         assert (run_dir / name).exists(), name
     assert opened.read_text().strip().endswith("report.html")
-    results = json.loads((run_dir / "results.json").read_text())
+    results = load_results(run_dir / "results.json")
     assert all(u["judged_by"] == "claude" for u in results["units"])
     panel = [u for u in results["units"] if u["judge_panel"]]
     assert panel and panel[0]["judge_panel"]["majority"]["hub.incomplete_answer"] == "complete"

@@ -34,7 +34,7 @@ from ..base.errors import UsageError
 from ..base.fsutil import atomic_write_text
 from .catalog import Catalog
 from .plan import decimal_text, exact, labels_key, load_plan, parse_plan, write_plan_md
-from .rows import open_results
+from ..report.rows import open_results
 from .score import SUPPRESSED, Scored, score
 
 POOLS = ("max", "rms")

@@ -25,7 +25,7 @@ from ..base import schema
 from .catalog import Catalog
 from .detect import POWER, POWER_Z, SQRT2, detectable_effect, needs_units, sentence
 from .plan import Plan
-from .rows import ResultsRows, from_data
+from ..report.rows import ResultsRows, from_data
 from .sampling import unit_labels
 from .stats import mean, pooled_sd, sample_variance, snap, z_critical
 from .units import ABORTED, COMPLETED, UnitScorer

@@ -19,7 +19,7 @@ from .catalog import Catalog, load_catalog
 from .compare import compare
 from .plan import load_plan
 from .reports import append_history, write_comparison, write_top_regressions
-from .rows import open_results
+from ..report.rows import open_results
 from .score import check_suite, score
 
 SUITE_FILE = "suite.json"

@@ -1,4 +1,4 @@
-"""Finishing a run: results.json, the runs/latest link and the summary line."""
+"""Finishing a run: results.json (head) and results.units.jsonl (rows), diff.json, the runs/latest link."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ from typing import Any
 
 from ..base import schema
 from ..base.clock import iso, parse_iso, utc_now
-from ..base.errors import ConfigError, UsageError
+from ..base.errors import UsageError
 from ..base.fsutil import dumps_json, write_once
 from ..base.paths import runs_root
 from ..base.pii import withhold_quotes
@@ -26,10 +26,9 @@ from .diff import summary as diff_summary
 from .diff import summary_line as diff_summary_line
 from .record import load_verdict
 from .report_md import insert_changes
+from .rows import STREAMED_VERSION, UNITS_FILE, check_head, open_results, unit_checker, write_rows
 
-RESULTS_SCHEMA_VERSION = 1
-FULL_CHECK_UNITS = 2000
-RESULTS_SCHEMAS = {1: "results.v1.schema.json"}
+RESULTS_SCHEMA_VERSION = STREAMED_VERSION
 VERDICTS = ("pass", "fail", "needs_review", "inconclusive")
 # Fields a recorded verdict carries over into its unit's entry (when set).
 VERDICT_FIELDS = ("verdict", "reasons", "judgment", "expected", "observed", "judged_by", "override",
@@ -137,14 +136,33 @@ def unit_result(config: TargetConfig, run_dir: Path, unit: Unit, meta: RunMeta) 
 
 def build_results(config: TargetConfig, case_set: CaseSet, run_dir: Path, units: list[Unit], *,
                   allow_incomplete: bool = False, catalog_version: str | None = None) -> dict:
+    """Write the rows file (each unit's entry schema-checked as it is written) and return the head.
+
+    One entry is built at a time and written out, so memory does not grow with the entries;
+    the head (run, summary, totals, the rows file's count and SHA-256) comes last.
+    """
     run_dir = Path(run_dir)
     meta = load_run(run_dir)
     missing = [u.id for u in units if load_verdict(run_dir, u.id) is None]
     if missing and not allow_incomplete:
         raise UsageError(f"{len(missing)} unit(s) have no verdict yet: {', '.join(missing[:10])}"
                          f"{' …' if len(missing) > 10 else ''}; resume the run first (or finish with --allow-incomplete)")
-    entries = [unit_result(config, run_dir, u, meta).to_json() for u in units]
-    summary = summarize(entries)
+    summary = summarize([])
+    costs: list[dict] = []     # the few fields totals() adds up, one small dict per unit
+    check = unit_checker()
+
+    def entries():
+        for u in units:
+            entry = unit_result(config, run_dir, u, meta).to_json()
+            check(entry, f"{run_dir / UNITS_FILE}: unit {u.id}")
+            summary[entry["verdict"]] += 1
+            summary["total"] += 1
+            costs.append({"latency": {"turn_ms": (entry.get("latency") or {}).get("turn_ms")},
+                          "usage": {"total_tokens": (entry.get("usage") or {}).get("total_tokens")},
+                          "cost": entry.get("cost")})
+            yield entry
+
+    units_file = write_rows(run_dir / UNITS_FILE, entries())
     finished = utc_now()
     run = {k: v for k, v in meta.to_json().items() if k not in ("units", "schema_version")}
     run["finished_at"] = iso(finished)
@@ -152,7 +170,7 @@ def build_results(config: TargetConfig, case_set: CaseSet, run_dir: Path, units:
     run["catalog_version"] = catalog_version
     disabled = [{"id": cid, "reason": _disabled_reason(case_set, cid)} for cid in meta.disabled_skipped]
     return {"schema_version": RESULTS_SCHEMA_VERSION, "kind": "obai-e2e-results", "run": run,
-            "summary": summary, "totals": totals(entries), "units": entries, "disabled": disabled}
+            "summary": summary, "totals": totals(costs), "disabled": disabled, "units_file": units_file}
 
 
 def summarize(entries: list[dict]) -> dict:
@@ -179,29 +197,34 @@ def summary_line(summary: dict) -> str:
 def finalize(config: TargetConfig, case_set: CaseSet, run_dir: Path, units: list[Unit], *,
              allow_incomplete: bool = False, catalog_version: str | None = None,
              baseline: Path | None = None) -> dict:
-    """Write diff.json and results.json once (an identical rewrite is a no-op), put what changed at
-    the top of report.md, and point runs/latest at the run.
+    """Write diff.json, results.json (the head) and its rows once, put what changed at the top of
+    report.md, and point runs/latest at the run.
 
-    ``baseline`` (a run directory or its results.json) defaults to the one recorded when the
-    run was created: the same baseline the loss layer compares with.
+    The rows file is written first (to a temporary name, then renamed), the head last: a run
+    interrupted in between has no results.json and is finished again from its packets and
+    verdicts. ``baseline`` (a run directory or its results.json) defaults to the one recorded
+    when the run was created: the same baseline the loss layer compares with.
     """
     run_dir = Path(run_dir)
     path = run_dir / "results.json"
     diff_path = run_dir / "diff.json"
     if path.exists():
-        data = load_results(path)
+        data = open_results(path).head
         diff = json.loads(diff_path.read_text(encoding="utf-8")) if diff_path.exists() else None
     else:
         data = build_results(config, case_set, run_dir, units, allow_incomplete=allow_incomplete,
                              catalog_version=catalog_version)
         base_path = baseline or baseline_of(run_dir)
         base = read_baseline(base_path)
-        diff = build_diff(data["run"]["run_id"], data["units"], base)
+        # the diff compares unit by unit: it reads the rows just written back
+        entries = [u for _, u in _rows_of(run_dir, data)]
+        diff = build_diff(data["run"]["run_id"], entries, base)
+        del entries
         if diff["baseline"] is not None:
             diff["baseline"]["results"] = str(results_path_of(base_path))
         diff["totals"] = {"run": data["totals"], "baseline": (base or {}).get("totals")}
         data["diff"] = diff_summary(diff)
-        schema.check(data, RESULTS_SCHEMAS[RESULTS_SCHEMA_VERSION], source=str(path))
+        check_head(data, str(path))
         schema.check(diff, "diff.v1.schema.json", source=str(diff_path))
         write_diff(run_dir, diff)
         write_once(path, dumps_json(data))
@@ -238,37 +261,27 @@ def totals(entries: list[dict]) -> dict:
             "cost": total(e.get("cost") for e in entries)}
 
 
+def _rows_of(run_dir: Path, head: dict):
+    """The rows of a head not yet written (finalize's own diff), through the one reader."""
+    from .rows import ResultsRows
+
+    spec = head["units_file"]
+    return ResultsRows(Path(run_dir) / "results.json", head, spec["count"], units_path=Path(run_dir) / spec["path"],
+                       sha256=spec["sha256"], check=False)
+
+
 def read_results_json(path: Path) -> dict:
-    """Parse a results.json and refuse an unknown schema version, with a clear message."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: results file not found (finish the run first: finalize_run.py)") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not valid JSON ({exc})") from None
-    version = data.get("schema_version") if isinstance(data, dict) else None
-    if version not in RESULTS_SCHEMAS:
-        raise ConfigError(f"{path}: field /schema_version: results schema version {version!r} is not supported "
-                          f"(this harness reads {sorted(RESULTS_SCHEMAS)}); re-run or convert that run")
-    return data
+    """A results.json of either layout with all its units, refusing an unknown schema version.
+
+    Rows are read through the one reader (``rows.open_results``) and checked against the
+    head's count and SHA-256, but not against the schema: for readers that only display.
+    """
+    return open_results(path, check=False).load()
 
 
 def load_results(path: Path) -> dict:
-    """Read a results.json and check it against the JSON Schema of its version."""
-    data = read_results_json(path)
-    schema_name = RESULTS_SCHEMAS[data["schema_version"]]
-    units = data.get("units")
-    if isinstance(units, list) and len(units) > FULL_CHECK_UNITS:
-        # Validating every unit costs milliseconds each; a large file was validated when it
-        # was written, so here its frame and an evenly spread sample of units are checked.
-        step = len(units) // FULL_CHECK_UNITS + 1
-        schema.check({**data, "units": units[::step]}, schema_name, source=str(path))
-    else:
-        schema.check(data, schema_name, source=str(path))
-    return data
+    """A results.json of either layout with all its units, checked as ``rows.open_results`` checks."""
+    return open_results(path).load()
 
 
 def link_latest(run_dir: Path) -> None:

@@ -1,6 +1,7 @@
-"""Reading a run's results one unit at a time: the results.json head and its rows.
+"""The one reader (and the writer) of a run's results: the results.json head and its rows.
 
-Two layouts are read:
+Every reader of results goes through ``open_results``: the HTML report, JUnit, gates, shard
+timings, the loss layer. Two layouts are read:
 
 * schema version 1: one ``results.json`` with the units inline (``units: [...]``);
 * schema version 2: ``results.json`` is a small head (run, summary, disabled) and names
@@ -23,6 +24,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -46,11 +49,39 @@ def _unit_validator() -> Draft202012Validator:
     return Draft202012Validator({"$defs": v1["$defs"], "$ref": "#/$defs/unit"})
 
 
+def unit_checker():
+    """A function (entry, where) that raises ConfigError naming ``where`` and the field for a bad unit."""
+    validator = _unit_validator()
+
+    def check(entry, where: str) -> None:
+        error = schema.first_error(validator, entry)
+        if error is not None:
+            raise ConfigError(f"{where}: field {schema.pointer(error.absolute_path)}: {schema.describe(error)}")
+    return check
+
+
 INLINE_SAMPLE_UNITS = 2000  # inline units (version 1): checked in full up to this many, else a sample
 
 
 def _step(count: int, sample: int = SAMPLE_UNITS) -> int:
     return count // sample + 1 if count > sample else 1
+
+
+def _units_file(head: dict, source: str) -> dict:
+    spec = head.get("units_file")
+    if not isinstance(spec, dict) or not isinstance(spec.get("path"), str) or "/" in spec["path"] \
+            or not isinstance(spec.get("count"), int) or spec["count"] < 0 \
+            or not isinstance(spec.get("sha256"), str):
+        raise ConfigError(f"{source}: field /units_file: expected {{\"path\": \"{UNITS_FILE}\", \"count\": <units>, "
+                          "\"sha256\": <hex>}} naming the rows file beside it")
+    return spec
+
+
+def check_head(head: dict, source: str) -> None:
+    """A version 2 head: the version 1 frame (run, summary, disabled) plus a well-formed ``units_file``."""
+    _units_file(head, source)
+    frame = {k: v for k, v in head.items() if k != "units_file"}
+    schema.check({**frame, "schema_version": 1, "units": []}, RESULTS_V1, source=source)
 
 
 @dataclass
@@ -64,7 +95,7 @@ class ResultsRows:
     units_path: Path | None = None     # the rows file (version 2)
     sha256: str | None = None
     check: bool = True
-    _validator: Draft202012Validator | None = field(default=None, repr=False)
+    _check: object = field(default=None, repr=False)
 
     @property
     def run(self) -> dict:
@@ -86,11 +117,13 @@ class ResultsRows:
                            "unexpected shape)")
 
     def _check_row(self, entry, where: str) -> None:
-        if self._validator is None:
-            self._validator = _unit_validator()
-        error = schema.first_error(self._validator, entry)
-        if error is not None:
-            raise ConfigError(f"{where}: field {schema.pointer(error.absolute_path)}: {schema.describe(error)}")
+        if self._check is None:
+            self._check = unit_checker()
+        self._check(entry, where)
+
+    def load(self) -> dict:
+        """The whole document in memory, units included (for readers of small runs)."""
+        return {**self.head, "units": [u for _, u in self]}
 
     def __iter__(self) -> Iterator[tuple[int, dict]]:
         """(ref, unit) in file order."""
@@ -182,37 +215,45 @@ def open_results(path: Path | str, *, check: bool = True) -> ResultsRows:
         if check:
             sample = units[::_step(len(units), INLINE_SAMPLE_UNITS)] if isinstance(units, list) else units
             schema.check({**data, "units": sample}, RESULTS_V1, source=str(path))
+        elif not isinstance(units, list) or not all(isinstance(u, dict) for u in units):
+            raise ConfigError(f"{path}: field /units: expected a list of unit objects")
         return ResultsRows(path, {k: v for k, v in data.items() if k != "units"}, len(units), units=units,
                            check=False)
-    spec = data.get("units_file")
-    if not isinstance(spec, dict) or not isinstance(spec.get("path"), str) or "/" in spec["path"] \
-            or not isinstance(spec.get("count"), int) or spec["count"] < 0 \
-            or not isinstance(spec.get("sha256"), str):
-        raise ConfigError(f"{path}: field /units_file: expected {{\"path\": \"{UNITS_FILE}\", \"count\": <units>, "
-                          "\"sha256\": <hex>}} naming the rows file beside it")
-    head = {k: v for k, v in data.items() if k != "units_file"}
     if check:
-        frame = {**head, "schema_version": 1, "units": []}
-        schema.check(frame, RESULTS_V1, source=str(path))
+        check_head(data, str(path))
+    spec = _units_file(data, str(path))
+    head = {k: v for k, v in data.items() if k != "units_file"}
     return ResultsRows(path, head, spec["count"], units_path=path.parent / spec["path"], sha256=spec["sha256"],
                        check=check)
 
 
 def write_rows(path: Path, units) -> dict:
-    """Write ``units`` as a rows file (one compact JSON object per line); return its ``units_file`` record.
+    """Write ``units`` as a rows file, one compact JSON object per line; return its ``units_file`` record.
 
-    Used to build version 2 results in tests and benchmarks; the run's own writer streams the
-    same layout.
+    Written to a temporary file beside ``path``, synced and renamed, so the rows file is
+    either complete or absent.
     """
     path = Path(path)
     digest = hashlib.sha256()
     count = 0
-    with open(path, "wb") as fh:
-        for u in units:
-            line = orjson.dumps(u, option=orjson.OPT_SORT_KEYS) + b"\n"
-            digest.update(line)
-            fh.write(line)
-            count += 1
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            for u in units:
+                line = orjson.dumps(u, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS) + b"\n"
+                digest.update(line)
+                fh.write(line)
+                count += 1
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
     return {"path": path.name, "count": count, "sha256": digest.hexdigest()}
 
 
