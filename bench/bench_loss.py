@@ -1,11 +1,12 @@
 """Benchmark of the loss layer: read, score and compare two runs of N units each, streamed from disk.
 
-For each size, two runs are written to a temporary folder in the streamed layout
-(results.json head + results.units.jsonl; every unit with the 21 rule outcomes of a real
-demo unit, labels, verdict, answers, a quarter with a 3-judge panel) over the bundled
-8-category catalog and a plan of 20 partitions; the new run carries an injected routing
-regression in one partition. A fresh process then measures, for the new run (mode A) and
-the baseline (re-scored in mode B):
+For each size, a fresh process writes two runs to a temporary folder with the harness's
+writer (``report.rows.write_rows``: results.units.jsonl one unit at a time, then the
+results.json head; every unit with the 21 rule outcomes of a real demo unit, labels,
+verdict, answers, a quarter with a 3-judge panel) over the bundled 8-category catalog and
+a plan of 20 partitions; the new run carries an injected routing regression in one
+partition (write: time and peak RSS of that process). Another fresh process then
+measures, for the new run (mode A) and the baseline (re-scored in mode B):
 
 * read: the head checked, the rows streamed (parsed, a sample schema-checked, the SHA-256
   verified) and each row turned into its per-category losses: the loss table;
@@ -168,35 +169,45 @@ def main() -> None:
     ap.add_argument("--units", type=int, nargs="+", default=[10_000, 100_000], help="units per run, one size each")
     ap.add_argument("--partitions", type=int, default=20)
     ap.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # the measuring child process
+    ap.add_argument("--write", type=Path, help=argparse.SUPPRESS)    # the writing child process
     args = ap.parse_args()
     if args.measure:
         print(json.dumps(measure(args.measure, args.partitions)))
+        return
+    if args.write:
+        w0, c0 = clocks()
+        write_run(args.write / "new", args.units[0], args.partitions, 1, True)
+        write_run(args.write / "base", args.units[0], args.partitions, 2, False)
+        w1, c1 = clocks()
+        print(json.dumps({"write_s": round(w1 - w0, 3), "write_cpu_s": round(c1 - c0, 3),
+                          "write_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}))
         return
 
     calibration_ms = min(timeit.repeat("sum(range(10**6))", number=1, repeat=5)) * 1000
     for n in args.units:
         with tempfile.TemporaryDirectory(prefix="bench-loss-") as tmp:
             folder = Path(tmp)
-            t = time.perf_counter()
-            write_run(folder / "new", n, args.partitions, 1, True)
-            write_run(folder / "base", n, args.partitions, 2, False)
-            gen_s = time.perf_counter() - t
+            writer = subprocess.run([sys.executable, __file__, "--write", str(folder), "--units", str(n),
+                                     "--partitions", str(args.partitions)], capture_output=True, text=True, check=True)
+            written = json.loads(writer.stdout.strip().splitlines()[-1])
             size_mb = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 1e6
             child = subprocess.run([sys.executable, __file__, "--measure", str(folder), "--partitions",
                                     str(args.partitions)], capture_output=True, text=True, check=True)
             figures = json.loads(child.stdout.strip().splitlines()[-1])
-        figures.update(units_per_run=n, partitions=args.partitions, categories=8, generate_s=round(gen_s, 1),
+        figures.update(written, units_per_run=n, partitions=args.partitions, categories=8,
                        files_mb=round(size_mb), calibration_sum_range_1e6_ms=round(calibration_ms, 1),
                        load_average_1m=round(os.getloadavg()[0], 2), cpus=os.cpu_count())
         print(f"loss layer: {n:,} units × 8 categories × {args.partitions} partitions, new run and baseline "
               f"({figures['files_mb']} MB on disk)")
+        print(f"  write (both runs, rows then head)      {figures['write_s']:7.3f} s   CPU {figures['write_cpu_s']:.3f} s   "
+              f"peak RSS {figures['write_peak_rss_mb']} MB")
         print(f"  read (stream, check, per-row losses)   {figures['read_s']:7.3f} s   CPU {figures['read_cpu_s']:.3f} s")
         print(f"  score (both runs, suite.json)          {figures['score_s']:7.3f} s   CPU {figures['score_cpu_s']:.3f} s")
         print(f"  compare (+ TOP-REGRESSIONS.md)         {figures['compare_s']:7.3f} s   CPU {figures['compare_cpu_s']:.3f} s")
         print(f"  score + compare                                   CPU {figures['score_plus_compare_cpu_s']:.3f} s"
               "   (target ≤ 1 s)")
         print(f"  end to end                             {figures['end_to_end_s']:7.3f} s   CPU {figures['end_to_end_cpu_s']:.3f} s")
-        print(f"  peak RSS                               {figures['peak_rss_mb']:7d} MB   (target ≤ 500 MB; "
+        print(f"  peak RSS, read + score + compare       {figures['peak_rss_mb']:7d} MB   (target ≤ 500 MB; "
               f"{figures['rss_after_imports_mb']} MB after imports)")
         print(f"  calibration: sum(range(10**6))         {figures['calibration_sum_range_1e6_ms']:7.1f} ms   "
               f"(load average {figures['load_average_1m']} on {figures['cpus']} CPUs)")

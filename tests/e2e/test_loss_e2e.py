@@ -127,6 +127,9 @@ def test_the_faulted_run_lists_the_fault_with_a_citation(demo):
     assert f"- {BACKTEST}: can detect regressions ≥ " in text
     html = (Path(out["run_dir"]) / "report.html").read_text()
     assert "specialist.strategy.zero_trades" in html and "Top regressions" in html
+    assert "<th title=\"the smallest true delta this cell lists with 80 % power" in html
+    assert f'<td>{row[8]}</td>' in html                         # the row's detectable effect
+    assert 'class="detects" title="against the baseline">can detect regressions ≥ ' in html
 
 
 def test_a_clean_run_with_another_flake_seed_lists_nothing(demo):

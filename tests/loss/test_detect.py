@@ -1,4 +1,5 @@
 """The detectable effect per cell and partition, and the paired se with rater variance, against hand computations."""
+import json
 import math
 from statistics import NormalDist
 
@@ -140,3 +141,25 @@ def test_comparison_json_is_schema_checked(pair, tmp_path):
     del data["cells"][0]["detectable_effect"]
     with pytest.raises(ConfigError, match="field /cells/0: 'detectable_effect' is required"):
         schema.check(data, "comparison.v1.schema.json", source="comparison.json")
+
+
+def test_the_html_view_shows_the_detection_figures(pair, tmp_path):
+    from obai_e2e.report.html_inputs import read_comparison
+    from obai_e2e.report.html_view import loss_view
+
+    new, base = pair
+    comp = compare(new, base)
+    (tmp_path / "comparison.json").write_text(json.dumps(comp.to_json("v1")))
+    view = loss_view(json.loads(json.dumps(new.suite)), [], read_comparison(tmp_path / "comparison.json"))
+    by = {p["labels"]: p for p in view["partitions"]}
+    assert by[PK]["detects"] == "can detect regressions ≥ 0.6050" and by[PK]["detects_source"] == "baseline"
+    assert by[QK]["detects"] == "needs 573 more units"
+    # per category the comparison's own figure (against the real baseline)
+    assert by[PK]["by_category"] == ["guard: 0.0625, detects ≥ 0.2619", "output: 0.5, detects ≥ 0.0500",
+                                     "routing: 0.75, detects ≥ 0.6050"]
+    assert "routing: 1 (unterbelegt), needs 573 more" in by[QK]["by_category"]
+    alone = loss_view(json.loads(json.dumps(new.suite)), None, None)     # no baseline: suite.json's own figures
+    alone_by = {p["labels"]: p for p in alone["partitions"]}
+    assert alone_by[PK]["detects"] == "can detect regressions ≥ 0.8348"
+    assert alone_by[PK]["detects_source"] == "like-for-like run"
+    assert "routing: 0.75, detects ≥ 0.8348" in alone_by[PK]["by_category"]

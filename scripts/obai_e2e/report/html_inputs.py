@@ -158,7 +158,8 @@ def cases_for_run(results: dict, run_dir: Path) -> CaseSet | None:
 
 
 def read_comparison(path: Path) -> dict | None:
-    """How many cells the baseline comparison could compare, and against which run."""
+    """How many cells the baseline comparison could compare, against which run, and what each partition
+    could detect in it."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
@@ -166,8 +167,15 @@ def read_comparison(path: Path) -> dict | None:
     if not isinstance(data, dict):
         return None
     not_compared = data.get("cells_not_compared")
+    detection = {p["partition"]: p for p in data.get("partitions") or []
+                 if isinstance(p, dict) and isinstance(p.get("partition"), str) and isinstance(p.get("text"), str)}
+    effects: dict[str, dict[str, float]] = {}
+    for c in data.get("cells") or []:
+        if isinstance(c, dict) and isinstance(c.get("detectable_effect"), (int, float)):
+            effects.setdefault(str(c.get("partition")), {})[str(c.get("category"))] = c["detectable_effect"]
     return {"k": data.get("k"), "baseline": data.get("baseline_run_id"),
-            "not_compared": len(not_compared) if isinstance(not_compared, list) else not_compared}
+            "not_compared": len(not_compared) if isinstance(not_compared, list) else not_compared,
+            "detection": detection, "effects": effects}
 
 
 

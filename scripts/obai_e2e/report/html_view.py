@@ -218,8 +218,9 @@ def _pct(value: Any) -> str:
     return f"{100 * value:.1f} %"
 
 
-def _category_text(by_cat: Any) -> list[str]:
-    """``category: loss`` lines; a cell object (suite.v1) shows its loss and any status but scored."""
+def _category_text(by_cat: Any, effects: dict | None = None) -> list[str]:
+    """``category: loss`` lines; a cell object (suite.v1) shows its loss, any status but scored, and the
+    effect it can detect (or the units it lacks)."""
     if not isinstance(by_cat, dict):
         return [_fmt(by_cat)]
     parts = []
@@ -229,6 +230,11 @@ def _category_text(by_cat: Any) -> list[str]:
             text = _fmt(cell.get("loss"))
             if cell.get("status") not in (None, "scored"):
                 text += f" ({cell.get('status')})"
+            effect = (effects or {}).get(name, cell.get("detectable_effect"))
+            if isinstance(effect, (int, float)):
+                text += f", detects ≥ {effect:.4f}"
+            elif isinstance(cell.get("needs_units"), int) and cell["needs_units"] > 0:
+                text += f", needs {cell['needs_units']} more"
         else:
             text = _fmt(cell)
         parts.append(f"{name}: {text}")
@@ -257,20 +263,27 @@ def loss_view(suite: dict | None, regressions: list[dict] | None, comparison: di
             "mde": _fmt(suite.get("mde")),
             "warnings": [str(w) for w in suite.get("warnings") or [] if w],
         }
+        compared = (comparison or {}).get("detection") or {}
         for p in suite.get("partitions") or []:
             if not isinstance(p, dict):
                 continue
             labels = p.get("labels") or {}
             name = p.get("partition") or (", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
                                           if isinstance(labels, dict) else str(labels))
+            # against the baseline when there was one, else against a like-for-like run (suite.json)
+            against = compared.get(name) if isinstance(name, str) else None
+            detects = against["text"] if against else (p.get("detection") if isinstance(p.get("detection"), str)
+                                                        else "")
             view["partitions"].append({
+                "detects": detects, "detects_source": "baseline" if against else "like-for-like run",
                 "labels": name,
                 "weight": _fmt(p.get("weight")), "n": _fmt(p.get("n")), "n_min": _fmt(p.get("n_min")),
                 "loss": _fmt(p.get("loss")), "stddev_between": _fmt(p.get("stddev_between")),
                 "se": _fmt(p.get("se")), "stddev_within": _fmt(p.get("stddev_within")),
                 "coverage": _fmt(p.get("coverage")), "status": _fmt(p.get("status")),
                 "thin": p.get("status") == "unterbelegt",
-                "by_category": _category_text(p.get("by_category")),
+                "by_category": _category_text(p.get("by_category"),
+                                              ((comparison or {}).get("effects") or {}).get(name)),
             })
     return view
 
