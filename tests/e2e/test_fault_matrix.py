@@ -10,7 +10,6 @@ ways.
 """
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
@@ -19,6 +18,7 @@ from obai_e2e.base.errors import Exit
 from obai_e2e.config.cases import load_cases_for
 from obai_e2e.config.selection import Filters
 from obai_e2e.config.target import load_target_config
+from obai_e2e.report.results import load_results
 from obai_e2e.run import headless
 
 from .conftest import target_variant
@@ -73,7 +73,7 @@ def _run(config, cases, faults: str | None) -> dict:
         code, out = headless.run(config, cases, Filters(), jobs=2)
     finally:
         os.environ.pop("OBAI_DEMO_FAULTS", None)
-    results = json.loads(open(out["results"]).read())
+    results = load_results(out["results"])
     return {"code": code, "units": {u["unit_id"]: u for u in results["units"]}, "summary": results["summary"]}
 
 

@@ -56,7 +56,7 @@ def test_random_kills_then_resume_equal_an_uninterrupted_run(harness_env, trace_
     ref = cli("run", "--id", IDS, "--jobs", "2", "--no-html", env=env)
     out, err = ref.communicate(timeout=600)
     assert ref.returncode == 0, err.decode()[-2000:]
-    reference = json.loads(Path(json.loads(out)["results"]).read_text())
+    reference = load_results(Path(json.loads(out)["results"]))
 
     rng = random.Random(20261129)
     before = set(Path(harness_env).glob("2026-*/*"))
