@@ -36,7 +36,7 @@ def test_a_head_and_rows_read_through_the_one_reader(tmp_path):
     (tmp_path / "results.json").write_text(json.dumps(head))
     data = read_results_json(tmp_path / "results.json")       # no schema check: display readers
     assert data["units"] == UNITS and "units_file" not in data and data["schema_version"] == 2
-    with pytest.raises(ConfigError, match="field /run"):     # the checked reader refuses the frame
+    with pytest.raises(ConfigError, match="field /: 'run' is required"):   # the checked reader: the frame
         load_results(tmp_path / "results.json")
     rows = open_results(tmp_path / "results.json", check=False)
     refs = [ref for ref, _ in rows]
