@@ -2,17 +2,19 @@
 
 Through the public commands, on the bundled plan (copied) and the bundled backtest cases
 (features strategy and async: 8 cases, one stochastic), with the demo's seeded flake at
-rate 0.2 for variance:
+rate 0.1 for variance:
 
-1. ``obai-e2e pilot --repeats 3`` drives the 8 cases three times (30 turns) and writes the
-   estimate of s into the plan; the backtest partition's n_min must fit its 8 cases;
+1. ``obai-e2e pilot --repeats 4`` drives the 8 cases four times (40 turns) and writes the
+   estimate of s into the plan; the backtest partition's n_min must fit its 8 cases (a
+   simulation of this pilot puts n_min above 8 in about 0.2 % of pilots at the plan's
+   mde of 0.35, 0.9 % with three runs);
 2. ``obai-e2e run --sample`` with flake seed 7: the clean baseline (n_min cases);
 3. the same with ``OBAI_DEMO_FAULTS=zero_trades``: TOP-REGRESSIONS.md lists backtest ×
    specialist_output with ci_low > mde and a real citation;
 4. a clean run with flake seed 11 against the clean baseline lists nothing;
 5. a faulted run with seed 11 against that clean run lists the same cells.
 
-About 54 demo turns (each ~1–3 s of CPU on this machine class): 2–3 minutes of CPU; the
+About 60 demo turns (each ~1–3 s of CPU on this machine class): 2–3 minutes of CPU; the
 three async backtests wait ~10 s each for their job in every run, which dominates idle wall time.
 """
 from __future__ import annotations
@@ -38,7 +40,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
 SELECT = ["--feature", "strategy", "--feature", "async"]
 BACKTEST = "intent=backtest,provenance=synthetic"
-FLAKE_RATE = "0.2"
+FLAKE_RATE = "0.1"
 
 
 def rows(path: Path) -> list[list[str]]:
@@ -79,7 +81,7 @@ def demo(harness_env, tmp_path_factory):
     common = ["--target", target, "--plan", str(plan), *SELECT, "--jobs", "2"]
     done: dict = {}
     try:
-        done["pilot"] = cli("pilot", *common, "--repeats", "3", "--output", str(tmp / "E2E-PLAN.md"), flake="7")
+        done["pilot"] = cli("pilot", *common, "--repeats", "4", "--output", str(tmp / "E2E-PLAN.md"), flake="7")
         done["clean"] = cli("run", "--sample", *common, "--no-html", flake="7")
         done["fault"] = cli("run", "--sample", *common, flake="7", faults="zero_trades")
         clean_dir = done["clean"][1]["run_dir"]
@@ -104,16 +106,16 @@ def listed(out: dict) -> set:
 
 def test_the_pilot_brings_the_backtest_partition_within_reach(demo):
     code, out = demo["pilot"]
-    assert code == 0 and out["status"] == "piloted" and out["pilot"]["repeats"] == 3
+    assert code == 0 and out["status"] == "piloted" and out["pilot"]["repeats"] == 4
     back = next(p for p in out["partitions"] if p["partition"] == BACKTEST)
-    assert back["estimated"] and back["n_min_before"] == 16 and back["n_min_at_default_s"] == 16
+    assert back["estimated"] and back["n_min_before"] == 12 and back["n_min_at_default_s"] == 12
     assert 2 <= back["n_min"] <= 8, back                       # the 8 backtest cases cover it
     data = yaml.safe_load(demo["plan"].read_text())
-    assert data["pilot"]["runs"] == out["pilot"]["runs"] and len(data["pilot"]["runs"]) == 3
+    assert data["pilot"]["runs"] == out["pilot"]["runs"] and len(data["pilot"]["runs"]) == 4
     part = next(p for p in data["partitions"] if p["labels"] == {"intent": "backtest"})
     assert part["s"] == back["s"]
     md = demo["plan_md"].read_text()
-    assert "n_min at s = 0.3" in md and "Pilot estimates: 3 run(s)" in md
+    assert "n_min at s = 0.3" in md and "Pilot estimates: 4 run(s)" in md
 
 
 def test_the_faulted_run_lists_the_fault_with_a_citation(demo):
@@ -122,7 +124,7 @@ def test_the_faulted_run_lists_the_fault_with_a_citation(demo):
     table = rows(Path(out["run_dir"]) / "TOP-REGRESSIONS.md")
     by_cell = {(r[0], r[1]): r for r in table}
     row = by_cell[(BACKTEST, "specialist_output")]
-    assert float(row[3]) > 0.3                                  # ci_low above the plan's mde
+    assert float(row[3]) > 0.35                                 # ci_low above the plan's mde
     assert "specialist.strategy.zero_trades" in row[7] and " · span " in row[7] and "span —" not in row[7]
     assert all(p == BACKTEST for p, _ in by_cell), by_cell
     lows = [float(r[3]) for r in table]

@@ -100,9 +100,9 @@ def test_bad_catalog_is_a_message(setup, capsys):
 def test_plan_loss(setup, capsys):
     out_md = setup["tmp"] / "E2E-PLAN.md"
     code, out, err = run(capsys, "plan-loss", "--output", str(out_md))
-    assert code == 0 and out["sample_budget"] == 16 * len(out["partitions"]) and out["mde"] == 0.3
+    assert code == 0 and out["sample_budget"] == 12 * len(out["partitions"]) and out["mde"] == 0.35
     assert out_md.read_text().startswith("# E2E plan")
-    assert all(p["n_min"] == 16 and p["thin"] for p in out["partitions"])
+    assert all(p["n_min"] == 12 and p["thin"] for p in out["partitions"])
     assert "sample budget" in err
 
 

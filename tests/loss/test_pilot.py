@@ -105,8 +105,8 @@ def test_estimates_are_written_into_the_plan_keeping_the_rest(tmp_path):
     path.write_text(new)
     parsed = parse_plan(data, {}, new, str(path), path)
     back = next(p for p in parsed.partitions if p.key == "intent=backtest,provenance=synthetic")
-    # the bundled mde is 0.3: 16 · 0.541² / 0.3² = 16 · 0.292681 / 0.09 = 52.03 → 53
-    assert back.s_from_pilot and back.n_min == 53 == n_min("0.541", "0.3")
+    # the bundled mde is 0.35: 16 · 0.541² / 0.35² = 16 · 0.292681 / 0.1225 = 38.23 → 39
+    assert back.s_from_pilot and back.n_min == 39 == n_min("0.541", "0.35")
     assert parsed.pilot["runs"] == META["runs"] and parsed.pool == "max"
     # writing again replaces the pilot block and the s values in place
     again = with_pilot(new, [PartitionEstimate("intent=backtest,provenance=synthetic", Fraction(2, 10), 0.2)],
@@ -123,8 +123,8 @@ def test_plan_md_shows_pilot_and_default_n_min(tmp_path):
     path.write_text(text)
     md = render_plan_md(parse_plan(yaml.safe_load(text), {}, text, str(path), path))
     assert "| partition | frequency | damage | weight | s | s from | n_min | n_min at s = 0.3 |" in md
-    # 16 · 0.01 / 0.09 = 1.78 → 2; the default s: 16 · 0.09 / 0.09 = 16
-    assert "| intent=backtest,provenance=synthetic | 0.12 | 2 | 0.24 | 0.1 | pilot | 2 | 16 |" in md
+    # 16 · 0.01 / 0.1225 = 1.31 → 2; the default s: 16 · 0.09 / 0.1225 = 11.76 → 12
+    assert "| intent=backtest,provenance=synthetic | 0.12 | 2 | 0.24 | 0.1 | pilot | 2 | 12 |" in md
     assert "Pilot estimates: 2 run(s) of 2026-12-01T10:10:00Z" in md and "pooled by max" in md
 
 

@@ -35,13 +35,13 @@ def test_n_min_refuses_nonpositive_mde():
 
 def test_bundled_plan():
     p = load_plan()
-    assert p.mde == 0.3 and p.pool == "max"
+    assert p.mde == 0.35 and p.pool == "max"
     assert len(p.hops) >= 6 and len({h.id for h in p.hops}) == len(p.hops)
     keys = [x.key for x in p.partitions]
     assert "intent=price_lookup,provenance=synthetic" in keys and "provenance=korpus" in keys
-    # no pilot estimates in the bundled plan: s = 0.3 everywhere, 16 · 0.09 / 0.09 = 16
-    assert all(not x.s_from_pilot and x.n_min == 16 for x in p.partitions)
-    assert p.budget == 16 * len(p.partitions)
+    # no pilot estimates in the bundled plan: s = 0.3 everywhere, 16 · 0.09 / 0.1225 = 11.76 → 12
+    assert all(not x.s_from_pilot and x.n_min == 12 for x in p.partitions)
+    assert p.budget == 12 * len(p.partitions)
     assert p.partitions[0].weight == pytest.approx(0.3)
 
 
