@@ -13,6 +13,7 @@ import httpx
 import pytest
 from markdown_it import MarkdownIt
 from obai_e2e.base.schema import load_schema
+from obai_e2e.report.results import load_results
 
 from .conftest import REPO, target_variant
 
@@ -57,7 +58,7 @@ def test_diff_json_names_exactly_the_changed_units(view):
     md1 = next(u for u in diff["units"] if u["unit_id"] == "MD1")
     assert md1["reasons"] == ["routing.skill_overload"] and md1["baseline_verdict"] == "pass"
     assert any(r["rule"] == "routing.skill_overload" for r in md1["changed_rules"])
-    results = json.loads((view["run"] / "results.json").read_text())
+    results = load_results(view["run"] / "results.json")
     assert results["diff"]["new_fail"] == ["MD1", "O1"] and results["diff"]["fixed"] == ["P1"]
 
 
@@ -92,7 +93,7 @@ def test_ci_summaries_and_the_fail_on_choice(view):
 
 
 def test_latency_cost_and_trace_links_reach_results(view):
-    results = json.loads((view["run"] / "results.json").read_text())
+    results = load_results(view["run"] / "results.json")
     units = {u["unit_id"]: u for u in results["units"]}
     assert units["MD1"]["usage"]["total_tokens"] > 0 and units["MD1"]["cost"] > 0
     assert results["totals"]["tokens"] >= units["MD1"]["usage"]["total_tokens"] and results["totals"]["cost"] > 0
@@ -107,7 +108,7 @@ def test_latency_cost_and_trace_links_reach_results(view):
 def test_verdicts_are_written_back_as_feedback_scores(view):
     import opik
 
-    results = json.loads((view["run"] / "results.json").read_text())
+    results = load_results(view["run"] / "results.json")
     units = {u["unit_id"]: u for u in results["units"]}
     store = json.loads((Path(view["env"]["OBAI_TRACE_STORE_DIR"]) / "store.json").read_text())
     client = opik.Opik(project_name="obai-demo", host=store["api_url"], workspace="default",
