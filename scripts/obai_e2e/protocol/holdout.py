@@ -24,12 +24,16 @@ from .ledger import append_entry, holdout_result_exists, ledger_entries
 
 
 def is_holdout_file(path: Path) -> bool:
-    """True when the file declares ``holdout: true`` (read as text; this is no open)."""
-    import yaml
+    """True when the file declares ``holdout: true`` (read as text; this is no open).
+
+    A file that cannot be read as YAML is no holdout file; loading it reports why.
+    """
+    from .errors import ConfigError
+    from .yamlio import load_yaml
 
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        data, _ = load_yaml(Path(path))
+    except ConfigError:
         return False
     return isinstance(data, dict) and data.get("holdout") is True
 
