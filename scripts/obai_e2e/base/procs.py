@@ -1,7 +1,22 @@
-"""Whether a process or a process group still exists."""
+"""Processes: whether one still exists, and finding and ending everything a turn started.
+
+A turn's processes are found four ways, since each alone misses some: its process group
+and its session (a child that calls ``setsid`` leaves both), the mark the harness puts in
+the turn's environment (inherited by every descendant that does not scrub its
+environment), and a working directory under the turn's sandbox. The process table is
+read from ``/proc``; where there is none only the group and session are signalled.
+"""
 from __future__ import annotations
 
 import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+MARK_VAR = "OBAI_E2E_TURN"
+_PROC = Path("/proc")
 
 
 def alive(pid: int, *, group: bool = False) -> bool:
@@ -13,3 +28,117 @@ def alive(pid: int, *, group: bool = False) -> bool:
     except PermissionError:
         return True
     return True
+
+
+@dataclass(frozen=True)
+class Proc:
+    """One line of the process table."""
+
+    pid: int
+    ppid: int
+    pgid: int
+    sid: int
+    state: str
+    start_ticks: int
+
+
+def has_table() -> bool:
+    return (_PROC / "self" / "stat").exists()
+
+
+def stat(pid: int) -> Proc | None:
+    """The process table entry of ``pid``, or None when it is gone (or there is no /proc)."""
+    try:
+        raw = (_PROC / str(pid) / "stat").read_bytes()
+    except OSError:
+        return None
+    # The command name is in parentheses and may itself hold spaces and parentheses.
+    fields = raw[raw.rfind(b")") + 2:].split()
+    try:
+        return Proc(pid=pid, ppid=int(fields[1]), pgid=int(fields[2]), sid=int(fields[3]),
+                    state=fields[0].decode("ascii", "replace"), start_ticks=int(fields[19]))
+    except (IndexError, ValueError):
+        return None
+
+
+def _environ_has(pid: int, entry_prefix: bytes) -> bool:
+    try:
+        data = (_PROC / str(pid) / "environ").read_bytes()
+    except OSError:
+        return False
+    return data.startswith(entry_prefix) or (b"\0" + entry_prefix) in data
+
+
+def _cwd_under(pid: int, root: str) -> bool:
+    try:
+        cwd = os.readlink(_PROC / str(pid) / "cwd")
+    except OSError:
+        return False
+    return cwd == root or cwd.startswith(root + os.sep)
+
+
+def _ancestors() -> set[int]:
+    out, pid = set(), os.getpid()
+    while pid > 1 and pid not in out:
+        out.add(pid)
+        entry = stat(pid)
+        if entry is None:
+            break
+        pid = entry.ppid
+    return out
+
+
+def members(*, mark: str | None = None, groups: Iterable[int] = (), sessions: Iterable[int] = (),
+            under: Path | None = None, since_ticks: int = 0) -> list[int]:
+    """Live processes of a turn: in one of ``groups`` or ``sessions``, carrying ``mark`` (a
+    prefix of the value of ``OBAI_E2E_TURN``) in their environment, or working under
+    ``under``. Environments and working directories are read only for processes started
+    at or after ``since_ticks`` (clock ticks since boot). Never this process or its parents.
+    """
+    if not has_table():
+        return []
+    groups, sessions = set(groups), set(sessions)
+    prefix = f"{MARK_VAR}={mark}".encode() if mark else None
+    root = str(Path(under).resolve()) if under is not None else None
+    mine = _ancestors()
+    found = []
+    for entry in os.scandir(_PROC):
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        if pid in mine:
+            continue
+        p = stat(pid)
+        if p is None or p.state in ("Z", "X"):  # a zombie is already dead; its parent reaps it
+            continue
+        if p.pgid in groups or p.sid in sessions:
+            found.append(pid)
+        elif p.start_ticks >= since_ticks and (
+                (prefix is not None and _environ_has(pid, prefix)) or (root is not None and _cwd_under(pid, root))):
+            found.append(pid)
+    return found
+
+
+def end_all(*, mark: str | None = None, groups: Iterable[int] = (), sessions: Iterable[int] = (),
+            under: Path | None = None, since_ticks: int = 0, rounds: int = 5) -> list[int]:
+    """SIGKILL every process ``members`` finds, again until none is left (a dying parent's
+    children may fork meanwhile); the pids killed."""
+    groups, sessions = list(groups), list(sessions)
+    killed: list[int] = []
+    for pgid in groups:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    for _ in range(rounds):
+        found = members(mark=mark, groups=groups, sessions=sessions, under=under, since_ticks=since_ticks)
+        if not found:
+            break
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.02)
+    return killed

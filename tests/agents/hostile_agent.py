@@ -1,0 +1,129 @@
+"""A tiny agent that misbehaves on request, for the harness's robustness tests.
+
+It has the demo's trace shape (hub, guardrail, load_skill, one specialist) and writes its
+trace straight to the local store's batch endpoints, so a turn costs a Python start and
+one HTTP round trip. ``HOSTILE_AGENT`` selects behaviours, comma-separated:
+
+  slow:<s>           sleep <s> seconds before answering
+  daemon             fork a setsid daemon that keeps stdout open and sleeps for an hour
+  hang               write the trace and answer, then never exit
+  segv               die of SIGSEGV before writing any trace
+  huge:<mb>          answer with <mb> MB of text
+  error_span:<name>  one specialist span named <name> carries error_info
+  notrace            write no trace
+
+Every process it starts keeps ``HOSTILE_MARK`` (when set) in its command line, so a test
+can find leftovers in the process table.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import sys
+import time
+import urllib.request
+from datetime import datetime, timezone
+
+
+def uuid7() -> str:
+    ms = int(time.time() * 1000)
+    rand = int.from_bytes(secrets.token_bytes(10), "big")
+    value = (ms << 80) | (0x7 << 76) | ((rand >> 62) & 0xFFF) << 64 | (0b10 << 62) | (rand & ((1 << 62) - 1))
+    h = f"{value:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def ts() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def post(url: str, body: dict) -> None:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                 headers={"content-type": "application/json"})
+    urllib.request.urlopen(req, timeout=10).read()
+
+
+def behaviours() -> dict[str, str]:
+    out = {}
+    for item in os.environ.get("HOSTILE_AGENT", "").split(","):
+        if item.strip():
+            name, _, value = item.strip().partition(":")
+            out[name] = value
+    return out
+
+
+def daemonize(mark: str) -> None:
+    """A grandchild in its own session that inherits stdout and outlives the turn."""
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(3600)", mark or "daemon"])
+        os._exit(0)
+    os.wait()
+
+
+def write_trace(query: str, session: str, answer: str, error_span: str | None) -> None:
+    api = os.environ["OPIK_URL_OVERRIDE"].rstrip("/")
+    project = os.environ.get("OPIK_PROJECT_NAME", "obai-demo")
+    tag = os.environ.get("OBAI_TRACE_TAG")
+    trace_id, hub_id = uuid7(), uuid7()
+    t0 = ts()
+    payload = "AAPL (Apple)\nLast close: 238.41 on 2026-04-30\n1-day change: +0.92%"
+
+    def span(name, kind, inp, out, parent=hub_id, **extra):
+        return {"id": uuid7(), "project_name": project, "trace_id": trace_id, "parent_span_id": parent,
+                "name": name, "type": kind, "start_time": ts(), "end_time": ts(), "input": inp, "output": out,
+                "last_updated_at": ts(), **extra}
+
+    spans = [
+        {**span("hub", "general", {"query": query, "session": session}, {"response": answer}, None), "id": hub_id,
+         "start_time": t0},
+        span("guardrail", "guardrail", {"query": query}, {"allowed": True, "category": "finance", "reason": "ticker"}),
+        span("load_skill", "general", {"skill": "market-data"}, {"loaded": "market-data"}),
+        span("market_data_analysis", "tool", {"request": "latest close of AAPL"},
+             {"content": [{"type": "text", "text": payload}], "isError": False}),
+    ]
+    if error_span is not None:
+        spans.append(span(error_span, "tool", {"request": "x"}, None,
+                          error_info={"exception_type": "RuntimeError", "message": "the tool raised",
+                                      "traceback": "Traceback (most recent call last): ..."}))
+    trace = {"id": trace_id, "project_name": project, "name": "hub", "start_time": t0, "end_time": ts(),
+             "input": {"query": query, "session": session}, "output": {"response": answer, "exit_code": 0},
+             "tags": ["hostile"] + ([tag] if tag else []), "metadata": {"e2e_tag": tag}, "thread_id": session,
+             "last_updated_at": ts()}
+    post(f"{api}/v1/private/spans/batch", {"spans": spans})
+    post(f"{api}/v1/private/traces/batch", {"traces": [trace]})
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--version"]:
+        print("hostile-agent 1.0")
+        return 0
+    b = behaviours()
+    mark = os.environ.get("HOSTILE_MARK", "")
+    session = argv[argv.index("--session") + 1] if "--session" in argv else "s"
+    query = argv[-1]
+    if "slow" in b:
+        time.sleep(float(b["slow"] or 1))
+    if "segv" in b:
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if "daemon" in b:
+        daemonize(mark)
+    answer = "AAPL (Apple) last closed at 238.41 on 2026-04-30 (+0.92% on the day)."
+    if "huge" in b:
+        size = int(float(b["huge"] or 20) * 1024 * 1024)
+        line = answer + " " * (100 - len(answer) - 1) + "\n"
+        answer = (line * (size // len(line) + 1))[:size]
+    if "notrace" not in b:
+        write_trace(query, session, answer[:2000], b.get("error_span"))
+    sys.stdout.write(answer + ("\n" if not answer.endswith("\n") else ""))
+    sys.stdout.flush()
+    if "hang" in b:
+        time.sleep(3600)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
