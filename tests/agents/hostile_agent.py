@@ -9,7 +9,8 @@ one HTTP round trip. ``HOSTILE_AGENT`` selects behaviours, comma-separated:
   hang               write the trace and answer, then never exit
   segv               die of SIGSEGV before writing any trace
   huge:<mb>          answer with <mb> MB of text
-  error_span:<name>  one specialist span named <name> carries error_info
+  error_span:<name>  one specialist span named <name> carries error_info (Python escapes
+                     such as \x1b are decoded, so a name can hold control characters)
   notrace            write no trace
 
 Every process it starts keeps ``HOSTILE_MARK`` (when set) in its command line, so a test
@@ -17,6 +18,7 @@ can find leftovers in the process table.
 """
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import secrets
@@ -117,7 +119,10 @@ def main(argv: list[str]) -> int:
         line = answer + " " * (100 - len(answer) - 1) + "\n"
         answer = (line * (size // len(line) + 1))[:size]
     if "notrace" not in b:
-        write_trace(query, session, answer[:2000], b.get("error_span"))
+        span = b.get("error_span")
+        if span is not None:
+            span = codecs.decode(span, "unicode_escape")
+        write_trace(query, session, answer[:2000], span)
     sys.stdout.write(answer + ("\n" if not answer.endswith("\n") else ""))
     sys.stdout.flush()
     if "hang" in b:

@@ -47,6 +47,13 @@ class ConfigError(ObaiError):
     kind = "config_error"
 
 
+class Interrupted(ObaiError):
+    """The run was stopped (SIGINT, SIGTERM) while this work was in progress; it stays pending."""
+
+    exit_code = Exit.INTERRUPTED
+    kind = "interrupted"
+
+
 class NotReady(ObaiError):
     """A precondition of the run does not hold (preflight refused it)."""
 

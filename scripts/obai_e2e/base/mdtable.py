@@ -2,20 +2,31 @@
 
 Used for every table a person reads (report.md, E2E-PLAN.md, TOP-REGRESSIONS.md,
 LOSS-HISTORY.md). A value written with :func:`cell` cannot break out of its cell (pipes,
-newlines, HTML and code spans are escaped); :func:`table_rows` finds rows by parsing, so a
+newlines, HTML, ``&`` and code spans are escaped, control characters shown as pictures); :func:`table_rows` finds rows by parsing, so a
 row is never found by a substring that also occurs in a query or a reason.
 """
 from __future__ import annotations
 
+import re
+
 from markdown_it import MarkdownIt
 
 
+# Control characters are shown as their Unicode pictures (ESC as U+241B), never written raw:
+# a terminal that prints the file would obey them.
+_PICTURES = {**{c: chr(0x2400 + c) for c in range(0x20)}, 0x7F: "\u2421",
+             **{c: "\ufffd" for c in range(0x80, 0xA0)}}
+_ENTITY = re.compile(r"&(lt|gt|amp);")
+_ENTITIES = {"lt": "<", "gt": ">", "amp": "&"}
+
+
 def cell(value: object) -> str:
-    """Text safe inside a table cell: no pipe, newline, HTML or code span can escape it."""
+    """Text safe inside a table cell: no pipe, newline, HTML, code span or control character escapes it."""
     text = "" if value is None else str(value)
-    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", " ")
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", " ").replace("\t", " ")
+    text = text.translate(_PICTURES)
     text = text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
-    text = text.replace("<", "&lt;").replace(">", "&gt;")
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return text.strip()
 
 
@@ -38,7 +49,7 @@ def unescape(text: str) -> str:
             continue
         out.append(ch)
         i += 1
-    return "".join(out).replace("&lt;", "<").replace("&gt;", ">")
+    return _ENTITY.sub(lambda m: _ENTITIES[m.group(1)], "".join(out))
 
 
 def tables(text: str) -> list[tuple[list[str], list[list[str]]]]:

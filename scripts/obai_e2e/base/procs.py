@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,10 @@ from typing import Iterable
 
 MARK_VAR = "OBAI_E2E_TURN"
 _PROC = Path("/proc")
+
+# Set when the runner was told to stop (SIGINT, SIGTERM): no new turn starts, and work in
+# progress ends without recording a result, so the unit stays pending for a resume.
+STOPPING = threading.Event()
 
 
 def alive(pid: int, *, group: bool = False) -> bool:

@@ -7,6 +7,7 @@ others; every file a command was given is used end to end, never a default behin
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from ..config.cases import CaseSet, load_cases_for
@@ -15,6 +16,34 @@ from ..config.target import TargetConfig, load_target_config
 from ..protocol.holdout import load_holdout_cases
 from ..run.plan import RunPlan, plan
 from ..rundir.meta import RunMeta, load_run
+
+
+def count(low: int = 1, high: int = 1024):
+    """An argparse type: a whole number in [low, high], refused with a clear message otherwise."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is out of range: use {low} to {high}")
+        return value
+    parse.__name__ = "count"
+    return parse
+
+
+def seconds(high: float = 86400.0):
+    """An argparse type: a finite number of seconds in (0, high]."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        if not math.isfinite(value) or not 0 < value <= high:
+            raise argparse.ArgumentTypeError(f"{text} is out of range: use more than 0 and at most {high:g} seconds")
+        return value
+    parse.__name__ = "seconds"
+    return parse
 
 
 def add_config_args(parser: argparse.ArgumentParser) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 from ..base.output import emit
 from ..judge.panel.packets import DEFAULT_PANEL, generate
 from ..judge.panel.rounds import judging_lock
-from ._common import add_config_args, load_plan
+from ._common import add_config_args, count, load_plan
 
 
 def register(sub) -> None:
@@ -22,7 +22,7 @@ def register(sub) -> None:
     p.add_argument("--share", default="0.2",
                    help="share of eligible units that get each model_judged category question (0.2 to 1, default 0.2)")
     p.add_argument("--seed", default=None, help="seed of the category sample (default: the run id)")
-    p.add_argument("--judges", type=int, default=DEFAULT_PANEL, help=f"panel size (default {DEFAULT_PANEL})")
+    p.add_argument("--judges", type=count(1, 99), default=DEFAULT_PANEL, help=f"panel size (default {DEFAULT_PANEL})")
     p.add_argument("--catalog", type=Path, default=None, help="loss catalog (default catalogs/loss-catalog.v1.json)")
     add_config_args(p)
     p.set_defaults(func=run)

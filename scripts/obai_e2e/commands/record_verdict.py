@@ -1,10 +1,10 @@
 """obai-e2e record-verdict: validate a verdict and record it with its report row."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
+from ..base import jsonio
 from ..base.errors import UsageError
 from ..base.output import emit
 from ..report.record import record
@@ -38,10 +38,7 @@ def read_json_arg(value: str, what: str) -> dict:
             text = Path(value).read_text(encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"{what}: cannot read {value} ({exc.strerror})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{what}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    return jsonio.loads(text, source=what, error=UsageError)
 
 
 def run(args) -> int:

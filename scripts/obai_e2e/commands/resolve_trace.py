@@ -7,6 +7,7 @@ from ..base.output import emit
 from ..config.target import load_target_config
 from ..trace.backend import connect
 from ..trace.resolve import RESOLVED, UNREACHABLE, TurnKey, resolve
+from ._common import seconds
 
 
 def register(sub) -> None:
@@ -18,7 +19,7 @@ def register(sub) -> None:
     p.add_argument("--query", default="", help="the turn's query (for the window match)")
     p.add_argument("--since", help="turn start (ISO 8601, UTC); default: 10 minutes ago")
     p.add_argument("--until", help="turn end (ISO 8601, UTC); default: now")
-    p.add_argument("--deadline", type=float, default=None, help="seconds to keep polling")
+    p.add_argument("--deadline", type=seconds(3600), default=None, help="seconds to keep polling")
     p.add_argument("--target", default=None, help="target configuration file")
     p.set_defaults(func=run)
 

@@ -14,6 +14,7 @@ from ._common import (
     add_config_args,
     add_filter_args,
     add_sample_args,
+    count,
     filters_from,
     load,
     sampled,
@@ -27,14 +28,14 @@ def register(sub) -> None:
                                    "directory is locked by another runner; 130 interrupted.")
     add_filter_args(p)
     add_sample_args(p)
-    p.add_argument("--jobs", type=int, default=1, help="units driven at the same time (default 1)")
+    p.add_argument("--jobs", type=count(1, 256), default=1, help="units driven at the same time (1-256, default 1)")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue an interrupted run directory")
     p.add_argument("--baseline", type=Path, metavar="RESULTS_OR_RUN_DIR",
                    help="compare against this run (default: the previous runs/latest, when there is one)")
     p.add_argument("--panel-command", metavar="CMD",
                    help="a judge program (bundle on stdin, JSON answer on stdout) run once per judge for a blind "
                         "panel on the model-judged questions before verdicts are recorded")
-    p.add_argument("--panel-judges", type=int, default=3, help="judges in the panel (default 3, at least 3)")
+    p.add_argument("--panel-judges", type=count(3, 99), default=3, help="judges in the panel (default 3, at least 3)")
     p.add_argument("--shard", metavar="K/N", type=ShardSpec.parse,
                    help="drive only part K of N of the planned units (CI runners; merge the parts with merge-runs)")
     p.add_argument("--shard-timings", type=Path, metavar="RESULTS_OR_RUN_DIR",

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ..base.clock import iso, utc_now
-from ..base.errors import ObaiError
+from ..base.errors import Interrupted, ObaiError
 from ..base.fsutil import write_once_json
+from ..base.procs import STOPPING
 from ..base.record import Record
 from ..base.redact import Redactor
 from ..base.version import __version__
@@ -155,6 +156,8 @@ def _trace_block(backend: Backend, config: TargetConfig, key: TurnKey) -> TraceB
     """Resolve and curate the trace of one turn; failures become a status, never an exception."""
     try:
         res = resolve(backend, config, key)
+    except Interrupted:
+        raise
     except Exception as exc:  # noqa: BLE001 - a harness fault is recorded, not raised
         return TraceBlock("harness_error", message=f"{type(exc).__name__}: {exc}"[:500])
     block = TraceBlock(res.status, trace_id=res.trace_id, method=res.method, candidates=res.candidates,
@@ -184,7 +187,8 @@ def _one_turn(config: TargetConfig, backend: Backend, box: Sandbox, query: str,
     env[config.correlation.env_var] = tag
     turn = run_turn(argv, env=env, cwd=box.workdir, timeout_s=config.target.timeout_s,
                     kill_grace_s=config.target.kill_grace_s,
-                    stderr_tail_bytes=config.target.stderr_tail_bytes)
+                    stderr_tail_bytes=config.target.stderr_tail_bytes,
+                    mark=box.next_mark(), under=box.folder)
     turn.correlation_tag = tag
     if turn.timed_out:
         trace = TraceBlock("cli_timeout",
@@ -265,7 +269,8 @@ def _follow_job(config: TargetConfig, backend: Backend, box: Sandbox, session: s
         packet.followup_error = "no job id in the first answer, so no follow-up was sent"
         return 0
     packet.async_job = AsyncJob(job_id=job_id, eta_s=eta, wait_s=wait_seconds(config, eta))
-    time.sleep(packet.async_job.wait_s)
+    if STOPPING.wait(packet.async_job.wait_s):
+        raise Interrupted("the run was stopped while waiting for an async job")
     query = config.async_jobs.followup_query.replace("{job_id}", job_id)
     f_turn, f_trace = _one_turn(config, backend, box, query, session)
     if f_turn.timed_out or f_turn.exit_code != 0:

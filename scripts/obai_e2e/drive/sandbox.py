@@ -4,7 +4,9 @@ Each case gets a fresh folder with its own HOME, TMPDIR and (optionally) working
 directory, the configured sandbox keys, and optional snapshot/restore hooks around it.
 Teardown (restore hook, then removal) runs on success, failure, timeout, Ctrl-C and
 SIGTERM. A SIGKILL cannot be caught, so every sandbox records its owner's pid, and
-sandboxes whose owner is gone are cleared before a new run starts.
+sandboxes whose owner is gone are cleared before a new run starts: the processes their
+turns left (found by the turn mark and the folder) are killed, then restore and removal.
+With the sandbox disabled the folder holds only that record.
 """
 from __future__ import annotations
 
@@ -18,10 +20,11 @@ import time
 from pathlib import Path
 from typing import Mapping
 
+from ..base import procs
 from ..base.errors import NotReady
 from ..base.fsutil import atomic_write_json
 from ..base.paths import runs_root
-from ..base.procs import alive
+from ..base.procs import STOPPING, alive
 from ..config.target import TargetConfig
 from .turn import fill, kill_live_groups
 
@@ -60,6 +63,18 @@ class Sandbox:
         self.base_env = dict(base_env)
         self.restore_error: str | None = None
         self._torn_down = False
+        self._teardown_lock = threading.Lock()  # the signal path and the unit's own exit may race
+        self._turns = 0
+
+    def next_mark(self) -> str:
+        """The environment mark of the next turn in this sandbox (see procs.MARK_VAR)."""
+        self._turns += 1
+        return f"{self.dir.name}:{self._turns}"
+
+    @property
+    def folder(self) -> Path | None:
+        """The folder the target's processes work in, when it is the sandbox's own."""
+        return self.dir if self.spec.enabled else None
 
     @property
     def workdir(self) -> Path:
@@ -79,13 +94,19 @@ class Sandbox:
         return env
 
     def __enter__(self) -> "Sandbox":
-        if not self.spec.enabled:
-            return self
         if self.dir.exists():
             shutil.rmtree(self.dir, ignore_errors=True)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        owner = {"pid": os.getpid(), "created": time.time(), "enabled": self.spec.enabled}
+        if not self.spec.enabled:
+            # Only the record, so that a later run can end what a killed runner's turns left.
+            atomic_write_json(self.dir / "owner.json", owner)
+            with _ACTIVE_LOCK:
+                _ACTIVE[str(self.dir)] = self
+            return self
         for sub in ("home", "tmp", "work"):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
-        atomic_write_json(self.dir / "owner.json", {"pid": os.getpid(), "created": time.time()})
+        atomic_write_json(self.dir / "owner.json", owner)
         if self.spec.fresh_home and self.config.backend.kind == "opik":
             # The target's SDK reads ~/.opik.config; give the fresh HOME the user's copy.
             user_cfg = Path.home() / ".opik.config"
@@ -100,10 +121,13 @@ class Sandbox:
         return self
 
     def teardown(self) -> None:
-        if self._torn_down or not self.spec.enabled:
-            return
-        self._torn_down = True
-        self.restore_error = _run_hook(self.spec.restore, self.dir, self.spec.hook_timeout_s)
+        with self._teardown_lock:
+            if self._torn_down:
+                return
+            self._torn_down = True
+        procs.end_all(mark=f"{self.dir.name}:", under=self.folder)
+        if self.spec.enabled:
+            self.restore_error = _run_hook(self.spec.restore, self.dir, self.spec.hook_timeout_s)
         shutil.rmtree(self.dir, ignore_errors=True)
         with _ACTIVE_LOCK:
             _ACTIVE.pop(str(self.dir), None)
@@ -113,7 +137,8 @@ class Sandbox:
 
 
 def teardown_all() -> None:
-    """Kill running turns and tear down every open sandbox (signal path)."""
+    """Stop: no new turn starts, running turns are killed, every open sandbox torn down (signal path)."""
+    STOPPING.set()
     kill_live_groups()
     with _ACTIVE_LOCK:
         boxes = list(_ACTIVE.values())
@@ -133,11 +158,14 @@ def clear_leftovers(config: TargetConfig) -> list[str]:
         try:
             owner = json.loads((box / "owner.json").read_text())
             owned = alive(int(owner["pid"]))
-        except (OSError, ValueError, KeyError, TypeError):
-            owned = False
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            owner, owned = {}, False
         if owned:
             continue
-        _run_hook(config.sandbox.restore, box, config.sandbox.hook_timeout_s)
+        enabled = owner.get("enabled", True) if isinstance(owner, dict) else True
+        procs.end_all(mark=f"{box.name}:", under=box)
+        if enabled:
+            _run_hook(config.sandbox.restore, box, config.sandbox.hook_timeout_s)
         shutil.rmtree(box, ignore_errors=True)
         cleared.append(box.name)
     return cleared

@@ -1,9 +1,11 @@
 """Driving one turn of the target: a real subprocess with a real timeout.
 
-The target runs in its own process group, so a timeout kills everything it started,
-including children that ignore SIGTERM (SIGTERM first, SIGKILL after a grace period).
-Output is read on threads so that a child that keeps our pipes open after the target
-exits cannot stall the harness.
+The target runs in its own process group and session with a mark in its environment.
+A timeout kills the group (SIGTERM first, SIGKILL after a grace period); when the target
+has ended, every process it left behind (in its group or session, carrying its mark, or
+working in its sandbox: a ``setsid`` daemon too) is killed, so nothing outlives the turn.
+Output is read on threads so that a child that keeps our pipes open cannot stall the
+harness. When the runner is stopping, a turn neither starts nor returns a result.
 """
 from __future__ import annotations
 
@@ -16,25 +18,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
+from ..base import procs
 from ..base.clock import iso, utc_now
-from ..base.errors import NotReady
-from ..base.procs import alive
+from ..base.errors import Interrupted, NotReady
+from ..base.procs import STOPPING, alive
 from ..base.record import Record
 
 MAX_STDOUT_BYTES = 1_000_000
 PIPE_DRAIN_GRACE_S = 1.0
 
-# Process groups of turns in flight, so a signal handler can kill them all.
-_LIVE_GROUPS: set[int] = set()
+
+@dataclass(frozen=True)
+class _Live:
+    pgid: int
+    mark: str | None
+    under: Path | None
+    since: int
+
+
+# Turns in flight, so a signal handler can end them all.
+_LIVE: dict[int, _Live] = {}
 _LIVE_LOCK = threading.Lock()
 
 
 def kill_live_groups() -> None:
-    """Kill every target process group that is still running (used on SIGTERM/SIGINT)."""
+    """Kill every process of every turn still in flight (used on SIGTERM/SIGINT)."""
     with _LIVE_LOCK:
-        groups = list(_LIVE_GROUPS)
-    for pgid in groups:
-        _kill_group(pgid, signal.SIGKILL)
+        live = list(_LIVE.values())
+    for t in live:
+        procs.end_all(mark=t.mark, groups=[t.pgid], sessions=[t.pgid], under=t.under, since_ticks=t.since)
 
 
 @dataclass
@@ -51,6 +63,8 @@ class TurnResult(Record):
     timed_out: bool = False
     killed: bool = False
     stdout_truncated: bool = False
+    stdout_bytes: int = 0
+    leftovers_killed: int = 0
     correlation_tag: str | None = None
 
 
@@ -70,11 +84,13 @@ class _Reader(threading.Thread):
         self.stream, self.limit, self.tail = stream, limit, tail
         self.chunks: list[bytes] = []
         self.size = 0
+        self.total = 0
         self.truncated = False
 
     def run(self) -> None:
         try:
             for chunk in iter(lambda: self.stream.read1(65536), b""):
+                self.total += len(chunk)
                 if self.tail is not None:
                     self.chunks.append(chunk)
                     joined = b"".join(self.chunks)
@@ -113,35 +129,62 @@ def run_turn(
     timeout_s: float,
     kill_grace_s: float = 2.0,
     stderr_tail_bytes: int = 4000,
+    mark: str | None = None,
+    under: Path | None = None,
 ) -> TurnResult:
-    """Run ``argv`` to completion or to ``timeout_s``; never raises for the target's own failures."""
+    """Run ``argv`` to completion or to ``timeout_s``; never raises for the target's own failures.
+
+    ``mark`` goes into the environment (``OBAI_E2E_TURN``) of everything the turn starts;
+    processes carrying it, or working under ``under``, are ended with the turn. Raises
+    Interrupted when the runner is stopping, before the turn or after it was cut short.
+    """
+    if STOPPING.is_set():
+        raise Interrupted("the run is stopping; this turn was not started")
+    if not Path(cwd).is_dir():
+        raise NotReady(f"the target's working directory {cwd} does not exist "
+                       "(check target.workdir in the target configuration)")
+    env = dict(env)
+    if mark:
+        env[procs.MARK_VAR] = mark
     started = utc_now()
     t0 = time.monotonic()
     try:
         proc = subprocess.Popen(
             argv,
             cwd=str(cwd),
-            env=dict(env),
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
     except FileNotFoundError:
-        raise NotReady(f"target command not found: {argv[0]!r} (check target.command in the target configuration and PATH)") from None
+        raise NotReady(f"target command not found: {argv[0]!r} (check target.command in the target configuration "
+                       "and PATH)") from None
     except PermissionError:
         raise NotReady(f"target command is not executable: {argv[0]!r}") from None
     pgid = proc.pid
+    entry = procs.stat(proc.pid)
+    live = _Live(pgid, mark, Path(under) if under else None, entry.start_ticks if entry else 0)
     with _LIVE_LOCK:
-        _LIVE_GROUPS.add(pgid)
+        _LIVE[pgid] = live
     try:
-        return _supervise(proc, pgid, argv, started, t0, timeout_s, kill_grace_s, stderr_tail_bytes)
+        result = _supervise(proc, live, argv, started, t0, timeout_s, kill_grace_s, stderr_tail_bytes)
     finally:
         with _LIVE_LOCK:
-            _LIVE_GROUPS.discard(pgid)
+            _LIVE.pop(pgid, None)
+    if STOPPING.is_set():
+        raise Interrupted("the run was stopped during this turn; it will be driven again on resume")
+    return result
 
 
-def _supervise(proc, pgid, argv, started, t0, timeout_s, kill_grace_s, stderr_tail_bytes) -> TurnResult:
+def _end_leftovers(live: _Live) -> int:
+    return len(procs.end_all(mark=live.mark, groups=[live.pgid], sessions=[live.pgid], under=live.under,
+                             since_ticks=live.since))
+
+
+def _supervise(proc, live: _Live, argv, started, t0, timeout_s, kill_grace_s, stderr_tail_bytes) -> TurnResult:
+    pgid = live.pgid
     out = _Reader(proc.stdout, MAX_STDOUT_BYTES, None)
     err = _Reader(proc.stderr, None, max(stderr_tail_bytes, 1))
     out.start()
@@ -165,11 +208,14 @@ def _supervise(proc, pgid, argv, started, t0, timeout_s, kill_grace_s, stderr_ta
         # Children that ignored SIGTERM (or the target itself) are killed now.
         _kill_group(pgid, signal.SIGKILL)
         proc.wait()
-    # A child left behind may hold the pipes open; give it a moment, then kill the group.
+    # The target has ended: whatever it left running (a child still holding our pipes, a
+    # daemon in a session of its own) is ended with it.
+    leftovers = _end_leftovers(live)
     out.join(PIPE_DRAIN_GRACE_S)
     err.join(0.1)
     if out.is_alive() or err.is_alive() or alive(pgid, group=True):
         _kill_group(pgid, signal.SIGKILL)
+        leftovers += _end_leftovers(live)
         killed = killed or out.is_alive()
         out.join(2)
         err.join(2)
@@ -185,4 +231,6 @@ def _supervise(proc, pgid, argv, started, t0, timeout_s, kill_grace_s, stderr_ta
         timed_out=timed_out,
         killed=killed,
         stdout_truncated=out.truncated,
+        stdout_bytes=out.total,
+        leftovers_killed=leftovers,
     )

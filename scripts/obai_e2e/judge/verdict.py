@@ -58,14 +58,15 @@ class Verdict(Record):
 def applicable_codes(case: Case, config: TargetConfig) -> tuple[list[str], list[str]]:
     """(hard code patterns, soft code patterns) that can apply to ``case``."""
     v = config.vocabulary
-    names = "|".join(re.escape(n) for n in v.specialists)
+    names = "|".join(re.escape(codes.specialist_name(n)) for n in v.specialists)
     hard, soft = [], []
     if case.expect_rejection:
         hard += [r"guardrail\.leaky", r"guardrail\.exit_code", r"guardrail\.leaky_response"]
     else:
-        hard += [r"trace\.error_span:[A-Za-z0-9_.:-]+", rf"specialist\.({names})\.(empty|tool_error)",
+        hard += [r"trace\.error_span:[A-Za-z0-9_.:%-]+", rf"specialist\.({names})\.(empty|tool_error)",
                  r"hub\.empty_response"]
         soft += [r"routing\.unexpected_specialist", r"hub\.unverified_number:[^\s|]+", r"hub\.incomplete_answer"]
+    soft.append(r"hub\.answer_truncated")
     if case.expected_skills:
         hard.append(r"routing\.skill_missing")
     if case.expected_skills_absent:

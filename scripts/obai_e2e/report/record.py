@@ -117,6 +117,23 @@ def record(config: TargetConfig, run_dir: Path, unit: Unit, submitted: dict,
     return status_of(rec, path, wrote or appended, appended)
 
 
+def record_harness_error(run_dir: Path, unit: Unit, message: str, judged: set[str] | None = None) -> dict:
+    """Record ``unit`` as inconclusive/harness_error because its own verdict could not be recorded."""
+    run_dir = Path(run_dir)
+    packet = load_packet(run_dir, unit.id) or Packet(unit_id=unit.id, case_id=unit.case.id, run_id="")
+    message = " ".join(str(message).split())[:300]
+    path = verdict_path(run_dir, unit.id)
+    rec = load_verdict(run_dir, unit.id)  # written just before the failure: keep it
+    wrote = False
+    if rec is None:
+        rec = Verdict(unit_id=unit.id, verdict="inconclusive", reasons=["harness_error"],
+                      judgment=f"harness_error: the verdict of this unit could not be recorded ({message})"[:400],
+                      judged_by="mechanical", case_id=unit.case.id, feature=unit.case.feature)
+        wrote = write_once(path, dumps_json(rec.to_json()))
+    appended = ensure_row(run_dir, unit, rec, packet, judged)
+    return status_of(rec, path, wrote or appended, appended)
+
+
 def status_of(rec: Verdict, path: Path, changed: bool, appended: bool) -> dict:
     return {"status": "recorded" if changed else "unchanged", "unit_id": rec.unit_id,
             "verdict": rec.verdict, "reasons": rec.reasons, "verdict_file": str(path),

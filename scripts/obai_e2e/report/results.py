@@ -1,13 +1,12 @@
 """Finishing a run: results.json (head) and results.units.jsonl (rows), diff.json, the runs/latest link."""
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..base import schema
+from ..base import jsonio, schema
 from ..base.clock import iso, parse_iso, utc_now
 from ..base.errors import UsageError
 from ..base.fsutil import dumps_json, write_once
@@ -118,9 +117,13 @@ def unit_result(config: TargetConfig, run_dir: Path, unit: Unit, meta: RunMeta) 
             entry.usage = _add_usage(entry.usage, d.usage)
         costs = [d.cost for d in digests if d.cost is not None]
         entry.cost = round(sum(costs), 8) if costs else None
-        check = check_packet(packet, case, config)
-        entry.rule_outcomes = [o.to_json() for o in check.outcomes]
-        entry.expected, entry.observed = check.expected, check.observed
+        try:
+            check = check_packet(packet, case, config)
+        except Exception as exc:  # noqa: BLE001 - the unit's verdict records it as a harness_error
+            entry.observed = f"the packet could not be checked: {type(exc).__name__}: {exc}"[:500]
+        else:
+            entry.rule_outcomes = [o.to_json() for o in check.outcomes]
+            entry.expected, entry.observed = check.expected, check.observed
     verdict = load_verdict(run_dir, unit.id)
     if verdict is not None:
         for key in VERDICT_FIELDS:

@@ -37,11 +37,13 @@ def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int 
         panel_command: str | None = None, panel_judges: int = 3, repeats: dict | None = None,
         extra: dict | None = None, shard: ShardSpec | None = None,
         shard_timings: Path | None = None, baseline: Path | None = None) -> tuple[int, dict]:
+    if not isinstance(jobs, int) or not 1 <= jobs <= 256:
+        raise UsageError(f"jobs: {jobs!r} is out of range: use 1 to 256 units at the same time")
     if shard is not None and panel_command:
         raise UsageError("a judge panel runs on the whole run: drop --panel-command from the shards and run the "
                          "panel after merge-runs")
     install_signal_teardown()
-    report = preflight.run(config.path, case_set)
+    report = preflight.run(config.path, case_set, baseline=baseline)
     if not report.ready:
         return Exit.NOT_READY, {"status": "not_ready", "reason": report.reason, "next_step": report.next_step}
     if resume:

@@ -1,15 +1,20 @@
-"""The mechanical judge of a headless run: check a unit's packet and record the verdict the rules imply."""
+"""The mechanical judge of a headless run: check a unit's packet and record the verdict the rules imply.
+
+A verdict that cannot be recorded (the check or the contract refuses it) is recorded as
+that unit's ``inconclusive``/``harness_error`` with the reason, so the run goes on.
+"""
 from __future__ import annotations
 
 from pathlib import Path
 
+from ..base.errors import Interrupted, RunLocked, WriteOnceViolation
 from ..config.target import TargetConfig
 from ..config.units import Unit
 from ..drive.packet import load_packet
 from ..judge.panel.aggregate import panel_for_unit
 from ..judge.rubric import check_packet
 from ..judge.verdict import mechanical_verdict
-from ..report.record import ensure_row, load_verdict, record, status_of, verdict_path
+from ..report.record import ensure_row, load_verdict, record, record_harness_error, status_of, verdict_path
 
 
 def judge_unit(config: TargetConfig, run_dir: Path, unit: Unit, judged: set[str] | None = None) -> dict:
@@ -19,5 +24,10 @@ def judge_unit(config: TargetConfig, run_dir: Path, unit: Unit, judged: set[str]
     if existing is not None:
         appended = ensure_row(run_dir, unit, existing, packet, judged)
         return status_of(existing, verdict_path(run_dir, unit.id), appended, appended)
-    check = check_packet(packet, unit.case, config)
-    return record(config, run_dir, unit, mechanical_verdict(check, panel_for_unit(run_dir, unit.id)), judged)
+    try:
+        check = check_packet(packet, unit.case, config)
+        return record(config, run_dir, unit, mechanical_verdict(check, panel_for_unit(run_dir, unit.id)), judged)
+    except (Interrupted, WriteOnceViolation, RunLocked):
+        raise
+    except Exception as exc:  # noqa: BLE001 - one unit's verdict must not end the run
+        return record_harness_error(run_dir, unit, f"{type(exc).__name__}: {exc}", judged)

@@ -68,8 +68,12 @@ def anti_mock_findings(config: TargetConfig, env: dict[str, str]) -> list[str]:
 
 
 def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *, start_store: bool = True,
-        verify_freeze: Callable[[], str | None] | None = None) -> Report:
-    """Check everything in order; ``cases`` is a loaded case set, a cases file, or None for the bundle's."""
+        verify_freeze: Callable[[], str | None] | None = None, baseline: Path | None = None) -> Report:
+    """Check everything in order; ``cases`` is a loaded case set, a cases file, or None for the bundle's.
+
+    ``baseline`` (a run directory or results file to compare with) is read now, as the loss
+    layer would read it after the last unit: a bad one stops the run before it starts.
+    """
     report = Report()
     state: dict = {}
     try:
@@ -110,12 +114,44 @@ def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *,
                "install the target CLI or set target.command in the target configuration")
 
         def catalog_ok():
+            from ..loss.catalog import load_catalog
+
             if config.catalog is None:
                 _fail("blocker: no loss catalog configured (run.catalog in the target configuration)")
             if not config.catalog.exists():
                 _fail(f"blocker: the loss catalog {config.catalog} does not exist")
-            return str(config.catalog)
+            state["catalog"] = load_catalog(config.catalog)
+            return f"{config.catalog} ({state['catalog'].version})"
         _check(report, "loss_catalog", catalog_ok, "point run.catalog at a loss catalog (catalogs/loss-catalog.v1.json)")
+
+        # The loss layer reads these after every unit was driven: a bad one must stop the run now.
+        def plan_ok():
+            from ..loss.plan import default_plan_path, load_plan
+
+            path = config.plan or default_plan_path()
+            if config.plan is not None and not path.exists():
+                _fail(f"the loss plan {path} named by run.plan does not exist")
+            return f"{load_plan(path).path}"
+        _check(report, "loss_plan", plan_ok, "fix the loss plan named above (or run.plan in the target configuration)")
+
+        if baseline is not None:
+            def baseline_ok():
+                from ..loss.score_run import baseline_results_path
+                from ..report.results import load_results
+
+                path = baseline_results_path(Path(baseline), state["catalog"])
+                units = load_results(path).get("units") or []
+                return f"{path} ({len(units)} units)"
+            _check(report, "baseline", baseline_ok, "pass a finished run directory or its results.json as --baseline")
+
+        def workdir_ok():
+            workdir = config.target.workdir
+            if config.sandbox.enabled and config.sandbox.fresh_workdir:
+                return "a fresh folder in each sandbox"
+            if not workdir.is_dir():
+                _fail(f"the target's working directory {workdir} does not exist (target.workdir in {config.path})")
+            return str(workdir)
+        _check(report, "target_workdir", workdir_ok, "create the folder or fix target.workdir")
 
         def sandbox_ok():
             if config.mode == "A" and not config.sandbox.enabled:
@@ -135,12 +171,15 @@ def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *,
             cmd = config.target.version_command
             if not cmd:
                 return "no version_command configured"
+            workdir = config.target.workdir if config.target.workdir.is_dir() else None
             try:
                 done = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
-                                      cwd=str(config.target.workdir), env={**os.environ, **config.target.env},
+                                      cwd=str(workdir) if workdir else None, env={**os.environ, **config.target.env},
                                       stdin=subprocess.DEVNULL)
             except FileNotFoundError:
                 _fail(f"the target version command {cmd[0]!r} was not found")
+            except PermissionError:
+                _fail(f"the target version command {cmd[0]!r} is not executable")
             except subprocess.TimeoutExpired:
                 _fail(f"the target version command {' '.join(cmd)} did not finish in 60 s")
             if done.returncode != 0:

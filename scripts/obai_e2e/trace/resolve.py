@@ -16,6 +16,8 @@ from datetime import timedelta
 from typing import Any, Callable
 
 from ..base.clock import iso, parse_iso
+from ..base.errors import Interrupted
+from ..base.procs import STOPPING
 from ..config.target import TargetConfig
 from .backend import Backend, client, is_unreachable_error
 
@@ -166,7 +168,8 @@ def resolve(backend: Backend, config: TargetConfig, key: TurnKey, *, deadline_s:
                                   message=f"{backend.describe()} did not answer: {last_error}")
             return Resolution(NOT_FOUND, method, attempts=attempts, elapsed_ms=int(elapsed_s * 1000),
                               message=f"no trace matched ({method}: {filter_string}) within {deadline_s:g} s")
-        time.sleep(min(delay, max(0.0, deadline_s - elapsed_s)))
+        if STOPPING.wait(min(delay, max(0.0, deadline_s - elapsed_s))):
+            raise Interrupted("the run was stopped while this turn's trace was being looked up")
         delay = min(delay * 2, b.poll_max_s)
 
 

@@ -8,6 +8,7 @@ one listed rule, original kept), refused (with the JSON pointer) or absent.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -30,10 +31,24 @@ def parse(raw: str) -> tuple[object | None, dict]:
     if m:
         text, envelope = m.group("body"), "fenced"
     try:
-        return json.loads(text), {"ok": True, "envelope": envelope, "error": None}
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+        return value, {"ok": True, "envelope": envelope, "error": None}
     except json.JSONDecodeError as exc:
         return None, {"ok": False, "envelope": envelope,
                       "error": f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"}
+    except (ValueError, RecursionError) as exc:
+        return None, {"ok": False, "envelope": envelope, "error": f"not valid JSON: {exc}"[:300]}
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is not a finite number")
+    return value
 
 
 def validate(raw: str, rnd: Round) -> dict:

@@ -1,6 +1,7 @@
 """Layer 3 — the final answer.
 
 hub.empty_response, hub.unverified_number:<value> (soft; every number is checked),
+hub.answer_truncated (soft: the rules saw only the first part of a huge answer),
 hub.incomplete_answer (a question for the judge), and for rejection cases
 guardrail.exit_code and guardrail.leaky_response.
 """
@@ -109,5 +110,22 @@ def leaky_response(ctx: Context) -> RuleOutcome:
     return RuleOutcome(rule, LAYER, PASS, detail="clean refusal", evidence=[Evidence(excerpt(answer), None, "answer")])
 
 
+def answer_truncated(ctx: Context) -> RuleOutcome:
+    rule = "hub.answer_truncated"
+    cut = []
+    follow = ctx.packet.followup.turn if ctx.packet.followup is not None else None
+    for source, turn in (("answer", ctx.packet.turn), ("followup_answer", follow)):
+        if turn is not None and turn.stdout_truncated:
+            kept = len((turn.stdout or "").encode("utf-8"))
+            total = turn.stdout_bytes
+            cut.append(Evidence(f"{source} cut after {kept} bytes" + (f" of {total}" if total else ""), None, "turn"))
+    if cut:
+        return RuleOutcome(rule, LAYER, NEEDS_REVIEW, code=rule,
+                           detail="the answer was longer than the harness keeps, so the rules saw only its beginning",
+                           evidence=cut)
+    return RuleOutcome(rule, LAYER, PASS, detail="the whole answer was read")
+
+
 def check(ctx: Context) -> list[RuleOutcome]:
-    return [empty_response(ctx), unverified_numbers(ctx), incomplete_answer(ctx), exit_code(ctx), leaky_response(ctx)]
+    return [empty_response(ctx), unverified_numbers(ctx), answer_truncated(ctx), incomplete_answer(ctx),
+            exit_code(ctx), leaky_response(ctx)]

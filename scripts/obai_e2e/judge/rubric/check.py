@@ -6,11 +6,13 @@ comes back as questions.
 """
 from __future__ import annotations
 
+import signal
 from dataclasses import dataclass, field
 
 from ...config.cases import Case
 from ...config.target import TargetConfig
 from ...drive.packet import Packet
+from ...drive.turn import TurnResult
 from . import answer, routing, specialist
 from .context import Context
 from .outcome import FAIL, NEEDS_JUDGMENT, NEEDS_REVIEW, RuleOutcome
@@ -83,6 +85,18 @@ def observed_text(packet: Packet) -> str:
     return "; ".join(parts)
 
 
+def crashed(turn: TurnResult) -> str | None:
+    """"the target was killed by SIGSEGV (exit -11)" when a signal the harness did not send ended it."""
+    code = turn.exit_code
+    if not isinstance(code, int) or code >= 0 or turn.timed_out or turn.killed:
+        return None
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    return f"the target was killed by {name} (exit {code})"
+
+
 def _infra(packet: Packet, case: Case) -> dict | None:
     if packet.harness.error:
         return {"reason": "harness_error", "message": packet.harness.error}
@@ -90,6 +104,10 @@ def _infra(packet: Packet, case: Case) -> dict | None:
     if packet.turn.timed_out:
         return {"reason": "cli_timeout", "message": trace.message or "the target timed out"}
     if trace.status != "resolved":
+        crash = crashed(packet.turn)
+        if crash:
+            return {"reason": "target_crashed",
+                    "message": f"{crash} and left no trace ({trace.status}: {trace.message or ''})"}
         return {"reason": trace.status or "harness_error", "message": trace.message}
     if case.expect_async_job:
         failed = packet.async_job.failed_followup if packet.async_job else None

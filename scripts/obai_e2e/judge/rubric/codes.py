@@ -1,7 +1,14 @@
-"""The rubric's vocabulary: every code a verdict may carry, and how serious it is."""
+"""The rubric's vocabulary: every code a verdict may carry, and how serious it is.
+
+A code that carries a name from data (a span name) writes it with ``code_name``: the
+grammar's own characters as they are, anything else percent-encoded as UTF-8 (a space
+is ``%20``), so every such code is admissible; the raw name stays in the evidence.
+"""
 from __future__ import annotations
 
+import hashlib
 import re
+from urllib.parse import quote
 
 HARD_CODES = (
     "routing.skill_missing",
@@ -27,6 +34,7 @@ SOFT_CODES = (
     "routing.unexpected_specialist",
     "hub.unverified_number:<value>",
     "hub.incomplete_answer",
+    "hub.answer_truncated",
 )
 INFRA_REASONS = (
     "trace_not_found",
@@ -35,18 +43,45 @@ INFRA_REASONS = (
     "cli_timeout",
     "trace_incomplete",
     "harness_error",
+    "target_crashed",
 )
 
-_NAME = r"[A-Za-z0-9_.:-]+"
+_NAME = r"[A-Za-z0-9_.:%-]+"
+_SPECIALIST = r"[A-Za-z0-9_%-]+"
+MAX_NAME = 120
+
+
+def code_name(raw: object, *, keep: str = "_.:-") -> str:
+    """``raw`` as it may appear inside a code: letters, digits and ``keep`` as they are, every
+    other character percent-encoded; never empty, at most ``MAX_NAME`` characters (a longer
+    name ends in a hash of the whole)."""
+    text = str(raw) if raw not in (None, "") else "unnamed"
+    raw_bytes = text.encode("utf-8", "surrogatepass")
+    out = quote(raw_bytes, safe=keep.replace("-", "").replace("_", "").replace(".", "")).replace("~", "%7E")
+    for ch in "._":
+        if ch not in keep:
+            out = out.replace(ch, f"%{ord(ch):02X}")
+    if len(out) > MAX_NAME:
+        head = out[:MAX_NAME - 9]
+        cut = head.rfind("%", len(head) - 2)
+        head = head[:cut] if cut != -1 else head
+        out = f"{head}-{hashlib.sha256(raw_bytes).hexdigest()[:8]}"
+    return out
+
+
+def specialist_name(raw: object) -> str:
+    """A specialist's name inside ``specialist.<name>.<what>``: dots are encoded too."""
+    return code_name(raw, keep="_-")
 _HARD = [
     r"routing\.skill_missing", r"routing\.skill_overload", r"routing\.specialist_missing",
     r"routing\.sequence_violation", r"routing\.hub_paraphrase", rf"trace\.error_span:{_NAME}",
-    r"guardrail\.leaky", r"specialist\.(?!strategy\.|prediction\.|options\.)[A-Za-z0-9_-]+\.(empty|tool_error)",
+    r"guardrail\.leaky", rf"specialist\.(?!strategy\.|prediction\.|options\.){_SPECIALIST}\.(empty|tool_error)",
     r"specialist\.strategy\.(contract_broken|zero_trades|async_stub_broken|async_followup_missing)",
     r"specialist\.prediction\.no_slug", r"specialist\.options\.math", r"hub\.empty_response",
     r"guardrail\.exit_code", r"guardrail\.leaky_response",
 ]
-_SOFT = [r"routing\.unexpected_specialist", r"hub\.unverified_number:[^\s|]+", r"hub\.incomplete_answer"]
+_SOFT = [r"routing\.unexpected_specialist", r"hub\.unverified_number:[^\s|]+", r"hub\.incomplete_answer",
+         r"hub\.answer_truncated"]
 
 HARD_PATTERN = "^(" + "|".join(_HARD) + ")$"
 SOFT_PATTERN = "^(" + "|".join(_SOFT) + ")$"

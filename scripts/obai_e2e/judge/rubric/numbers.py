@@ -8,6 +8,7 @@ whole tokens and must appear verbatim.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
@@ -48,6 +49,24 @@ def _norm(value: Decimal) -> Decimal:
     return value.normalize() if value != 0 else Decimal(0)
 
 
+class _Spans:
+    """A union of half-open spans; membership in O(log n), so a huge answer stays linear."""
+
+    def __init__(self, spans: list[tuple[int, int]]) -> None:
+        merged: list[list[int]] = []
+        for a, b in sorted(spans):
+            if merged and a <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        self.starts = [a for a, _ in merged]
+        self.ends = [b for _, b in merged]
+
+    def has(self, pos: int) -> bool:
+        i = bisect_right(self.starts, pos) - 1
+        return i >= 0 and pos < self.ends[i]
+
+
 def extract(text: str, *, skip_list_markers: bool = True) -> list[Number]:
     """Every number, date and time in ``text``, in order of appearance."""
     if not text:
@@ -64,9 +83,10 @@ def extract(text: str, *, skip_list_markers: bool = True) -> list[Number]:
     # "52-week", "50-day": a number that is part of a word is a descriptor, not a figure.
     for m in _COMPOUND.finditer(text):
         taken.append((m.start(), m.end() - 2))
+    covered = _Spans(taken)
     for m in _NUMBER.finditer(text):
         start, end = m.span("num")
-        if any(a <= start < b for a, b in taken):
+        if covered.has(start):
             continue
         if start in markers and not m.group("pct"):
             continue

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ...trace.curate import SkillLoad
 from . import thresholds
+from .codes import code_name
 from .context import Context
 from .outcome import FAIL, NEEDS_REVIEW, PASS, SKIPPED, Evidence, RuleOutcome, excerpt
 
@@ -142,12 +143,12 @@ def error_span(ctx: Context) -> RuleOutcome:
     errors = ctx.digest.error_spans
     if errors:
         first = errors[0]
-        return RuleOutcome(rule, LAYER, FAIL, code=f"trace.error_span:{first.name}",
+        return RuleOutcome(rule, LAYER, FAIL, code=f"trace.error_span:{code_name(first.name)}",
                        detail=f"{len(errors)} span(s) with error_info, first {first.name}",
                        evidence=[Evidence(excerpt(f"{e.name}: {e.exception_type}: {e.message}"), e.span_id)
                                  for e in errors])
     if ctx.digest.trace_error:
-        return RuleOutcome(rule, LAYER, FAIL, code=f"trace.error_span:{ctx.digest.name or 'trace'}",
+        return RuleOutcome(rule, LAYER, FAIL, code=f"trace.error_span:{code_name(ctx.digest.name or 'trace')}",
                        detail="the trace itself carries error_info",
                        evidence=[Evidence("trace error_info set", ctx.digest.trace_id)])
     return RuleOutcome(rule, LAYER, PASS, detail="no span with error_info")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from ...trace.curate import TraceDigest
+from .codes import specialist_name
 from .context import Context
 from .numbers import extract
 from .outcome import FAIL, PASS, SKIPPED, Evidence, RuleOutcome, excerpt
@@ -59,14 +60,14 @@ def tool_output(ctx: Context) -> list[RuleOutcome]:
     out = []
     if errors:
         c = errors[0]
-        out.append(RuleOutcome("specialist.tool_error", LAYER, FAIL, code=f"specialist.{c.name}.tool_error",
+        out.append(RuleOutcome("specialist.tool_error", LAYER, FAIL, code=f"specialist.{specialist_name(c.name)}.tool_error",
                            detail=f"{c.name} returned an error envelope",
                            evidence=[Evidence(excerpt(c.error_text or c.payload_text), c.span_id)]))
     else:
         out.append(RuleOutcome("specialist.tool_error", LAYER, PASS, detail="no error envelope"))
     if empties:
         c = empties[0]
-        out.append(RuleOutcome("specialist.empty", LAYER, FAIL, code=f"specialist.{c.name}.empty",
+        out.append(RuleOutcome("specialist.empty", LAYER, FAIL, code=f"specialist.{specialist_name(c.name)}.empty",
                            detail=f"{c.name} returned no content",
                            evidence=[Evidence(excerpt(c.payload_text or "(no output)"), c.span_id)]))
     else:

@@ -1,0 +1,87 @@
+"""Driving ``obai-e2e`` against the tiny misbehaving agent (tests/agents/hostile_agent.py)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import yaml
+
+from .conftest import REPO
+
+AGENT = REPO / "tests" / "agents" / "hostile_agent.py"
+
+
+def hostile_target(tmp: Path, behaviour: str = "", *, mark: str | None = None, **changes) -> tuple[Path, str]:
+    """A target.yaml that drives the hostile agent; (path, the mark its processes carry)."""
+    data = yaml.safe_load((REPO / "cases" / "target.yaml").read_text(encoding="utf-8"))
+    mark = mark or f"hostile-{uuid.uuid4().hex[:12]}"
+    data["target"]["command"] = [sys.executable, str(AGENT), "--session", "{session}", "{query}"]
+    data["target"]["version_command"] = [sys.executable, str(AGENT), "--version"]
+    data["target"]["env"] = {"HOSTILE_AGENT": behaviour, "HOSTILE_MARK": mark}
+    data["target"]["kill_grace_s"] = 1
+    data["trace_backend"]["resolve_deadline_s"] = 2
+    for dotted, value in changes.items():
+        cur = data
+        *parents, last = dotted.split(".")
+        for p in parents:
+            cur = cur.setdefault(p, {})
+        cur[last] = value
+    path = tmp / f"target-{uuid.uuid4().hex[:6]}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path, mark
+
+
+def cli(*args: str, env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "obai_e2e", *args], cwd=REPO, env=env or dict(os.environ),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
+def run_cli(*args: str, timeout: float = 300, env: dict | None = None) -> tuple[int, dict | None, str]:
+    proc = cli(*args, env=env)
+    out, err = proc.communicate(timeout=timeout)
+    try:
+        data = json.loads(out)
+    except json.JSONDecodeError:
+        data = None
+    return proc.returncode, data, err.decode("utf-8", "replace")
+
+
+def marked(mark: str) -> list[str]:
+    """Live processes (``ps``, not zombies) whose command line or environment holds ``mark``."""
+    out = subprocess.run(["ps", "-eww", "-o", "pid=,stat=,args="], capture_output=True, text=True).stdout
+    found = []
+    for line in out.splitlines():
+        pid, stat, *args = line.split(None, 2)
+        if stat.startswith("Z"):
+            continue
+        try:
+            env = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            env = b""
+        if mark in (args[0] if args else "") or mark.encode() in env:
+            found.append(line.strip())
+    return found
+
+
+def wait_for(predicate, timeout: float = 60.0, step: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return bool(predicate())
+
+
+def sandboxes(runs: Path) -> list[Path]:
+    root = Path(runs) / ".sandboxes"
+    return sorted(p for p in root.iterdir() if p.is_dir()) if root.exists() else []
+
+
+def run_dirs(runs: Path) -> list[Path]:
+    return sorted(p for p in Path(runs).glob("2*/*") if (p / "run.json").exists())

@@ -1,0 +1,203 @@
+"""Hostile agents and bad run inputs, through ``obai-e2e``: every unit gets a result, nothing hangs or lingers."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from obai_e2e.report_md import read_rows
+
+from .hostile_helpers import cli, hostile_target, marked, run_cli, run_dirs, sandboxes, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+def turns(mark: str) -> list[str]:
+    """Processes of turns in flight (the preflight's version command carries the mark too)."""
+    return [line for line in marked(mark) if "--session" in line]
+
+
+def results_of(out: dict) -> dict:
+    return json.loads(Path(out["results"]).read_text(encoding="utf-8"))
+
+
+def unit(results: dict, unit_id: str) -> dict:
+    return next(u for u in results["units"] if u["unit_id"] == unit_id)
+
+
+def test_a_span_name_outside_the_code_grammar_fails_the_unit_not_the_run(harness_env, tmp_path):
+    name = "my tool \x1b[31m &lt;b&gt; \x07"
+    target, _ = hostile_target(tmp_path, "error_span:" + name.encode("unicode_escape").decode("ascii"))
+    code, out, err = run_cli("run", "--id", "MD1,MD2", "--target", str(target))
+    assert code == 1, err[-2000:]
+    results = results_of(out)
+    md1 = unit(results, "MD1")
+    assert md1["verdict"] == "fail"
+    assert md1["reasons"] == ["trace.error_span:my%20tool%20%1B%5B31m%20%26lt%3Bb%26gt%3B%20%07"]
+    rule = next(o for o in md1["rule_outcomes"] if o["rule"] == "trace.error_span")
+    assert name in rule["evidence"][0]["excerpt"]  # the raw name stays in the evidence
+    run_dir = Path(out["results"]).parent
+    report = (run_dir / "report.md").read_text(encoding="utf-8")
+    for raw in ("\x1b", "\x07", "\x00", "\x7f"):
+        assert raw not in report
+    assert "\u241b[31m &amp;lt;b&amp;gt; \u2407" in report  # the observed line shows the name, inert
+    html = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert "\x1b" not in html
+    data = json.loads(re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S)[1])
+    shown = json.dumps(data, ensure_ascii=False)
+    # What the page shows (textContent of these strings) is the name's own text: "&lt;b&gt;", not "<b>".
+    assert "my tool \u241b[31m &lt;b&gt; \u2407" in shown and "<b>" not in shown
+
+
+def test_a_verdict_that_cannot_be_recorded_is_that_units_harness_error_also_on_resume(harness_env, tmp_path):
+    target, _ = hostile_target(tmp_path)
+    code, out, err = run_cli("new-run", "--id", "MD1,MD2", "--target", str(target))
+    assert code == 0, err
+    run_dir = Path(out["run_dir"])
+    code, packet, err = run_cli("run-one", "--id", "MD1", "--run-dir", str(run_dir), "--target", str(target))
+    assert code == 0, err
+    # A packet whose digest the rubric cannot read (as a bug in a rule would): the check raises.
+    path = run_dir / "MD1.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    del data["trace"]["digest"]["error_spans"]
+    path.write_text(json.dumps(data), encoding="utf-8")
+    code, out, err = run_cli("run", "--resume", str(run_dir), "--target", str(target), "--no-html")
+    assert code == 3, err[-2000:]  # inconclusive units, and a finished run
+    results = results_of(out)
+    md1 = unit(results, "MD1")
+    assert md1["verdict"] == "inconclusive" and md1["reasons"] == ["harness_error"]
+    assert "could not be recorded" in md1["judgment"] and "KeyError" in md1["judgment"]
+    assert unit(results, "MD2")["verdict"] == "pass"
+    assert (run_dir / "results.json").exists() and out["seal"]
+
+
+def test_a_failing_restore_hook_is_recorded(harness_env, tmp_path):
+    target, _ = hostile_target(tmp_path, **{"sandbox.restore": ["sh", "-c", "echo restore broke >&2; exit 3"]})
+    code, out, err = run_cli("run", "--id", "MD1", "--target", str(target), "--no-html")
+    run_dir = Path(out["results"]).parent
+    packet = json.loads((run_dir / "MD1.json").read_text(encoding="utf-8"))
+    assert packet["sandbox"]["restore_error"] and "exited 3" in packet["sandbox"]["restore_error"]
+    assert "restore broke" in packet["sandbox"]["restore_error"]
+
+
+def test_an_agent_killed_by_a_signal_is_reported_as_crashed(harness_env, tmp_path):
+    target, _ = hostile_target(tmp_path, "segv")
+    code, out, err = run_cli("run", "--id", "MD1", "--target", str(target), "--no-html")
+    assert code == 3, err[-2000:]
+    md1 = unit(results_of(out), "MD1")
+    assert md1["verdict"] == "inconclusive" and md1["reasons"] == ["target_crashed"]
+    assert "killed by SIGSEGV (exit -11)" in md1["judgment"] and md1["exit_code"] == -11
+    rows = read_rows(Path(out["results"]).parent / "report.md")
+    assert rows[0]["Reason"] == "target_crashed"
+
+
+def test_a_truncated_answer_is_visible_in_the_verdict_and_the_report(harness_env, tmp_path):
+    target, _ = hostile_target(tmp_path, "huge:20")
+    code, out, err = run_cli("run", "--id", "MD1", "--target", str(target))
+    assert code == 0, err[-2000:]
+    run_dir = Path(out["results"]).parent
+    md1 = unit(results_of(out), "MD1")
+    assert md1["verdict"] == "needs_review" and md1["reasons"] == ["hub.answer_truncated"]
+    rule = next(o for o in md1["rule_outcomes"] if o["rule"] == "hub.answer_truncated")
+    assert rule["evidence"][0]["excerpt"] == f"answer cut after 1000000 bytes of {20 * 1024 * 1024 + 1}"  # and its newline
+    assert read_rows(run_dir / "report.md")[0]["Reason"] == "hub.answer_truncated"
+    assert "hub.answer_truncated" in (run_dir / "report.html").read_text(encoding="utf-8")
+
+
+def test_a_setsid_daemon_holding_stdout_is_ended_with_the_turn(harness_env, tmp_path):
+    target, mark = hostile_target(tmp_path, "daemon")
+    t0 = time.monotonic()
+    code, out, err = run_cli("run", "--id", "MD1", "--target", str(target), "--no-html")
+    assert code == 0, err[-2000:]
+    md1 = unit(results_of(out), "MD1")
+    assert md1["verdict"] == "pass"
+    packet = json.loads((Path(out["results"]).parent / "MD1.json").read_text(encoding="utf-8"))
+    assert packet["turn"]["leftovers_killed"] >= 1 and packet["turn"]["wall_ms"] < 20_000
+    assert not marked(mark), marked(mark)
+    assert time.monotonic() - t0 < 120
+
+
+def test_a_hanging_agent_of_a_sigkilled_runner_is_ended_by_the_resume(harness_env, tmp_path):
+    target, mark = hostile_target(tmp_path, "slow:600", **{"target.timeout_s": 300})
+    before = set(run_dirs(harness_env))
+    runner = cli("run", "--id", "MD1", "--target", str(target), "--no-html")
+    try:
+        assert wait_for(lambda: turns(mark), 90), "the agent never started"
+        os.kill(runner.pid, signal.SIGKILL)  # the runner only: its agent lives on in a session of its own
+        runner.wait()
+        time.sleep(0.5)
+        assert marked(mark), "the hanging agent should have outlived its runner"
+        run_dir = (set(run_dirs(harness_env)) - before).pop()
+        clean, _ = hostile_target(tmp_path, "", mark=mark + "-clean")
+        code, out, err = run_cli("run", "--resume", str(run_dir), "--target", str(clean), "--no-html")
+        assert code == 0, err[-2000:]
+        assert wait_for(lambda: not marked(mark), 10), marked(mark)
+        assert unit(results_of(out), "MD1")["verdict"] == "pass"
+        assert not sandboxes(harness_env)
+    finally:
+        runner.kill()
+        for line in marked(mark):
+            os.kill(int(line.split()[0]), signal.SIGKILL)
+
+
+def test_sigterm_during_turns_leaves_the_units_pending(harness_env, tmp_path):
+    target, mark = hostile_target(tmp_path, "slow:30", **{"target.timeout_s": 120})
+    before = set(run_dirs(harness_env))
+    runner = cli("run", "--id", "MD1,MD2", "--jobs", "2", "--target", str(target), "--no-html")
+    assert wait_for(lambda: len(turns(mark)) >= 2, 90), "the agents never started"
+    runner.send_signal(signal.SIGTERM)
+    runner.wait(timeout=60)
+    assert runner.returncode != 0
+    run_dir = (set(run_dirs(harness_env)) - before).pop()
+    assert not list(run_dir.glob("MD*.json")), "an interrupted unit was recorded"
+    assert not marked(mark) and not sandboxes(harness_env)
+    clean, _ = hostile_target(tmp_path, "")
+    code, out, err = run_cli("run", "--resume", str(run_dir), "--jobs", "2", "--target", str(clean), "--no-html")
+    assert code == 0, err[-2000:]
+    assert {u["unit_id"]: u["verdict"] for u in results_of(out)["units"]} == {"MD1": "pass", "MD2": "pass"}
+
+
+@pytest.mark.parametrize("which", ["catalog", "plan"])
+def test_a_bad_catalog_or_plan_stops_the_run_before_any_unit(harness_env, tmp_path, which):
+    broken = tmp_path / "broken-catalog.json"
+    broken.write_text('{"version": "v1", "categories": [', encoding="utf-8")
+    change = {"run.catalog": str(broken)} if which == "catalog" else {"run.plan": str(tmp_path / "no-such-plan.yaml")}
+    expected = f"{broken}:1: not valid JSON" if which == "catalog" else "no-such-plan.yaml"
+    target, _ = hostile_target(tmp_path, **change)
+    before = set(run_dirs(harness_env))
+    code, out, err = run_cli("run", "--id", "MD1", "--target", str(target), "--no-html")
+    assert code == 4, err[-2000:]
+    assert out["status"] == "not_ready" and expected in out["reason"], out["reason"]
+    assert set(run_dirs(harness_env)) == before
+
+
+def test_an_unreadable_baseline_stops_the_run_before_any_unit(harness_env, tmp_path):
+    target, _ = hostile_target(tmp_path)
+    bad = tmp_path / "baseline.json"
+    bad.write_bytes(b'{"schema_version": 1, "units": [NaN]}')
+    before = set(run_dirs(harness_env))
+    code, out, err = run_cli("run", "--id", "MD1", "--target", str(target), "--baseline", str(bad))
+    assert code == 4, err[-2000:]
+    assert str(bad) in out["reason"] and "not a finite number" in out["reason"]
+    assert set(run_dirs(harness_env)) == before
+
+
+def test_a_missing_workdir_is_named(harness_env, tmp_path):
+    target, _ = hostile_target(tmp_path, **{"target.workdir": str(tmp_path / "nowhere"),
+                                            "sandbox.fresh_workdir": False})
+    code, out, err = run_cli("preflight", "--target", str(target))
+    assert code == 1
+    assert "working directory" in out["reason"] and "nowhere" in out["reason"] and "not found" not in out["reason"]
+
+
+@pytest.mark.parametrize("value", ["-5", "0", "1000000", "two"])
+def test_nonsense_job_counts_are_refused(harness_env, value):
+    code, out, err = run_cli("run", "--id", "MD1", "--jobs", value)
+    assert code == 2
+    assert "--jobs" in err and ("out of range" in err or "not a whole number" in err)
+    assert "Traceback" not in err
