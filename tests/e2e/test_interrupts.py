@@ -1,0 +1,99 @@
+"""SIGINT and SIGTERM at random moments of a ``--jobs 2`` run, then resume: the same results.
+
+The agent is the tiny hostile one (a quick, traced answer), so that twenty interruptions
+fit in about a minute. After every interruption the runner must end promptly and leave no
+process of any turn behind (read from the process table); at the end no sandbox is left,
+report.md holds each unit once, and results.json equals an uninterrupted run's (ignoring
+what differs between any two runs: timestamps, latencies, trace and session ids).
+"""
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from obai_e2e.report_md import read_rows
+
+from .hostile_helpers import cli, hostile_target, marked, run_dirs, sandboxes, wait_for
+
+pytestmark = pytest.mark.slow
+
+IDS = "MD1,MD2,MD3,F1,R1,O1,MD4,MD5"
+INTERRUPTS = 20
+VOLATILE = {"latency", "trace_ids", "curated_trace", "followup_curated_trace", "judge_panel"}
+
+
+def comparable(results: dict) -> list[dict]:
+    out = []
+    for u in results["units"]:
+        u = {k: v for k, v in u.items() if k not in VOLATILE}
+        u["rule_outcomes"] = [{**o, "evidence": [{"source": e["source"]} for e in o["evidence"]]}
+                              for o in u["rule_outcomes"]]
+        out.append(u)
+    return out
+
+
+def finish(proc: subprocess.Popen, timeout: float = 300) -> tuple[int, dict]:
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode in (0, 1), err.decode()[-3000:]
+    return proc.returncode, json.loads(out)
+
+
+def in_flight(mark: str) -> bool:
+    return any("--session" in line for line in marked(mark))
+
+
+def test_random_sigint_and_sigterm_then_resume_equal_an_uninterrupted_run(harness_env, tmp_path):
+    target, mark = hostile_target(tmp_path, "slow:0.3")
+    args = ("--jobs", "2", "--no-html", "--target", str(target))
+    ref_code, ref = finish(cli("run", "--id", IDS, *args))
+    reference = json.loads(Path(ref["results"]).read_text(encoding="utf-8"))
+    assert {u["verdict"] for u in reference["units"]} >= {"pass", "fail"}
+
+    rng = random.Random(20261130)
+    runs: list[Path] = []
+    interrupts, log = 0, []
+    while interrupts < INTERRUPTS:
+        if not runs or (runs[-1] / "results.json").exists():
+            code, out = finish(cli("new-run", "--id", IDS, "--target", str(target)))
+            runs.append(Path(out["run_dir"]))
+        proc = cli("run", "--resume", str(runs[-1]), *args)
+        # Mostly while turns are in flight; now and then at any moment (start-up, judging, finishing).
+        if rng.random() < 0.75:
+            moment = f"turn+{rng.uniform(0.0, 0.5):.2f}s"
+            started = wait_for(lambda: in_flight(mark) or proc.poll() is not None, 120, step=0.02)
+            assert started, log
+            delay = float(moment[5:-1])
+        else:
+            delay = rng.uniform(0.2, 8.0)
+            moment = f"{delay:.2f}s"
+        try:
+            proc.wait(timeout=delay)
+        except subprocess.TimeoutExpired:
+            sig = rng.choice([signal.SIGINT, signal.SIGTERM])
+            proc.send_signal(sig)
+            try:
+                proc.wait(timeout=60)  # a stop is prompt, whatever the runner was doing
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                pytest.fail(f"the runner did not stop within 60 s of {sig.name} at {moment}: {log}")
+            interrupts += 1
+            log.append(f"{sig.name}@{moment}->{proc.returncode}")
+            assert wait_for(lambda: not marked(mark), 10), (log, marked(mark))
+        else:
+            proc.communicate()
+            log.append(f"finished@{moment}->{proc.returncode}")
+    for run_dir in runs:
+        code, out = finish(cli("run", "--resume", str(run_dir), *args))
+        assert code == ref_code, log
+        resumed = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+        assert comparable(resumed) == comparable(reference), (run_dir, log)
+        ids = [r["ID"] for r in read_rows(run_dir / "report.md")]
+        assert sorted(ids) == sorted(u["unit_id"] for u in reference["units"]) and len(ids) == len(set(ids))
+    assert not marked(mark)
+    assert not sandboxes(harness_env)
+    print(f"{interrupts} interruptions over {len(runs)} run(s): {', '.join(log)}")
