@@ -5,9 +5,7 @@
 Writes a cases file of N cases (built from the bundled ones, ids made unique) and a few
 hostile files into a temporary folder, then times:
   parse       yamlio.load_yaml alone (one parse, line map, checks)
-  parse_cases one parse, schema and semantic checks, Case records (what a load costs
-              once the holdout check reuses the parse)
-  load_cases  the whole load as the commands do it today (holdout check included)
+  load_cases  the whole load: one parse, holdout mark, schema, semantic checks, Case records
   hostile     each hostile file until it is refused (alias bomb, deep nesting, size limit)
 Prints figures as text and one JSON line at the end (medians, seconds; peak RSS in MB).
 """
@@ -27,10 +25,10 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
-from obai_e2e import yamlio  # noqa: E402
-from obai_e2e.cases import load_cases, parse_cases  # noqa: E402
-from obai_e2e.config import load_target_config  # noqa: E402
-from obai_e2e.errors import ConfigError  # noqa: E402
+from obai_e2e.base import yamlio  # noqa: E402
+from obai_e2e.config.cases import load_cases  # noqa: E402
+from obai_e2e.config.target import load_target_config  # noqa: E402
+from obai_e2e.base.errors import ConfigError  # noqa: E402
 
 
 def big_cases_text(n: int) -> str:
@@ -88,10 +86,9 @@ def main() -> int:
         out["file_mb"] = round(path.stat().st_size / 1e6, 2)
         v_args = dict(specialists=v.specialists, strategy=v.strategy_specialist, options=v.options_specialist)
         out["parse"] = timed(lambda: yamlio.load_yaml(path), args.repeat)
-        out["parse_cases"] = timed(lambda: parse_cases(path, **v_args), args.repeat)
         out["load_cases"] = timed(lambda: load_cases(path, **v_args), args.repeat)
         print(f"{args.cases} cases, {out['file_mb']} MB, libyaml={out['libyaml']} (medians of {args.repeat})")
-        for key in ("parse", "parse_cases", "load_cases"):
+        for key in ("parse", "load_cases"):
             print(f"  {key:<11} wall {out[key]['wall_s']:.3f} s  cpu {out[key]['cpu_s']:.3f} s")
         out["hostile"] = {}
         for name, text in hostile_texts().items():

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from obai_e2e.report_md import read_rows
+from obai_e2e.report.report_md import read_rows
 
 from .hostile_helpers import cli, hostile_target, marked, run_cli, run_dirs, sandboxes, wait_for
 

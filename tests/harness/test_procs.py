@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from obai_e2e import procs
+from obai_e2e.base import procs
 
 pytestmark = pytest.mark.skipif(not procs.has_table(), reason="needs /proc")
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from obai_e2e import yamlio
-from obai_e2e.errors import ConfigError
+from obai_e2e.base import yamlio
+from obai_e2e.base.errors import ConfigError
 
 PARSERS = [pytest.param(True, id="libyaml"), pytest.param(False, id="pure-python")]
 if not yamlio.LIBYAML:

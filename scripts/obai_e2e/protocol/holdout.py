@@ -28,8 +28,8 @@ def is_holdout_file(path: Path) -> bool:
 
     A file that cannot be read as YAML is no holdout file; loading it reports why.
     """
-    from .errors import ConfigError
-    from .yamlio import load_yaml
+    from ..base.errors import ConfigError
+    from ..base.yamlio import load_yaml
 
     try:
         data, _ = load_yaml(Path(path))
