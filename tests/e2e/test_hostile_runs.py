@@ -61,17 +61,17 @@ def test_a_verdict_that_cannot_be_recorded_is_that_units_harness_error_also_on_r
     run_dir = Path(out["run_dir"])
     code, packet, err = run_cli("run-one", "--id", "MD1", "--run-dir", str(run_dir), "--target", str(target))
     assert code == 0, err
-    # A packet whose digest the rubric cannot read (as a bug in a rule would): the check raises.
+    # A packet the rubric cannot check (as a bug in a rule would make one): the check raises.
     path = run_dir / "MD1.json"
     data = json.loads(path.read_text(encoding="utf-8"))
-    del data["trace"]["digest"]["error_spans"]
+    data["trace"]["digest"]["specialist_calls"][0]["payload_text"] = 42
     path.write_text(json.dumps(data), encoding="utf-8")
     code, out, err = run_cli("run", "--resume", str(run_dir), "--target", str(target), "--no-html")
     assert code == 3, err[-2000:]  # inconclusive units, and a finished run
     results = results_of(out)
     md1 = unit(results, "MD1")
     assert md1["verdict"] == "inconclusive" and md1["reasons"] == ["harness_error"]
-    assert "could not be recorded" in md1["judgment"] and "KeyError" in md1["judgment"]
+    assert "could not be recorded" in md1["judgment"] and "TypeError" in md1["judgment"]
     assert unit(results, "MD2")["verdict"] == "pass"
     assert (run_dir / "results.json").exists() and out["seal"]
 
@@ -191,7 +191,7 @@ def test_a_missing_workdir_is_named(harness_env, tmp_path):
     target, _ = hostile_target(tmp_path, **{"target.workdir": str(tmp_path / "nowhere"),
                                             "sandbox.fresh_workdir": False})
     code, out, err = run_cli("preflight", "--target", str(target))
-    assert code == 1
+    assert code == 4
     assert "working directory" in out["reason"] and "nowhere" in out["reason"] and "not found" not in out["reason"]
 
 

@@ -62,9 +62,10 @@ def test_random_sigint_and_sigterm_then_resume_equal_an_uninterrupted_run(harnes
             code, out = finish(cli("new-run", "--id", IDS, "--target", str(target)))
             runs.append(Path(out["run_dir"]))
         proc = cli("run", "--resume", str(runs[-1]), *args)
-        # Mostly while turns are in flight; now and then at any moment (start-up, judging, finishing).
+        # Mostly once turns are in flight (then judging, the next turns, finishing); now and then at any
+        # moment from the start.
         if rng.random() < 0.75:
-            moment = f"turn+{rng.uniform(0.0, 0.5):.2f}s"
+            moment = f"turn+{rng.uniform(0.0, 3.0):.2f}s"
             started = wait_for(lambda: in_flight(mark) or proc.poll() is not None, 120, step=0.02)
             assert started, log
             delay = float(moment[5:-1])

@@ -120,7 +120,11 @@ def record(config: TargetConfig, run_dir: Path, unit: Unit, submitted: dict,
 def record_harness_error(run_dir: Path, unit: Unit, message: str, judged: set[str] | None = None) -> dict:
     """Record ``unit`` as inconclusive/harness_error because its own verdict could not be recorded."""
     run_dir = Path(run_dir)
-    packet = load_packet(run_dir, unit.id) or Packet(unit_id=unit.id, case_id=unit.case.id, run_id="")
+    try:
+        packet = load_packet(run_dir, unit.id)
+    except Exception:  # noqa: BLE001 - an unreadable packet is what is being recorded
+        packet = None
+    packet = packet or Packet(unit_id=unit.id, case_id=unit.case.id, run_id="")
     message = " ".join(str(message).split())[:300]
     path = verdict_path(run_dir, unit.id)
     rec = load_verdict(run_dir, unit.id)  # written just before the failure: keep it

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..base import jsonio, schema
 from ..base.clock import iso, parse_iso, utc_now
-from ..base.errors import UsageError
+from ..base.errors import ConfigError, ObaiError, UsageError
 from ..base.fsutil import dumps_json, write_once
 from ..base.paths import runs_root
 from ..base.pii import withhold_quotes
@@ -95,7 +95,11 @@ def unit_result(config: TargetConfig, run_dir: Path, unit: Unit, meta: RunMeta) 
     entry = UnitResult(unit_id=unit.id, case_id=case.id, repeat=unit.repeat, feature=case.feature,
                        query=case.query, labels=dict(case.labels), provenance=case.provenance, mode=meta.mode,
                        stochastic=case.stochastic)
-    packet = load_packet(run_dir, unit.id)
+    try:
+        packet = load_packet(run_dir, unit.id)
+    except ObaiError as exc:  # the unit's verdict records it as a harness_error
+        packet = None
+        entry.observed = f"the packet could not be read: {exc}"[:500]
     if packet is not None:
         if packet.query and packet.query != case.query:
             entry.query = packet.query  # pseudonymised korpus text

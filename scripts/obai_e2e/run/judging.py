@@ -19,12 +19,12 @@ from ..report.record import ensure_row, load_verdict, record, record_harness_err
 
 def judge_unit(config: TargetConfig, run_dir: Path, unit: Unit, judged: set[str] | None = None) -> dict:
     """Record the mechanical verdict of ``unit``; an existing verdict only gets its missing row."""
-    packet = load_packet(run_dir, unit.id)
     existing = load_verdict(run_dir, unit.id)
-    if existing is not None:
-        appended = ensure_row(run_dir, unit, existing, packet, judged)
-        return status_of(existing, verdict_path(run_dir, unit.id), appended, appended)
     try:
+        packet = load_packet(run_dir, unit.id)
+        if existing is not None:
+            appended = ensure_row(run_dir, unit, existing, packet, judged)
+            return status_of(existing, verdict_path(run_dir, unit.id), appended, appended)
         check = check_packet(packet, unit.case, config)
         return record(config, run_dir, unit, mechanical_verdict(check, panel_for_unit(run_dir, unit.id)), judged)
     except (Interrupted, WriteOnceViolation, RunLocked):
