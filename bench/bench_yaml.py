@@ -26,9 +26,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
 from obai_e2e.base import yamlio  # noqa: E402
+from obai_e2e.base.errors import ConfigError  # noqa: E402
 from obai_e2e.config.cases import load_cases  # noqa: E402
 from obai_e2e.config.target import load_target_config  # noqa: E402
-from obai_e2e.base.errors import ConfigError  # noqa: E402
 
 
 def big_cases_text(n: int) -> str:

@@ -24,9 +24,8 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-
-from obai_e2e.cli import main
 from obai_e2e.base.paths import bundle_root
+from obai_e2e.cli import main
 
 ROOT = bundle_root()
 CASES_TEXT = (ROOT / "cases" / "cases.yaml").read_text(encoding="utf-8")

@@ -7,13 +7,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from obai_e2e.base import jsonio, schema
+from obai_e2e.base.errors import ConfigError, VerdictInvalid
+from obai_e2e.base.paths import bundle_root
 from obai_e2e.config.cases import load_cases
 from obai_e2e.config.target import load_target_config
-from obai_e2e.base.errors import ConfigError, VerdictInvalid
 from obai_e2e.loss.catalog import parse_catalog
-from obai_e2e.base.paths import bundle_root
 
 CASE = """\
 version: 1

@@ -5,7 +5,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from obai_e2e.base.mdtable import cell, unescape
 from obai_e2e.config.cases import load_cases_for
 from obai_e2e.config.target import load_target_config

@@ -8,7 +8,6 @@ import time
 import uuid
 
 import pytest
-
 from obai_e2e.base import procs
 
 pytestmark = pytest.mark.skipif(not procs.has_table(), reason="needs /proc")

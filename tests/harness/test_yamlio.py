@@ -6,7 +6,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from obai_e2e.base import yamlio
 from obai_e2e.base.errors import ConfigError
 

@@ -4,7 +4,15 @@ from __future__ import annotations
 import pytest
 from opik.rest_api.types import FeedbackScoreBatchItem, ProjectDetailed, ProjectPublic
 
-from .helpers import Api, flt, project_name, sdk_client, span_payload, trace_payload, uuid7
+from .helpers import (
+    Api,
+    flt,
+    project_name,
+    sdk_client,
+    span_payload,
+    trace_payload,
+    uuid7,
+)
 
 
 @pytest.fixture(scope="module")

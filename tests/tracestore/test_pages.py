@@ -8,7 +8,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from obai_e2e.tracestore.pages import CSP
 
 from .helpers import Api, at, project_name, span_payload, trace_payload

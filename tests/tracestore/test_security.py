@@ -10,7 +10,6 @@ import textwrap
 
 import httpx
 import pytest
-
 from obai_e2e.tracestore.state import STATE_FILE
 
 from .helpers import Api, project_name, trace_payload, uuid7

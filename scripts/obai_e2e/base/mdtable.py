@@ -11,7 +11,6 @@ import re
 
 from markdown_it import MarkdownIt
 
-
 # Control characters are shown as their Unicode pictures (ESC as U+241B), never written raw:
 # a terminal that prints the file would obey them.
 _PICTURES = {**{c: chr(0x2400 + c) for c in range(0x20)}, 0x7F: "\u2421",

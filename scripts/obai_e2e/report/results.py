@@ -217,7 +217,7 @@ def finalize(config: TargetConfig, case_set: CaseSet, run_dir: Path, units: list
     diff_path = run_dir / "diff.json"
     if path.exists():
         data = open_results(path).head
-        diff = json.loads(diff_path.read_text(encoding="utf-8")) if diff_path.exists() else None
+        diff = jsonio.load(diff_path) if diff_path.exists() else None
     else:
         data = build_results(config, case_set, run_dir, units, allow_incomplete=allow_incomplete,
                              catalog_version=catalog_version)

@@ -14,7 +14,14 @@ from ..drive.packet import load_packet
 from ..judge.panel.aggregate import panel_for_unit
 from ..judge.rubric import check_packet
 from ..judge.verdict import mechanical_verdict
-from ..report.record import ensure_row, load_verdict, record, record_harness_error, status_of, verdict_path
+from ..report.record import (
+    ensure_row,
+    load_verdict,
+    record,
+    record_harness_error,
+    status_of,
+    verdict_path,
+)
 
 
 def judge_unit(config: TargetConfig, run_dir: Path, unit: Unit, judged: set[str] | None = None) -> dict:
