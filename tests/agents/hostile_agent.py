@@ -42,8 +42,10 @@ def ts() -> str:
 
 
 def post(url: str, body: dict) -> None:
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                 headers={"content-type": "application/json"})
+    headers = {"content-type": "application/json"}
+    if os.environ.get("OPIK_API_KEY"):  # the local store's token, as the opik SDK sends it
+        headers["authorization"] = os.environ["OPIK_API_KEY"]
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST", headers=headers)
     urllib.request.urlopen(req, timeout=10).read()
 
 

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 
 IDS = "MD1,MD2,MD3,F1,R1,O1,MD4,MD5"
 INTERRUPTS = 20
-VOLATILE = {"latency", "trace_ids", "curated_trace", "followup_curated_trace", "judge_panel"}
+VOLATILE = {"latency", "trace_ids", "trace_urls", "curated_trace", "followup_curated_trace", "judge_panel"}
 
 
 def comparable(results: dict) -> list[dict]:

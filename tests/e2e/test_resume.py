@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 
 IDS = "MD1,F2,R1,A1,O2,M1"
 KILLS = 22
-VOLATILE = {"latency", "trace_ids", "curated_trace", "followup_curated_trace", "judge_panel"}
+VOLATILE = {"latency", "trace_ids", "trace_urls", "curated_trace", "followup_curated_trace", "judge_panel"}
 # An async job's id is derived from the session, which is new in every run.
 JOB = re.compile(r"\b(job|Job ID:?)\s*\d+", re.IGNORECASE)
 
