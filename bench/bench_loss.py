@@ -46,10 +46,9 @@ from obai_e2e.loss.catalog import load_catalog  # noqa: E402
 from obai_e2e.loss.compare import compare  # noqa: E402
 from obai_e2e.loss.plan import parse_plan  # noqa: E402
 from obai_e2e.loss.reports import top_regressions_md  # noqa: E402
-from obai_e2e.report.rows import STREAMED_VERSION, write_rows, open_results  # noqa: E402
 from obai_e2e.loss.score import check_suite, read_table, score_table  # noqa: E402
 from obai_e2e.loss.units import UnitScorer  # noqa: E402
-from obai_e2e.base.paths import catalogs_dir  # noqa: E402
+from obai_e2e.report.rows import STREAMED_VERSION, open_results, write_rows  # noqa: E402
 
 TEMPLATES = json.loads((ROOT / "tests" / "loss" / "data" / "templates.json").read_text(encoding="utf-8"))
 INTENTS = ["price_lookup", "fundamentals", "backtest", "multi", "options_risk", "prediction", "refusal", "general",

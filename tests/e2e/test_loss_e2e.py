@@ -28,7 +28,6 @@ from pathlib import Path
 import pytest
 import yaml
 from markdown_it import MarkdownIt
-
 from obai_e2e.cli import main
 
 from .conftest import REPO, target_variant

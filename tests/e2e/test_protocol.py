@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from obai_e2e.report.results import load_results
 
 from .conftest import REPO
-from obai_e2e.report.results import load_results
 
 pytestmark = pytest.mark.slow
 

@@ -4,7 +4,6 @@ import math
 from statistics import NormalDist
 
 import pytest
-
 from obai_e2e.loss.compare import compare
 from obai_e2e.loss.detect import POWER_Z
 from obai_e2e.loss.reports import top_regressions_md

@@ -4,11 +4,10 @@ from fractions import Fraction
 
 import pytest
 import yaml
-
+from obai_e2e.base.paths import bundle_root
 from obai_e2e.loss.pilot import PartitionEstimate, estimate, round_up, with_pilot
 from obai_e2e.loss.plan import n_min, parse_plan, render_plan_md
 from obai_e2e.loss.score import score
-from obai_e2e.base.paths import bundle_root
 
 from .helpers import ev, plan, results, unit
 from .test_compare import CATALOG, PLAN, P, Q

@@ -6,8 +6,18 @@ from markdown_it import MarkdownIt
 from obai_e2e.base.errors import WriteOnceViolation
 from obai_e2e.config.target import Privacy
 from obai_e2e.loss.compare import compare
-from obai_e2e.loss.reports import (HISTORY_COLUMNS, SEED_TOP_COLUMNS, TOP_COLUMNS, read_top_rows, CitationMissing, append_history, cite,
-                                   top_regressions_md, write_comparison, write_top_regressions)
+from obai_e2e.loss.reports import (
+    HISTORY_COLUMNS,
+    SEED_TOP_COLUMNS,
+    TOP_COLUMNS,
+    CitationMissing,
+    append_history,
+    cite,
+    read_top_rows,
+    top_regressions_md,
+    write_comparison,
+    write_top_regressions,
+)
 from obai_e2e.loss.score import score
 
 from .helpers import cat, catalog, ev, plan, results, unit

@@ -2,18 +2,17 @@
 import json
 
 import pytest
-
-from obai_e2e.cli import main
 from obai_e2e.base.errors import ConfigError
 from obai_e2e.base.fsutil import dumps_json
+from obai_e2e.cli import main
 from obai_e2e.loss.compare import compare
 from obai_e2e.loss.reports import cite
-from obai_e2e.report.rows import UNITS_FILE, open_results, write_streamed
 from obai_e2e.loss.score import score
+from obai_e2e.report.rows import UNITS_FILE, open_results, write_streamed
 
 from .helpers import catalog_text, ev, plan, results, unit, write_results
-from .test_compare import CATALOG, PLAN, P, base_units, new_units
 from .test_commands import CATS
+from .test_compare import CATALOG, PLAN, P, base_units, new_units
 
 PK = "intent=p,provenance=synthetic"
 

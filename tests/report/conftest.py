@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from obai_e2e.report.results import load_results
 
 from .helpers import CASE_IDS, FAULTS, REPO, obai_e2e

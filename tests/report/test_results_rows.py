@@ -2,10 +2,15 @@
 import json
 
 import pytest
-
 from obai_e2e.base.errors import ConfigError
 from obai_e2e.report.results import load_results, read_results_json
-from obai_e2e.report.rows import UNITS_FILE, check_head, open_results, unit_checker, write_rows
+from obai_e2e.report.rows import (
+    UNITS_FILE,
+    check_head,
+    open_results,
+    unit_checker,
+    write_rows,
+)
 
 UNITS = [{"unit_id": f"U{i}", "case_id": f"U{i}", "verdict": "pass", "labels": {"intent": "é"}, "n": i}
          for i in range(5)]

@@ -32,9 +32,9 @@ import yaml
 from ..base.clock import utc_now
 from ..base.errors import UsageError
 from ..base.fsutil import atomic_write_text
+from ..report.rows import open_results
 from .catalog import Catalog
 from .plan import decimal_text, exact, labels_key, load_plan, parse_plan, write_plan_md
-from ..report.rows import open_results
 from .score import SUPPRESSED, Scored, score
 
 POOLS = ("max", "rms")

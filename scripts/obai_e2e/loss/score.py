@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..base import schema
+from ..report.rows import ResultsRows, from_data
 from .catalog import Catalog
 from .detect import POWER, POWER_Z, SQRT2, detectable_effect, needs_units, sentence
 from .plan import Plan
-from ..report.rows import ResultsRows, from_data
 from .sampling import unit_labels
 from .stats import mean, pooled_sd, sample_variance, snap, z_critical
 from .units import ABORTED, COMPLETED, UnitScorer

@@ -15,11 +15,11 @@ from pathlib import Path
 from ..base.errors import ConfigError, UsageError, WriteOnceViolation
 from ..base.fsutil import dumps_json, write_once
 from ..config.target import TargetConfig
+from ..report.rows import open_results
 from .catalog import Catalog, load_catalog
 from .compare import compare
 from .plan import load_plan
 from .reports import append_history, write_comparison, write_top_regressions
-from ..report.rows import open_results
 from .score import check_suite, score
 
 SUITE_FILE = "suite.json"

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..base import jsonio, schema
 from ..base.clock import iso, parse_iso, utc_now
-from ..base.errors import ConfigError, ObaiError, UsageError
+from ..base.errors import ObaiError, UsageError
 from ..base.fsutil import dumps_json, write_once
 from ..base.paths import runs_root
 from ..base.pii import withhold_quotes
@@ -25,7 +25,14 @@ from .diff import summary as diff_summary
 from .diff import summary_line as diff_summary_line
 from .record import load_verdict
 from .report_md import insert_changes
-from .rows import STREAMED_VERSION, UNITS_FILE, check_head, open_results, unit_checker, write_rows
+from .rows import (
+    STREAMED_VERSION,
+    UNITS_FILE,
+    check_head,
+    open_results,
+    unit_checker,
+    write_rows,
+)
 
 RESULTS_SCHEMA_VERSION = STREAMED_VERSION
 VERDICTS = ("pass", "fail", "needs_review", "inconclusive")
