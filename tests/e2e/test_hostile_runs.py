@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from obai_e2e.report.report_md import read_rows
+from obai_e2e.report.results import load_results
 
 from .hostile_helpers import (
     cli,
@@ -30,7 +31,7 @@ def turns(mark: str) -> list[str]:
 
 
 def results_of(out: dict) -> dict:
-    return json.loads(Path(out["results"]).read_text(encoding="utf-8"))
+    return load_results(Path(out["results"]))
 
 
 def unit(results: dict, unit_id: str) -> dict:

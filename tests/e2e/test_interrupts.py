@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from obai_e2e.report.report_md import read_rows
+from obai_e2e.report.results import load_results
 
 from .hostile_helpers import cli, hostile_target, marked, sandboxes, wait_for
 
@@ -50,7 +51,7 @@ def test_random_sigint_and_sigterm_then_resume_equal_an_uninterrupted_run(harnes
     target, mark = hostile_target(tmp_path, "slow:0.3")
     args = ("--jobs", "2", "--no-html", "--target", str(target))
     ref_code, ref = finish(cli("run", "--id", IDS, *args))
-    reference = json.loads(Path(ref["results"]).read_text(encoding="utf-8"))
+    reference = load_results(Path(ref["results"]))
     assert {u["verdict"] for u in reference["units"]} >= {"pass", "fail"}
 
     rng = random.Random(20261130)
@@ -90,7 +91,7 @@ def test_random_sigint_and_sigterm_then_resume_equal_an_uninterrupted_run(harnes
     for run_dir in runs:
         code, out = finish(cli("run", "--resume", str(run_dir), *args))
         assert code == ref_code, log
-        resumed = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+        resumed = load_results(run_dir / "results.json")
         assert comparable(resumed) == comparable(reference), (run_dir, log)
         ids = [r["ID"] for r in read_rows(run_dir / "report.md")]
         assert sorted(ids) == sorted(u["unit_id"] for u in reference["units"]) and len(ids) == len(set(ids))
