@@ -1,0 +1,73 @@
+"""The budget: exact costs, worst-case reservations, the stop; hand-computed vectors."""
+from __future__ import annotations
+
+from decimal import Decimal
+
+from obai_e2e.judge_models.budget import Ledger
+from obai_e2e.judge_models.config import Budget, Judge, PanelConfig, Price
+from obai_e2e.judge_models.wire import Reply
+
+CLAUDE = Judge("c", "anthropic", "claude", "claude", base_url="http://x", api_key_env="K", max_tokens=1000)
+CMD = Judge("cmd", "command", "cli", "command", command="true")
+PRICES = {"claude": Price(Decimal("3"), Decimal("15"))}
+
+
+def cfg(**budget) -> PanelConfig:
+    return PanelConfig(judges=(CLAUDE,), budget=Budget(**budget), prices=PRICES)
+
+
+def test_cost_is_an_exact_decimal():
+    # 2095 × 3 / 10^6 + 503 × 15 / 10^6 = 0.006285 + 0.007545
+    assert Ledger(cfg()).price("claude", 2095, 503) == Decimal("0.01383")
+    assert Ledger(cfg()).price("unpriced", 10, 10) is None
+
+
+def test_worst_case_counts_bytes_framing_and_max_tokens():
+    led = Ledger(cfg())
+    w = led.worst_case(CLAUDE, "a" * 1000)
+    assert (w.input_tokens, w.output_tokens, w.tokens) == (1064, 1000, 2064)
+    assert w.cost == Decimal("0.018192")  # 1064 × 3e-6 + 1000 × 15e-6
+    assert led.worst_case(CLAUDE, "é" * 10).input_tokens == 20 + 64
+    assert Ledger(cfg(bytes_per_token=Decimal(4))).worst_case(CLAUDE, "a" * 1001).input_tokens == 251 + 64
+
+
+def test_the_token_budget_stops_at_the_first_request_that_may_not_fit():
+    led = Ledger(cfg(max_tokens=5000))
+    first, second = led.reserve(CLAUDE, "a" * 1000), led.reserve(CLAUDE, "a" * 1000)
+    assert first and second and led.reserved_tokens == 4128
+    assert led.reserve(CLAUDE, "a" * 1000) is None
+    assert led.stopped.startswith("token budget: 0 spent and 4128 reserved of 5000")
+    used = led.settle(first, CLAUDE, "a" * 1000, Reply("{}", 500, 200, "end_turn", False))
+    assert (used.tokens, used.source, used.cost) == (700, "reported", Decimal("0.0045"))
+    assert (led.spent_tokens, led.reserved_tokens) == (700, 2064)
+    assert led.reserve(CLAUDE, "a") is None  # once stopped, it stays stopped
+
+
+def test_spending_carried_over_from_earlier_replies_counts():
+    led = Ledger(cfg(max_tokens=5000), spent_tokens=3000)
+    assert led.reserve(CLAUDE, "a" * 1000) is None and "3000 spent" in led.stopped
+
+
+def test_the_cost_budget():
+    led = Ledger(cfg(max_cost=Decimal("0.03")))
+    assert led.reserve(CLAUDE, "a" * 1000) is not None
+    assert led.reserve(CLAUDE, "a" * 1000) is None
+    assert led.stopped.startswith("cost budget: 0 USD spent and 0.018192 reserved of 0.03")
+
+
+def test_a_failed_call_costs_nothing_and_a_reply_without_usage_keeps_the_estimate():
+    led = Ledger(cfg(max_tokens=10_000))
+    r = led.reserve(CLAUDE, "a" * 1000)
+    assert led.settle(r, CLAUDE, "a" * 1000, None).tokens == 0 and led.reserved_tokens == 0
+    r = led.reserve(CLAUDE, "a" * 1000)
+    used = led.settle(r, CLAUDE, "a" * 1000, Reply("{}", None, None, None, False))
+    assert (used.input_tokens, used.output_tokens, used.source) == (1064, 1000, "estimated")
+    assert led.spent_tokens == 2064
+
+
+def test_a_command_judge_is_neither_counted_nor_stopped():
+    led = Ledger(PanelConfig(judges=(CMD,), budget=Budget(max_tokens=1)))
+    r = led.reserve(CMD, "x" * 10_000)
+    assert r is not None and led.stopped is None
+    assert led.settle(r, CMD, "x", Reply("{}", None, None, None, False)).source == "none"
+    assert led.spent_tokens == 0
