@@ -268,6 +268,7 @@ def test_a_round_without_packets_asks_nobody(fake, env, run, config_cases, tmp_p
     make_round(run, *config_cases, catalog_path=catalog)
     out = ask_round(run, "r1", panel(fake.url), env=env)
     assert out["status"] == "nothing_to_judge" and fake.count() == 0
+    assert json.loads((run / "judging" / "r1" / "panel.json").read_text())["batches"][0]["packets"] == []
 
 
 def test_an_interrupted_ask_ends_its_judge_commands_at_once(run, rnd, tmp_path, env):

@@ -255,11 +255,12 @@ def ask_round(run_dir: Path, round_name: str, cfg: PanelConfig, *, env=None,
     if len(cfg.judges) != rnd.panel_size:
         raise UsageError(f"round {round_name!r} was generated for a panel of {rnd.panel_size}; the configuration "
                          f"names {len(cfg.judges)} judges")
+    if rnd.packets:
+        preflight(cfg, env)
+    with judging_lock(run_dir):
+        panel = _panel(rnd, cfg)  # an empty round records its panel too, so a resumed run finds it
     if not rnd.packets:
         return {"round": round_name, "status": "nothing_to_judge", "calls": 0, "requests": 0, "cache_hits": 0}
-    preflight(cfg, env)
-    with judging_lock(run_dir):
-        panel = _panel(rnd, cfg)
     batches = panel["batches"]
     texts = batch_texts(rnd, [b["packets"] for b in batches])
     for b, t in zip(batches, texts):
