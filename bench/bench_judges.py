@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import math
 import os
 import shutil
 import statistics
@@ -35,11 +36,11 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from judging.helpers import copy_run, make_round  # noqa: E402
-from obai_e2e.cases import load_cases_for  # noqa: E402
-from obai_e2e.config import load_target_config  # noqa: E402
-from obai_e2e.judge_models.ask import ask_round, redactor_for  # noqa: E402
-from obai_e2e.judge_models.client import Asker  # noqa: E402
-from obai_e2e.judge_models.config import parse  # noqa: E402
+from obai_e2e.config.cases import load_cases_for  # noqa: E402
+from obai_e2e.config.target import load_target_config  # noqa: E402
+from obai_e2e.judge.models.ask import ask_round, redactor_for  # noqa: E402
+from obai_e2e.judge.models.client import Asker  # noqa: E402
+from obai_e2e.judge.models.config import parse  # noqa: E402
 
 KEYS = {"BENCH_KEY_A": "sk-bench-a-0001", "BENCH_KEY_B": "sk-bench-b-0002", "BENCH_KEY_C": "sk-bench-c-0003"}
 
@@ -72,7 +73,7 @@ def panel(url: str):
 def ms(values: list[float]) -> dict:
     values = sorted(values)
     return {"median_ms": round(statistics.median(values) * 1000, 3),
-            "p90_ms": round(values[int(0.9 * (len(values) - 1))] * 1000, 3), "n": len(values)}
+            "p90_ms": round(values[max(0, math.ceil(0.9 * len(values)) - 1)] * 1000, 3), "n": len(values)}
 
 
 def main() -> int:

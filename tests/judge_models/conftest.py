@@ -7,9 +7,9 @@ import pytest
 
 from fake_provider import FakeProvider
 from judging.helpers import copy_run, make_round
-from obai_e2e.cases import load_cases_for
-from obai_e2e.config import load_target_config
-from obai_e2e.judge_models.config import parse
+from obai_e2e.config.cases import load_cases_for
+from obai_e2e.config.target import load_target_config
+from obai_e2e.judge.models.config import parse
 
 KEYS = {"FAKE_ANTHROPIC_KEY": "sk-ant-fake-3f9c2a7d41", "FAKE_OPENAI_KEY": "sk-oai-fake-8b1e6c0f92",
         "FAKE_AZURE_KEY": "azure-fake-55d0e7a3c1"}

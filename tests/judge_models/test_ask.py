@@ -20,20 +20,28 @@ import pytest
 import yaml
 
 from fake_provider import BAD_SPAN
+from judging.helpers import run_units
 from obai_e2e.cli import main
-from obai_e2e.errors import ConfigError, UsageError
-from obai_e2e.judge_models import cache
-from obai_e2e.judge_models.ask import ask_round
-from obai_e2e.judge_models.panel import run_panel, summary_line
-from obai_e2e.judging.aggregate import aggregate_round
-from obai_e2e.judging.replay import replay
-from obai_e2e.judging.rounds import load_round
-from obai_e2e.procs import alive
+from obai_e2e.base.errors import ConfigError, UsageError
+from obai_e2e.judge.models import cache
+from obai_e2e.judge.models.ask import ask_round
+from obai_e2e.judge.models.runner import run_panel, summary_line
+from obai_e2e.judge.panel.aggregate import aggregate_round
+from obai_e2e.judge.panel.packets import generate
+from obai_e2e.judge.panel.replay import replay
+from obai_e2e.judge.panel.rounds import load_round
+from obai_e2e.base.procs import alive
 
 from .conftest import KEYS, panel, panel_data
 
 # gpt-fake and llama-fake find MD1's answer (the latest AAPL price) incomplete; claude-fake does not.
 TWO_TO_ONE = {"gpt-fake": {"latest price": "incomplete"}, "llama-fake": {"latest price": "incomplete"}}
+
+
+def planned(run, config_cases) -> tuple:
+    """(configuration, units of the run) as a headless run hands them to the panel."""
+    config, cases = config_cases
+    return config, run_units(run, cases)
 
 
 def stored(rnd, judge: str) -> dict:
@@ -48,7 +56,7 @@ def test_three_judges_answer_and_the_majority_is_aggregated(fake, env, run, conf
     fake.choices = TWO_TO_ONE
     cfg = panel(fake.url, prices={m: {"input_per_mtok": 3, "output_per_mtok": 15}
                                   for m in ("claude-fake", "gpt-fake", "llama-fake")})
-    out = run_panel(run, *config_cases, cfg, env=env)
+    out = run_panel(run, *planned(run, config_cases), cfg, env=env)
     assert out["round"] == "r1" and out["generated"] and fake.count() == 3
     assert {r.wire for r in fake.requests} == {"anthropic", "openai"}
     rnd = load_round(run, "r1")
@@ -73,7 +81,7 @@ def test_three_judges_answer_and_the_majority_is_aggregated(fake, env, run, conf
     assert panel_rec["families"] == ["claude", "gpt", "llama"] and len(panel_rec["batches"]) == 1
 
     # Asked again (a resumed or re-rendered run): the same round, nothing sent.
-    again = run_panel(run, *config_cases, cfg, env=env)
+    again = run_panel(run, *planned(run, config_cases), cfg, env=env)
     assert again["round"] == "r1" and not again["generated"] and again["asked"]["status"] == "aggregated_already"
     assert fake.count() == 3
     # The stored replies replay unchanged, offline.
@@ -110,7 +118,7 @@ def test_a_fenced_answer_is_accepted(fake, env, rnd, run):
 def test_a_judge_that_keeps_failing_casts_no_vote(fake, env, run, config_cases):
     fake.choices = {"gpt-fake": {"latest price": "incomplete"}}
     fake.plan("llama-fake", "500", "500", "500")
-    out = run_panel(run, *config_cases, panel(fake.url), env=env)
+    out = run_panel(run, *planned(run, config_cases), panel(fake.url), env=env)
     assert fake.count("llama-fake") == 3 and out["asked"]["judges"]["llama"]["status"] == "no_answer"
     rnd = load_round(run, "r1")
     assert not rnd.response_path("llama").exists()
@@ -187,8 +195,8 @@ def test_a_run_killed_while_judges_answer_resumes_without_paying_twice(fake, env
     fake.plan("llama-fake", "hang")
     judges_file = tmp_path / "judges.yaml"
     judges_file.write_text(yaml.safe_dump(panel_data(fake.url, per_judge={"llama": {"timeout_s": 120}})))
-    code = ("import sys; from obai_e2e.judge_models.config import load; "
-            "from obai_e2e.judge_models.ask import ask_round; ask_round(sys.argv[1], 'r1', load(sys.argv[2]))")
+    code = ("import sys; from obai_e2e.judge.models.config import load; "
+            "from obai_e2e.judge.models.ask import ask_round; ask_round(sys.argv[1], 'r1', load(sys.argv[2]))")
     proc = subprocess.Popen([sys.executable, "-c", code, str(run), str(judges_file)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
@@ -230,7 +238,7 @@ def test_the_concurrency_limit(fake, env, rnd, run):
 
 def test_no_key_value_reaches_any_file_of_the_run_directory(fake, env, run, config_cases):
     fake.plan("gpt-fake", "401")  # the error body echoes the key it got, as some providers do
-    out = run_panel(run, *config_cases, panel(fake.url), env=env)
+    out = run_panel(run, *planned(run, config_cases), panel(fake.url), env=env)
     assert out["asked"]["judges"]["gpt"]["status"] == "no_answer"
     assert "Incorrect API key provided: [REDACTED]" in (load_round(run, "r1").dir / "asks.jsonl").read_text()
     files = [p for p in run.rglob("*") if p.is_file()]
@@ -260,12 +268,9 @@ def test_a_round_keeps_its_judges(fake, env, rnd, run):
 def test_a_round_without_packets_asks_nobody(fake, env, run, config_cases, tmp_path):
     catalog = tmp_path / "catalog.json"
     catalog.write_text(json.dumps({"version": "t", "categories": []}))
-    meta = json.loads((run / "run.json").read_text())
-    meta["units"] = ["R1"]  # a rejection: nothing needs a model's judgment
-    (run / "run.json").write_text(json.dumps(meta))
-    from judging.helpers import make_round
-
-    make_round(run, *config_cases, catalog_path=catalog)
+    config, cases = config_cases
+    rejection = [u for u in run_units(run, cases) if u.id == "R1"]  # nothing needs a model's judgment
+    generate(run, config, rejection, round_name="r1", catalog_path=catalog)
     out = ask_round(run, "r1", panel(fake.url), env=env)
     assert out["status"] == "nothing_to_judge" and fake.count() == 0
     assert json.loads((run / "judging" / "r1" / "panel.json").read_text())["batches"][0]["packets"] == []
@@ -282,8 +287,8 @@ def test_an_interrupted_ask_ends_its_judge_commands_at_once(run, rnd, tmp_path, 
     judges_file.write_text(yaml.safe_dump({"version": 1, "judges": [
         {"name": f"J{i}", "provider": "command", "model": "slow", "command": f"{sys.executable} {judge} {pids}",
          "timeout_s": 300} for i in (1, 2, 3)]}))
-    code = ("import sys; from obai_e2e.sandbox import install_signal_teardown; install_signal_teardown(); "
-            "from obai_e2e.judge_models.config import load; from obai_e2e.judge_models.ask import ask_round; "
+    code = ("import sys; from obai_e2e.drive.sandbox import install_signal_teardown; install_signal_teardown(); "
+            "from obai_e2e.judge.models.config import load; from obai_e2e.judge.models.ask import ask_round; "
             "ask_round(sys.argv[1], 'r1', load(sys.argv[2]))")
     proc = subprocess.Popen([sys.executable, "-c", code, str(run), str(judges_file)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from obai_e2e.judge_models.budget import Ledger
-from obai_e2e.judge_models.config import Budget, Judge, PanelConfig, Price
-from obai_e2e.judge_models.wire import Reply
+from obai_e2e.judge.models.budget import Ledger
+from obai_e2e.judge.models.config import Budget, Judge, PanelConfig, Price
+from obai_e2e.judge.models.wire import Reply
 
 CLAUDE = Judge("c", "anthropic", "claude", "claude", base_url="http://x", api_key_env="K", max_tokens=1000)
 CMD = Judge("cmd", "command", "cli", "command", command="true")

@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from obai_e2e.judge_models.ask import redactor_for
-from obai_e2e.judge_models.client import Asker
+from obai_e2e.judge.models.ask import redactor_for
+from obai_e2e.judge.models.client import Asker
 
 from .conftest import KEYS, panel
 

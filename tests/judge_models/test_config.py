@@ -6,8 +6,8 @@ from decimal import Decimal
 import pytest
 import yaml
 
-from obai_e2e.errors import ConfigError
-from obai_e2e.judge_models.config import command_panel, derive_family, load, public_url
+from obai_e2e.base.errors import ConfigError
+from obai_e2e.judge.models.config import command_panel, derive_family, load, public_url
 
 from .conftest import judges
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from obai_e2e.judge_models.config import Judge, Retry
-from obai_e2e.judge_models.retry import backoff, retry_after, retryable_status
-from obai_e2e.judge_models.wire import WireError, build, parse_error, parse_reply
+from obai_e2e.judge.models.config import Judge, Retry
+from obai_e2e.judge.models.retry import backoff, retry_after, retryable_status
+from obai_e2e.judge.models.wire import WireError, build, parse_error, parse_reply
 
 DATA = Path(__file__).resolve().parent / "data"
 

@@ -15,9 +15,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Callable
 
-from ..judging.aggregate import aggregate_round
-from ..judging.packets import generate
-from ..judging.rounds import judging_lock, load_round, round_names
+from ...config.target import TargetConfig
+from ...config.units import Unit
+from ..panel.aggregate import aggregate_round
+from ..panel.packets import generate
+from ..panel.rounds import judging_lock, load_round, round_names
 from . import cache
 from .budget import show
 from .ask import ask_round, load_panel, matches
@@ -40,7 +42,7 @@ def find_round(run_dir: Path, cfg: PanelConfig) -> str | None:
     return None
 
 
-def run_panel(run_dir: Path, config, case_set, cfg: PanelConfig, *, env=None,
+def run_panel(run_dir: Path, config: TargetConfig, units: list[Unit], cfg: PanelConfig, *, env=None,
               say: Callable[[str], None] = lambda m: None) -> dict:
     """Generate (or resume) the panel's round, ask the judges, aggregate; the result says what it cost."""
     env = os.environ if env is None else env
@@ -52,7 +54,7 @@ def run_panel(run_dir: Path, config, case_set, cfg: PanelConfig, *, env=None,
         generated = None
         if name is None:
             name = _next_round(run_dir)
-            generated = generate(run_dir, config, case_set, round_name=name, panel_size=len(cfg.judges))
+            generated = generate(run_dir, config, units, round_name=name, panel_size=len(cfg.judges))
     asked = ask_round(run_dir, name, cfg, env=env, say=say)
     rnd = load_round(run_dir, name)
     if not rnd.aggregate_path.exists() and rnd.response_files():

@@ -4,5 +4,5 @@
 OpenAI Chat Completions formats; ``client`` asks one judge with retries; ``budget``
 keeps the per-run token and cost limit; ``cache`` stores every paid reply once;
 ``ask`` asks a round's judges and stores their answers through the blind-panel path;
-``panel`` finds or generates the round, asks and aggregates.
+``runner`` finds or generates the run's round, asks and aggregates.
 """

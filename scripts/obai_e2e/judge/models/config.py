@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 
-from .. import schema
-from ..errors import ConfigError
-from ..fsutil import sha256_file
-from ..paths import catalogs_dir
-from ..yamlio import Lines, line_for, load_yaml
+from ...base import schema
+from ...base.errors import ConfigError
+from ...base.fsutil import sha256_file
+from ...base.paths import catalogs_dir
+from ...base.yamlio import Lines, line_for, load_yaml
 
 ENV_FILE = "OBAI_E2E_JUDGES"
 FILE_NAME = "judges.yaml"

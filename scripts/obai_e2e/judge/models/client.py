@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from ..redact import Redactor
+from ...base.redact import Redactor
 from .config import Judge, PanelConfig
 from .retry import backoff, retry_after, retryable_status
 from .wire import Reply, WireError, build, parse_error, parse_reply

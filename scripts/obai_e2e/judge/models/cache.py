@@ -12,9 +12,9 @@ import json
 from decimal import Decimal
 from pathlib import Path
 
-from ..errors import UsageError
-from ..fsutil import sha256_bytes, write_once_json
-from ..judging.rounds import judging_dir
+from ...base.errors import UsageError
+from ...base.fsutil import sha256_bytes, write_once_json
+from ..panel.rounds import judging_dir
 
 CALLS_DIR = "calls"
 RECORD_VERSION = 1

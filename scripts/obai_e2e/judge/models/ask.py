@@ -27,16 +27,16 @@ from pathlib import Path
 from queue import Queue
 from typing import Callable
 
-from ..clock import iso, utc_now
-from ..config import DEFAULT_REDACT
+from ...base.clock import iso, utc_now
+from ...base.errors import ConfigError, FrozenArtifactChanged, UsageError
+from ...base.fsutil import append_text, sha256_bytes, sha256_file, write_once_json
+from ...base.redact import MARK, Redactor
+from ...config.target import DEFAULT_REDACT
 from ..contract import problems
-from ..errors import ConfigError, FrozenArtifactChanged, UsageError
-from ..fsutil import append_text, sha256_bytes, sha256_file, write_once_json
-from ..judging import schema as response_schema
-from ..judging.packets import prompt_path, render_bundle
-from ..judging.responses import parse, store
-from ..judging.rounds import Round, judging_lock, load_round
-from ..redact import MARK, Redactor
+from ..panel import schema as response_schema
+from ..panel.packets import prompt_path, render_bundle
+from ..panel.responses import parse, store
+from ..panel.rounds import Round, judging_lock, load_round
 from . import cache
 from .budget import Ledger, Usage, show
 from .client import Asker, CallResult
