@@ -39,6 +39,7 @@ COMMANDS = {
     "judge-packets": "judge_packets",
     "judge-response": "judge_response",
     "aggregate-judges": "aggregate_judges",
+    "judge-panel": "judge_panel",
     "replay-judges": "replay_judges",
 }
 

@@ -26,7 +26,10 @@ from obai_e2e.base.errors import ConfigError, UsageError
 from obai_e2e.judge.models import cache
 from obai_e2e.judge.models.ask import ask_round
 from obai_e2e.judge.models.runner import run_panel, summary_line
-from obai_e2e.judge.panel.aggregate import aggregate_round
+from obai_e2e.drive.packet import load_packet
+from obai_e2e.judge.panel.aggregate import aggregate_round, panel_for_unit
+from obai_e2e.judge.rubric import check_packet
+from obai_e2e.judge.verdict import mechanical_verdict
 from obai_e2e.judge.panel.packets import generate
 from obai_e2e.judge.panel.replay import replay
 from obai_e2e.judge.panel.rounds import load_round
@@ -136,7 +139,7 @@ def worst_case(run, tokens_out: int = 16000) -> int:
     return len((run / "judging" / "r1" / "bundle.md").read_bytes()) + 64 + tokens_out
 
 
-def test_the_token_budget_stops_asking_and_leaves_units_undecided(fake, env, rnd, run):
+def test_the_token_budget_stops_asking_and_leaves_units_undecided(fake, env, rnd, run, config_cases):
     fake.choices = {"claude-fake": {"": "incomplete"}}
     # The first request fits; after its real usage the next worst case does not.
     cfg = panel(fake.url, concurrency=1, budget={"max_tokens": worst_case(run) + 1000})
@@ -149,6 +152,13 @@ def test_the_token_budget_stops_asking_and_leaves_units_undecided(fake, env, rnd
     questions = [q for u in agg["units"].values() for q in u["questions"].values() if q["applies"]]
     assert questions and all(not q["decided"] and q["majority"] == "abstain" and not q["trips"] for q in questions)
     assert all(q["votes"] == {"incomplete": 1} for q in questions)  # one judge's vote is no majority of three
+    # The verdict a headless run records says the question is open; it does not trip the code.
+    config, cases = config_cases
+    unit = next(u for u in run_units(run, cases) if u.id == "MD1")
+    verdict = mechanical_verdict(check_packet(load_packet(run, "MD1"), unit.case, config), panel_for_unit(run, "MD1"))
+    assert verdict["judged_by"] == "mechanical+panel" and "hub.incomplete_answer" not in verdict["reasons"]
+    assert verdict["judgment"].endswith("Completeness stays undecided: no majority of the judge panel "
+                                        "(incomplete 1; 2 judge(s) without a vote).")
     assert sum(asked["tokens"].values()) <= worst_case(run) + 1000
 
 

@@ -72,6 +72,7 @@ def test_panel_for_unit_reads_the_latest_aggregated_round(run, rnd, config_cases
     panel = panel_for_unit(run, "MD1")
     assert panel["round"] == "r1" and panel["judges"] == ["J1", "J2", "J3"]
     assert panel["ratings"] == {CODE: [0, 0, 1]} and panel["majority"] == {CODE: "complete"}
+    assert panel["models"] == {j: f"model-{j}" for j in ("J1", "J2", "J3")}
     assert panel_for_unit(run, "R1") is None
     r2 = make_round(run, *config_cases, "r2")
     panel2 = {j: {u: "incomplete" for u in UNITS} for j in PANEL}

@@ -278,5 +278,22 @@ def test_judge_panel_summary():
     assert text.startswith("majority: complete; votes complete: 2, incomplete: 1; j1 → complete")
     assert text.endswith("j3: misses the P/E")
     assert pairs["answer_quality"] == "not applicable"
+    models = {"j1": "claude-sonnet-4-5", "j2": "gpt-4.1", "j3": "llama3.3:70b"}
+    assert dict(panel_summary({**panel, "models": models}))["panel"] == \
+        "round r1, 3 of 3 judges answered: j1 (claude-sonnet-4-5), j2 (gpt-4.1), j3 (llama3.3:70b)"
     assert panel_summary({"x": [1] * 500})[0][1].endswith(" …")
     assert panel_summary(None) == []
+
+
+def test_the_run_panel_in_one_line_each():
+    from obai_e2e.report.html_view import judges_view
+
+    view = judges_view({"round": "r1", "judges": [
+        {"name": "claude", "model": "claude-sonnet-4-5", "family": "claude", "answered": True},
+        {"name": "gpt", "model": "gpt-4.1", "family": "gpt", "answered": False}],
+        "tokens": {"total": 18527}, "cost": "0.0401", "currency": "USD",
+        "agreement": {"items": 8, "percent_agreement": 0.875, "fleiss_kappa": 0.6129}, "undecided": ["F2:q"]})
+    assert view == {"round": "r1", "who": "claude (claude-sonnet-4-5, claude); gpt (gpt-4.1, gpt) — no answer",
+                    "agreement": "0.88 (κ 0.61, 8 items); 1 question(s) without a majority (undecided)",
+                    "spent": "18,527 tokens, 0.0401 USD"}
+    assert judges_view(None) is None

@@ -113,9 +113,13 @@ def test_every_command_of_skill_md_runs_against_the_demo(tmp_path, trace_store):
     browser = tmp_path / "browser.sh"
     browser.write_text(f"#!/bin/sh\necho \"$1\" >> {opened}\n")
     browser.chmod(0o755)
+    # The configured panel of judge_panel.py: three runs of the scripted judge (no model, no key).
+    scripted = f"{sys.executable} {REPO / 'tests' / 'scripted_judge.py'}"
+    (tmp_path / "judges.yaml").write_text(yaml.safe_dump({"version": 1, "judges": [
+        {"name": f"M{i}", "provider": "command", "model": "scripted-judge", "command": scripted} for i in (1, 2, 3)]}))
     env = {**os.environ, "CLAUDE_SKILL_DIR": str(SKILL_DIR), "OBAI_E2E_RUNS": str(tmp_path / "runs"),
            "OBAI_TRACE_STORE_DIR": str(trace_store.data_dir), "OBAI_E2E_CASES": str(tmp_path / "cases.yaml"),
-           "BROWSER": str(browser), "OBAI_DEMO_FAULTS": FAULTS}
+           "BROWSER": str(browser), "OBAI_DEMO_FAULTS": FAULTS, "OBAI_E2E_JUDGES": str(tmp_path / "judges.yaml")}
     state: dict = {}
     seen = []
 
@@ -163,6 +167,8 @@ def test_every_command_of_skill_md_runs_against_the_demo(tmp_path, trace_store):
                     assert (out["verdict"], out["reasons"]) == EXPECTED[out["unit_id"]], out
                 if script == "finalize_run.py":
                     state["final"] = out
+                if script == "judge_panel.py":
+                    assert out["replies"] == 3 and out["round"] == "r2" and out["agreement"]["items"] > 0, out
     assert seen[:3] == ["preflight.py", "new_run.py", "plan.py"]
     final = state["final"]
     assert final["summary_line"].startswith("2 pass / 1 fail / 1 needs_review / 0 inconclusive"), final
@@ -176,3 +182,4 @@ def test_every_command_of_skill_md_runs_against_the_demo(tmp_path, trace_store):
     assert all(u["judged_by"] == "claude" for u in results["units"])
     panel = [u for u in results["units"] if u["judge_panel"]]
     assert panel and panel[0]["judge_panel"]["majority"]["hub.incomplete_answer"] == "complete"
+    assert "judge_panel.py" in seen and results["judges"]["round"] == "r2" and results["judges"]["configured"]

@@ -7,6 +7,7 @@ from pathlib import Path
 from ..base.errors import Exit, UsageError
 from ..base.output import emit, say
 from ..report.ci_summary import write_summaries
+from ..judge.models.config import load as load_judges
 from ..run import headless
 from ..run.finish import after_run
 from ..run.shard import ShardSpec
@@ -32,10 +33,19 @@ def register(sub) -> None:
     p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue an interrupted run directory")
     p.add_argument("--baseline", type=Path, metavar="RESULTS_OR_RUN_DIR",
                    help="compare against this run (default: the previous runs/latest, when there is one)")
-    p.add_argument("--panel-command", metavar="CMD",
-                   help="a judge program (bundle on stdin, JSON answer on stdout) run once per judge for a blind "
-                        "panel on the model-judged questions before verdicts are recorded")
-    p.add_argument("--panel-judges", type=count(3, 99), default=3, help="judges in the panel (default 3, at least 3)")
+    panel = p.add_mutually_exclusive_group()
+    panel.add_argument("--judges", action="store_true",
+                       help="ask the configured model judges (catalogs/judges.yaml, or --judges-file) for a blind "
+                            "panel on the model-judged questions before verdicts are recorded")
+    panel.add_argument("--no-judges", action="store_true",
+                       help="no panel: model-judged questions stay undecided (the default)")
+    panel.add_argument("--panel-command", metavar="CMD",
+                       help="a judge program (bundle on stdin, JSON answer on stdout) run once per judge for a "
+                            "blind panel, instead of the configured judges")
+    p.add_argument("--judges-file", type=Path, metavar="YAML",
+                   help="the judge panel configuration (default: catalogs/judges.yaml, or $OBAI_E2E_JUDGES); "
+                        "implies --judges")
+    p.add_argument("--panel-judges", type=count(3, 99), default=3, help="judges in a --panel-command panel (default 3, at least 3)")
     p.add_argument("--shard", metavar="K/N", type=ShardSpec.parse,
                    help="drive only part K of N of the planned units (CI runners; merge the parts with merge-runs)")
     p.add_argument("--shard-timings", type=Path, metavar="RESULTS_OR_RUN_DIR",
@@ -80,6 +90,9 @@ def exit_code(out: dict, chosen: tuple[str, ...]) -> int:
 
 
 def run(args) -> int:
+    if args.judges_file and (args.no_judges or args.panel_command):
+        raise UsageError("--judges-file names the configured panel; it does not go with --no-judges or --panel-command")
+    judges = load_judges(args.judges_file) if (args.judges or args.judges_file) else None
     config, cases = load(args)
     if args.shard_timings and not args.shard:
         raise UsageError("--shard-timings needs --shard K/N")
@@ -88,14 +101,16 @@ def run(args) -> int:
     filters, repeats, extra = sampled(args, cases, filters_from(args), config.plan)
     code, out = headless.run(config, cases, filters, jobs=args.jobs, resume=args.resume, repeats=repeats, extra=extra,
                              after_finish=hook, say=say, panel_command=args.panel_command,
-                             panel_judges=args.panel_judges, shard=args.shard, shard_timings=args.shard_timings,
-                             baseline=args.baseline)
+                             panel_judges=args.panel_judges, judges=judges, shard=args.shard,
+                             shard_timings=args.shard_timings, baseline=args.baseline)
     if "summary" in out:
         code = exit_code(out, args.fail_on)
         out["summaries"] = write_summaries(Path(out["run_dir"]), args.summary_md, args.report_url)
     emit(out)
     if "summary_line" in out:
         say(out["summary_line"])
+        if out.get("judges"):
+            say(out["judges"]["line"])
         say(f"report.md: {out['report_md']}")
         if Path(out["report_html"]).exists():
             say(f"report.html: {out['report_html']}")

@@ -217,8 +217,13 @@ def mechanical_verdict(check: CheckResult, panel: dict | None = None) -> dict:
             verdict = "needs_review"
             reasons = reasons + [PANEL_CODE] if PANEL_CODE not in reasons else reasons
             judgment = f"The judge panel found the answer incomplete ({votes}). " + judgment
-        elif not q.get("decided"):
-            judgment = judgment + f" The judge panel did not agree on completeness ({votes})."
+        elif q.get("applies") is not False and not q.get("decided"):
+            # No majority (a split, abstentions, judges without an answer or stopped by the budget):
+            # the question stays open and the judgment says so.
+            missing = max(0, int(panel.get("panel_size") or 0) - len(panel.get("judges") or []))
+            silent = len(q.get("no_vote") or {}) + missing
+            judgment += (f" Completeness stays undecided: no majority of the judge panel ({votes or 'no vote'}"
+                         + (f"; {silent} judge(s) without a vote" if silent else "") + ").")
     return {
         "schema_version": CURRENT_VERSION,
         "unit_id": check.unit_id,

@@ -72,8 +72,10 @@ def panel_summary(panel: Any) -> list[list[str]]:
     questions = panel.get("questions")
     if isinstance(questions, dict):
         judges = panel.get("judges") or []
+        models = panel.get("models") if isinstance(panel.get("models"), dict) else {}
+        who = ", ".join(f"{j} ({models[j]})" if j in models else str(j) for j in judges) if models else ""
         pairs = [["panel", f"round {panel.get('round', '—')}, {len(judges)} of {panel.get('panel_size', '—')} "
-                           f"judges answered"]]
+                           f"judges answered" + (f": {who}" if who else "")]]
         for name in sorted(questions):
             q = questions[name] if isinstance(questions[name], dict) else {}
             if q.get("applies") is False:
@@ -288,6 +290,31 @@ def loss_view(suite: dict | None, regressions: list[dict] | None, comparison: di
     return view
 
 
+def judges_view(judges: Any) -> dict | None:
+    """The run's panel in one line each: who judged with which model, and what it cost."""
+    if not isinstance(judges, dict):
+        return None
+    names = []
+    for j in judges.get("judges") or []:
+        detail = ", ".join(str(x) for x in (j.get("model"), j.get("family")) if x)
+        names.append(f"{j.get('name')} ({detail})" + ("" if j.get("answered", True) else " — no answer"))
+    a = judges.get("agreement") or {}
+    if a.get("items"):
+        kappa = "n/a" if a.get("fleiss_kappa") is None else _fmt(a["fleiss_kappa"], 2)
+        agreement = f"{_fmt(a.get('percent_agreement'), 2)} (κ {kappa}, {a['items']} items)"
+    else:
+        agreement = "—"
+    tokens = (judges.get("tokens") or {}).get("total")
+    cost = judges.get("cost")
+    spent = f"{tokens:,} tokens" if isinstance(tokens, int) else "—"
+    if cost is not None:
+        spent += f", {cost} {judges.get('currency') or ''}".rstrip()
+    undecided = len(judges.get("undecided") or [])
+    if undecided:
+        agreement += f"; {undecided} question(s) without a majority (undecided)"
+    return {"round": judges.get("round", ""), "who": "; ".join(names) or "—", "agreement": agreement, "spent": spent}
+
+
 def build_context(run_dir: Path) -> dict:
     run_dir = Path(run_dir)
     results = read_results(run_dir / "results.json")
@@ -326,6 +353,7 @@ def build_context(run_dir: Path) -> dict:
         "counts": counts,
         "features": sorted(features.items()),
         "disabled": [{"id": d.get("id", ""), "reason": d.get("reason", "")} for d in results.get("disabled") or []],
+        "judges": judges_view(results.get("judges")),
         "loss": loss_view(suite, regressions, read_comparison(run_dir / "comparison.json")),
         **changes_and_charts(run_dir, results),
         "data": {"page_size": PAGE_SIZE, "units": units,

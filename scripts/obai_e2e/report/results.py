@@ -17,6 +17,7 @@ from ..config.cases import CaseSet
 from ..config.target import TargetConfig
 from ..config.units import Unit
 from ..drive.packet import load_packet
+from ..judge.models.runner import report_block
 from ..judge.panel.aggregate import panel_for_unit
 from ..judge.rubric import check_packet
 from ..rundir.meta import RunMeta, baseline_of, load_run
@@ -183,8 +184,12 @@ def build_results(config: TargetConfig, case_set: CaseSet, run_dir: Path, units:
     run["duration_s"] = round((finished - parse_iso(meta.created_at)).total_seconds(), 3)
     run["catalog_version"] = catalog_version
     disabled = [{"id": cid, "reason": _disabled_reason(case_set, cid)} for cid in meta.disabled_skipped]
-    return {"schema_version": RESULTS_SCHEMA_VERSION, "kind": "obai-e2e-results", "run": run,
-            "summary": summary, "totals": totals(costs), "disabled": disabled, "units_file": units_file}
+    out = {"schema_version": RESULTS_SCHEMA_VERSION, "kind": "obai-e2e-results", "run": run,
+           "summary": summary, "totals": totals(costs), "disabled": disabled, "units_file": units_file}
+    judges = report_block(run_dir)
+    if judges is not None:
+        out["judges"] = judges
+    return out
 
 
 def summarize(entries: list[dict]) -> dict:

@@ -6,6 +6,7 @@ the run. A kill at any point leaves a run directory that the same command resume
 """
 from __future__ import annotations
 
+import os
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
@@ -18,7 +19,9 @@ from ..config.target import TargetConfig
 from ..config.units import Unit
 from ..drive.packet import drive
 from ..drive.sandbox import install_signal_teardown
-from ..judge.panel.command import run_panel
+from ..judge.models.ask import preflight as preflight_judges
+from ..judge.models.config import PanelConfig, command_panel
+from ..judge.models.runner import brief, run_panel
 from ..protocol.seal import seal
 from ..report.results import finalize
 from ..rundir.lock import RunLock
@@ -34,15 +37,18 @@ from .shard import ShardSpec
 
 def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int = 1, resume: Path | None = None,
         after_finish: Callable[[Path, dict], dict] | None = None, say: Callable[[str], None] = lambda m: None,
-        panel_command: str | None = None, panel_judges: int = 3, repeats: dict | None = None,
-        extra: dict | None = None, shard: ShardSpec | None = None,
+        panel_command: str | None = None, panel_judges: int = 3, judges: PanelConfig | None = None,
+        repeats: dict | None = None, extra: dict | None = None, shard: ShardSpec | None = None,
         shard_timings: Path | None = None, baseline: Path | None = None) -> tuple[int, dict]:
     if not isinstance(jobs, int) or not 1 <= jobs <= 256:
         raise UsageError(f"jobs: {jobs!r} is out of range: use 1 to 256 units at the same time")
-    if shard is not None and panel_command:
-        raise UsageError("a judge panel runs on the whole run: drop --panel-command from the shards and run the "
-                         "panel after merge-runs")
+    if shard is not None and (panel_command or judges):
+        raise UsageError("a judge panel runs on the whole run: drop --judges / --panel-command from the shards and "
+                         "ask the panel after merge-runs (judge-panel --run-dir)")
     install_signal_teardown()
+    panel = judges or (command_panel(panel_command, judges=panel_judges) if panel_command else None)
+    if panel is not None:
+        preflight_judges(panel, os.environ)  # a missing key stops the run before any unit is driven
     report = preflight.run(config.path, case_set, baseline=baseline)
     if not report.ready:
         return Exit.NOT_READY, {"status": "not_ready", "reason": report.reason, "next_step": report.next_step}
@@ -62,20 +68,24 @@ def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int 
         judged = {u.id for u in p.done}
         # With a panel every unit is driven first, then judged, so that the panel's
         # majority is part of each verdict; without one, units are judged as they finish.
-        defer = bool(panel_command)
+        defer = panel is not None
+        asked = None
         with Progress(total=len(todo)) as progress:
             if not defer:
                 for unit in p.to_judge:
                     _judge(config, run_dir, unit, judged, progress, time.monotonic())
             _drive_all(config, p, backend, jobs, progress, judged, judge=not defer)
             if defer:
-                say("judge panel: " + str(run_panel(run_dir, config, p.units, panel_command, judges=panel_judges)))
+                asked = run_panel(run_dir, config, p.units, panel, say=say)
+                say(brief(asked, panel)["line"])
                 for unit in todo:
                     _judge(config, run_dir, unit, judged, progress, time.monotonic())
         outcome = finalize(config, case_set, run_dir, p.units, catalog_version=catalog_version(config),
                            baseline=baseline)
         if after_finish is not None:
             outcome.update(after_finish(run_dir, outcome) or {})
+        if asked is not None:
+            outcome["judges"] = brief(asked, panel)
         outcome["seal"] = seal(run_dir)["seal"]
     s = outcome["summary"]
     code = Exit.UNIT_FAILED if s["fail"] else (Exit.INCONCLUSIVE if s["inconclusive"] else Exit.OK)

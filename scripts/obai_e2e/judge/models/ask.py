@@ -161,6 +161,8 @@ def _panel(rnd: Round, cfg: PanelConfig) -> dict:
         "schema_version": PANEL_VERSION, "round": rnd.name, "created_at": iso(utc_now()),
         "config": {"source": cfg.source, "sha256": cfg.sha256},
         "judges": [j.identity() for j in cfg.judges], "families": cfg.families(),
+        "budget": {"max_tokens": cfg.budget.max_tokens, "currency": cfg.budget.currency,
+                   "max_cost": None if cfg.budget.max_cost is None else show(cfg.budget.max_cost)},
         "prompt_sha256": rnd.manifest["prompt"]["sha256"],
         "batches": [{"index": i, "packets": b, "bundle_sha256": sha256_bytes(t.encode("utf-8")), "chars": len(t)}
                     for i, (b, t) in enumerate(zip(batches, texts))],

@@ -17,8 +17,6 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-import httpx
-
 from ...base.redact import Redactor
 from .config import Judge, PanelConfig
 from .retry import backoff, retry_after, retryable_status
@@ -61,6 +59,9 @@ class Asker:
     """Sends bundles to judges; one instance per panel run (it holds the connection pool)."""
 
     def __init__(self, cfg: PanelConfig, redactor: Redactor, *, env=None, rng: random.Random | None = None):
+        import httpx  # imported here: it takes a noticeable part of a second, paid only when judges are asked
+
+        self.httpx = httpx
         self.cfg = cfg
         self.redactor = redactor
         self.env = os.environ if env is None else env
@@ -136,6 +137,7 @@ class Asker:
     # -- HTTP -------------------------------------------------------------------------
 
     def _http(self, judge: Judge, text: str) -> tuple[Reply, int]:
+        httpx = self.httpx
         req = build(judge, text, self.key(judge))
         payload = json.dumps(req.body, ensure_ascii=False).encode("utf-8")
         deadline = time.monotonic() + judge.timeout_s

@@ -247,7 +247,9 @@ def command_panel(command: str, *, judges: int = 3, model: str | None = None,
     argv = shlex.split(command)
     if not argv:
         raise ConfigError("--panel-command is empty")
+    if judges < 3:
+        raise ConfigError(f"--panel-judges {judges}: a judge panel needs at least 3 independent judges")
     name = model or f"command:{Path(argv[0]).name}"
     return PanelConfig(judges=tuple(Judge(name=f"J{i}", provider="command", model=name, family="command",
                                           command=command, timeout_s=timeout_s) for i in range(1, judges + 1)),
-                       concurrency=judges, retry=Retry(max_attempts=1))
+                       concurrency=judges, retry=Retry(max_attempts=1), source="--panel-command")

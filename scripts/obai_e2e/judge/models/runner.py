@@ -73,7 +73,7 @@ def summary(run_dir: Path, round_name: str | None = None) -> dict:
     costs = [(r.get("usage") or {}).get("cost") for r in records if r["judge"]["provider"] != "command"]
     cost = None if any(c is None for c in costs) else show(sum((Decimal(c) for c in costs), Decimal(0)))
     names = [round_name] if round_name else list(reversed(round_names(run_dir)))
-    agreement, judges = None, []
+    agreement, judges, undecided = None, [], []
     for name in names:
         path = Path(run_dir) / "judging" / name / "aggregate.json"
         if path.exists():
@@ -81,19 +81,71 @@ def summary(run_dir: Path, round_name: str | None = None) -> dict:
             overall = data["agreement"]["overall"]
             agreement = {k: overall[k] for k in ("items", "percent_agreement", "fleiss_kappa")}
             judges = [{"judge": j, "model": f["model"]} for j, f in sorted(data["judge_figures"].items())]
+            undecided = sorted(f"{uid}:{feeds}" for uid, u in data["units"].items()
+                               for feeds, q in u["questions"].items() if q["applies"] and not q["decided"])
             break
     tokens = {"input": tokens_in, "output": tokens_out, "total": tokens_in + tokens_out}
-    return {"replies": len(records), "tokens": tokens, "cost": cost, "agreement": agreement, "judges": judges}
+    return {"replies": len(records), "tokens": tokens, "cost": cost, "agreement": agreement, "judges": judges,
+            "undecided": undecided}
+
+
+def report_block(run_dir: Path) -> dict | None:
+    """The run's panel for results.json: the newest aggregated round, its judges and models, cost, agreement.
+
+    A round stored by hand (the chat flow) has no panel record: its judges are listed
+    with the models they named, without provider or family.
+    """
+    for name in reversed(round_names(run_dir)):
+        path = Path(run_dir) / "judging" / name / "aggregate.json"
+        if not path.exists():
+            continue
+        figures = json.loads(path.read_text(encoding="utf-8"))["judge_figures"]
+        panel = load_panel(load_round(run_dir, name, verify=False)) or {}
+        configured = {j["name"]: j for j in panel.get("judges", [])}
+        judges = []
+        for label in sorted(set(figures) | set(configured)):
+            j = configured.get(label, {})
+            judges.append({"name": label, "model": figures[label]["model"] if label in figures else j.get("model"),
+                           "provider": j.get("provider"), "family": j.get("family"), "answered": label in figures})
+        s = summary(run_dir, name)
+        return {"round": name, "configured": bool(panel), "judges": judges, "families": panel.get("families"),
+                "replies": s["replies"], "tokens": s["tokens"], "cost": s["cost"],
+                "currency": (panel.get("budget") or {}).get("currency"), "agreement": s["agreement"],
+                "undecided": s["undecided"]}
+    return None
 
 
 def summary_line(s: dict, currency: str = "USD") -> str:
-    """``judges: 3 replies, 12,345 tokens, 0.0421 USD, agreement 0.87 (κ 0.61)``."""
+    """``judges: 3 replies, 12,345 tokens, 0.0421 USD, agreement 0.87 (κ 0.61, 8 items)``, then what went wrong."""
     parts = [f"{s['replies']} repl{'y' if s['replies'] == 1 else 'ies'}", f"{s['tokens']['total']:,} tokens"]
-    parts.append("cost unknown" if s["cost"] is None else f"{s['cost']} {currency}")
+    parts.append("cost unknown (a model has no price)" if s["cost"] is None else f"{s['cost']} {currency}")
     a = s.get("agreement")
     if a and a["items"]:
         kappa = "κ n/a" if a["fleiss_kappa"] is None else f"κ {a['fleiss_kappa']:.2f}"
         parts.append(f"agreement {a['percent_agreement']:.2f} ({kappa}, {a['items']} items)")
     else:
         parts.append("agreement: no item every judge answered")
-    return "judges: " + ", ".join(parts)
+    asked = s.get("asked") or {}
+    if s.get("undecided"):
+        n = len(s["undecided"])
+        parts.append(f"{n} question{'' if n == 1 else 's'} without a majority (undecided)")
+    if "requests" in asked:
+        parts.append(f"{asked['requests']} request{'' if asked['requests'] == 1 else 's'} sent now")
+    silent = sorted(j for j, v in (asked.get("judges") or {}).items() if v.get("status") == "no_answer")
+    if silent:
+        parts.append(f"no answer from {', '.join(silent)}")
+    if asked.get("budget_stopped"):
+        parts.append(f"budget reached ({asked['budget_stopped'].split(':', 1)[0]}): unasked questions stay undecided")
+    return "judges: " + "; ".join([", ".join(parts[:4]), *parts[4:]])
+
+
+def brief(result: dict, cfg: PanelConfig) -> dict:
+    """What a run reports about its panel: round, judges and models, tokens, cost, agreement, the summary line."""
+    asked = result.get("asked") or {}
+    return {"round": result["round"], "judges": [{k: j.identity()[k] for k in ("name", "provider", "model", "family")}
+                                                 for j in cfg.judges],
+            "replies": result["replies"], "requests": asked.get("requests", 0), "tokens": result["tokens"],
+            "cost": result["cost"], "currency": cfg.budget.currency, "agreement": result["agreement"],
+            "budget_stopped": asked.get("budget_stopped"), "undecided": result.get("undecided", []),
+            "no_answer": sorted(j for j, v in (asked.get("judges") or {}).items() if v.get("status") == "no_answer"),
+            "line": summary_line(result, cfg.budget.currency)}

@@ -187,7 +187,8 @@ def aggregate_round(run_dir: Path, round_name: str, *, allow_missing: bool = Fal
 def panel_for_unit(run_dir: Path, unit_id: str, round_name: str | None = None) -> dict | None:
     """The panel result of ``unit_id`` from the latest aggregated round that rated it (or from ``round_name``).
 
-    The result names its round; None when no aggregated round rated the unit.
+    The result names its round and the model of each judge (``models``); None when no
+    aggregated round rated the unit.
     """
     names = [round_name] if round_name else list(reversed(round_names(run_dir)))
     for name in names:
@@ -195,5 +196,6 @@ def panel_for_unit(run_dir: Path, unit_id: str, round_name: str | None = None) -
         if path.exists():
             data = json.loads(path.read_text(encoding="utf-8"))
             if unit_id in data["units"]:
-                return data["units"][unit_id]
+                models = {j: f["model"] for j, f in sorted(data["judge_figures"].items())}
+                return {**data["units"][unit_id], "models": models}
     return None
