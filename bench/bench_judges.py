@@ -11,9 +11,13 @@ tests/judging/data, ~23 KB) the script times, per request:
   cache write with fsync, validation and the write-once response), concurrency 3.
 
 Overhead = client time − the server's own handler time (target ≤ 5 ms per request).
-Prints the figures as text and, last, as one JSON line.
 
-    uv run python bench/bench_judges.py [--requests 200] [--rounds 10]
+With ``--runs N`` it also times whole runs of the smoke suite with ``--jobs 4``, N times
+each without judges and with three configured judges on the fake (interleaved), and
+prints the extra wall time the panel adds; ``--delay S`` makes every answer take S
+seconds, as a model's would. Prints the figures as text and, last, as one JSON line.
+
+    uv run python bench/bench_judges.py [--requests 200] [--rounds 10] [--runs 3] [--delay 0]
 """
 from __future__ import annotations
 
@@ -45,9 +49,9 @@ from obai_e2e.judge.models.config import parse  # noqa: E402
 KEYS = {"BENCH_KEY_A": "sk-bench-a-0001", "BENCH_KEY_B": "sk-bench-b-0002", "BENCH_KEY_C": "sk-bench-c-0003"}
 
 
-def start_server() -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fake_provider.py")], stdout=subprocess.PIPE,
-                            text=True)
+def start_server(delay: float = 0.0) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fake_provider.py"), "--delay", str(delay)],
+                            stdout=subprocess.PIPE, text=True)
     return proc, proc.stdout.readline().strip()
 
 
@@ -60,14 +64,48 @@ def handler_times(url: str) -> list[float]:
     return data["handler_s"]
 
 
-def panel(url: str):
-    return parse({"version": 1, "concurrency": 3, "judges": [
+def panel_data(url: str) -> dict:
+    return {"version": 1, "concurrency": 3, "judges": [
         {"name": "claude", "provider": "anthropic", "model": "claude-bench", "base_url": url,
          "api_key_env": "BENCH_KEY_A", "timeout_s": 30},
         {"name": "gpt", "provider": "openai", "model": "gpt-bench", "base_url": url + "/v1",
          "api_key_env": "BENCH_KEY_B", "timeout_s": 30},
         {"name": "llama", "provider": "openai", "model": "llama-bench", "base_url": url + "/v1",
-         "api_key_env": "BENCH_KEY_C", "timeout_s": 30}]}, source="bench")
+         "api_key_env": "BENCH_KEY_C", "timeout_s": 30}]}
+
+
+def panel(url: str):
+    return parse(panel_data(url), source="bench")
+
+
+def time_runs(n: int, delay: float, work: Path, env: dict) -> dict:
+    """Wall time of ``run --smoke --jobs 4`` without and with three judges, interleaved, ``n`` times each."""
+    import yaml
+
+    proc, url = start_server(delay)
+    judges_file = work / "judges.yaml"
+    judges_file.write_text(yaml.safe_dump(panel_data(url)))
+    env = {**env, "OBAI_E2E_RUNS": str(work / "runs"), "OBAI_TRACE_STORE_DIR": str(work / "store")}
+    env.pop("OBAI_DEMO_FAULTS", None)
+    walls = {"without": [], "with": []}
+    try:
+        for i in range(n + 1):  # the first pair warms the store and the caches; it is not counted
+            for kind in ("without", "with"):
+                extra = ["--judges-file", str(judges_file)] if kind == "with" else []
+                t0 = time.perf_counter()
+                done = subprocess.run([sys.executable, "-m", "obai_e2e", "run", "--smoke", "--jobs", "4",
+                                       "--no-html", *extra], cwd=ROOT, env=env, capture_output=True, text=True)
+                wall = time.perf_counter() - t0
+                assert done.returncode in (0, 1, 3), done.stderr[-2000:]
+                if i:
+                    walls[kind].append(wall)
+    finally:
+        proc.terminate()
+        proc.wait()
+        subprocess.run([sys.executable, "-m", "obai_e2e", "traces", "stop"], env=env, capture_output=True)
+    extra = [w - wo for w, wo in zip(walls["with"], walls["without"])]
+    return {"delay_s": delay, "runs": n, "without_s": [round(w, 2) for w in walls["without"]],
+            "with_s": [round(w, 2) for w in walls["with"]], "extra_median_s": round(statistics.median(extra), 2)}
 
 
 def ms(values: list[float]) -> dict:
@@ -80,6 +118,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=200, help="timed requests per measurement (default 200)")
     ap.add_argument("--rounds", type=int, default=10, help="fresh three-judge rounds asked (default 10)")
+    ap.add_argument("--runs", type=int, default=0, help="smoke runs timed without and with judges (default 0)")
+    ap.add_argument("--delay", type=float, default=0.0, help="seconds each fake answer takes in --runs (default 0)")
     args = ap.parse_args()
     env = {**os.environ, **KEYS}
     config = load_target_config(None)
@@ -139,6 +179,8 @@ def main() -> int:
             per_judge.append((wall - server / 3) / 3)  # three requests in flight together
             shutil.rmtree(rr)
         out["round_per_judge"] = ms(per_judge)
+        if args.runs:
+            out["run_jobs4"] = time_runs(args.runs, args.delay, work, env)
     finally:
         proc.terminate()
         proc.wait()
@@ -155,6 +197,10 @@ def main() -> int:
     o = out["round_per_judge"]
     print(f"  ask_round, per judge  {o['median_ms']:.2f} ms ({o['p90_ms']:.2f}) beyond the server's time "
           "(cache write + fsync, validation, write-once response; 3 judges in flight)")
+    if "run_jobs4" in out:
+        r = out["run_jobs4"]
+        print(f"  run --smoke --jobs 4: without judges {r['without_s']} s, with 3 judges {r['with_s']} s "
+              f"(answers take {r['delay_s']:g} s); extra wall time, median {r['extra_median_s']} s")
     print(json.dumps(out, sort_keys=True))
     return 0
 

@@ -53,6 +53,7 @@ class FakeProvider:
     keys: set | None = None                            # accepted keys (None: any key, or none)
     retry_after: str = "1"
     hang_s: float = 5.0
+    delay_s: float = 0.0                               # added to every answer (a model's thinking time)
     script: dict = field(default_factory=dict)         # model -> [behaviour, ...]
     requests: list = field(default_factory=list)
     in_flight: int = 0
@@ -212,8 +213,8 @@ class FakeProvider:
                                "Internal server error")
         if behaviour == "529":
             return self._error(wire, 529, "overloaded_error", "Overloaded")
-        if behaviour == "hang":
-            end = time.monotonic() + self.hang_s
+        if behaviour == "hang" or self.delay_s:
+            end = time.monotonic() + (self.hang_s if behaviour == "hang" else self.delay_s)
             while time.monotonic() < end and not self._stopping.is_set():
                 time.sleep(0.02)
         prompt = "".join(m.get("content", "") for m in body["messages"] if isinstance(m, dict)
@@ -259,8 +260,9 @@ if __name__ == "__main__":
 
     ap = argparse.ArgumentParser(description="run the fake provider until killed; prints its URL on stdout")
     ap.add_argument("--choices", default="{}", help="JSON: model -> {query substring: choice}")
+    ap.add_argument("--delay", type=float, default=0.0, help="seconds every answer takes (default 0)")
     args = ap.parse_args()
-    fake = FakeProvider(choices=json.loads(args.choices)).start()
+    fake = FakeProvider(choices=json.loads(args.choices), delay_s=args.delay).start()
     print(fake.url, flush=True)
     try:
         threading.Event().wait()

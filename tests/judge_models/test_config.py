@@ -143,3 +143,29 @@ def test_families_urls_and_the_command_panel():
     assert cfg.warnings()  # one family only
     with pytest.raises(ConfigError, match="empty"):
         command_panel("  ")
+
+
+def test_run_refuses_judge_flags_that_contradict_each_other(tmp_path, capsys):
+    from obai_e2e.cli import main
+
+    path = _write(tmp_path, {"version": 1, "judges": judges("http://127.0.0.1:9")})
+    assert main(["run", "--no-judges", "--judges-file", path]) == 2
+    assert "does not go with --no-judges" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--judges", "--panel-command", "x"])
+    assert exc.value.code == 2
+
+
+def test_run_with_a_missing_key_stops_before_any_unit_is_driven(tmp_path, monkeypatch, capsys):
+    from obai_e2e.cli import main
+
+    runs = tmp_path / "runs"
+    monkeypatch.setenv("OBAI_E2E_RUNS", str(runs))
+    monkeypatch.delenv("FAKE_OPENAI_KEY", raising=False)
+    monkeypatch.setenv("FAKE_ANTHROPIC_KEY", "k1")
+    monkeypatch.setenv("FAKE_AZURE_KEY", "k3")
+    path = _write(tmp_path, {"version": 1, "judges": judges("http://127.0.0.1:9")})
+    assert main(["run", "--id", "MD1", "--judges-file", path]) == 2
+    err = capsys.readouterr().err
+    assert "judge 'gpt', field /judges/1/api_key_env: the environment variable FAKE_OPENAI_KEY is not set" in err
+    assert not runs.exists()  # no run directory, nothing driven

@@ -68,9 +68,12 @@ class Asker:
         self.rng = rng or random.Random()
         self._procs: set = set()
         self._procs_lock = threading.Lock()
+        # Loading the CA bundle takes a good part of a second; a panel of plain-HTTP servers
+        # (a local model server) never uses TLS, so it is not loaded for one.
+        tls = any((j.base_url or "").startswith("https://") for j in cfg.judges)
         self.http = httpx.Client(limits=httpx.Limits(max_connections=max(4, cfg.concurrency * 2),
                                                      max_keepalive_connections=max(4, cfg.concurrency * 2)),
-                                 follow_redirects=False)
+                                 follow_redirects=False, verify=True if tls else False)
 
     def close(self) -> None:
         self.http.close()
