@@ -88,6 +88,7 @@ def time_runs(n: int, delay: float, work: Path, env: dict) -> dict:
     env = {**env, "OBAI_E2E_RUNS": str(work / "runs"), "OBAI_TRACE_STORE_DIR": str(work / "store")}
     env.pop("OBAI_DEMO_FAULTS", None)
     walls = {"without": [], "with": []}
+    phase = []
     try:
         for i in range(n + 1):  # the first pair warms the store and the caches; it is not counted
             for kind in ("without", "with"):
@@ -99,13 +100,17 @@ def time_runs(n: int, delay: float, work: Path, env: dict) -> dict:
                 assert done.returncode in (0, 1, 3), done.stderr[-2000:]
                 if i:
                     walls[kind].append(wall)
+                    if kind == "with":
+                        phase.append(json.loads(done.stdout)["judges"]["seconds"])
     finally:
         proc.terminate()
         proc.wait()
         subprocess.run([sys.executable, "-m", "obai_e2e", "traces", "stop"], env=env, capture_output=True)
     extra = [w - wo for w, wo in zip(walls["with"], walls["without"])]
     return {"delay_s": delay, "runs": n, "without_s": [round(w, 2) for w in walls["without"]],
-            "with_s": [round(w, 2) for w in walls["with"]], "extra_median_s": round(statistics.median(extra), 2)}
+            "with_s": [round(w, 2) for w in walls["with"]], "extra_median_s": round(statistics.median(extra), 2),
+            "extra_of_medians_s": round(statistics.median(walls["with"]) - statistics.median(walls["without"]), 2),
+            "panel_phase_s": phase, "panel_phase_median_s": round(statistics.median(phase), 2)}
 
 
 def ms(values: list[float]) -> dict:
@@ -200,7 +205,10 @@ def main() -> int:
     if "run_jobs4" in out:
         r = out["run_jobs4"]
         print(f"  run --smoke --jobs 4: without judges {r['without_s']} s, with 3 judges {r['with_s']} s "
-              f"(answers take {r['delay_s']:g} s); extra wall time, median {r['extra_median_s']} s")
+              f"(answers take {r['delay_s']:g} s)")
+        print(f"    extra wall time: median of pairs {r['extra_median_s']} s, difference of medians "
+              f"{r['extra_of_medians_s']} s; the panel phase itself (generate, ask, aggregate) "
+              f"{r['panel_phase_s']} s, median {r['panel_phase_median_s']} s")
     print(json.dumps(out, sort_keys=True))
     return 0
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Callable
@@ -47,6 +48,7 @@ def run_panel(run_dir: Path, config: TargetConfig, units: list[Unit], cfg: Panel
     """Generate (or resume) the panel's round, ask the judges, aggregate; the result says what it cost."""
     env = os.environ if env is None else env
     run_dir = Path(run_dir)
+    started = time.monotonic()
     for w in cfg.warnings():
         say(f"judges: {w}")
     with judging_lock(run_dir):
@@ -62,7 +64,7 @@ def run_panel(run_dir: Path, config: TargetConfig, units: list[Unit], cfg: Panel
             aggregate_round(run_dir, name, allow_missing=True)
     return {"round": name, "generated": generated is not None, "asked": asked,
             "aggregate": str(rnd.aggregate_path) if rnd.aggregate_path.exists() else None,
-            **summary(run_dir, name)}
+            "seconds": round(time.monotonic() - started, 3), **summary(run_dir, name)}
 
 
 def summary(run_dir: Path, round_name: str | None = None) -> dict:
@@ -144,7 +146,8 @@ def brief(result: dict, cfg: PanelConfig) -> dict:
     asked = result.get("asked") or {}
     return {"round": result["round"], "judges": [{k: j.identity()[k] for k in ("name", "provider", "model", "family")}
                                                  for j in cfg.judges],
-            "replies": result["replies"], "requests": asked.get("requests", 0), "tokens": result["tokens"],
+            "replies": result["replies"], "requests": asked.get("requests", 0), "seconds": result.get("seconds"),
+            "tokens": result["tokens"],
             "cost": result["cost"], "currency": cfg.budget.currency, "agreement": result["agreement"],
             "budget_stopped": asked.get("budget_stopped"), "undecided": result.get("undecided", []),
             "no_answer": sorted(j for j, v in (asked.get("judges") or {}).items() if v.get("status") == "no_answer"),
