@@ -43,8 +43,8 @@ def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int 
     if not isinstance(jobs, int) or not 1 <= jobs <= 256:
         raise UsageError(f"jobs: {jobs!r} is out of range: use 1 to 256 units at the same time")
     if shard is not None and (panel_command or judges):
-        raise UsageError("a judge panel runs on the whole run: drop --judges / --panel-command from the shards and "
-                         "ask the panel after merge-runs (judge-panel --run-dir)")
+        raise UsageError("a sharded run is judged mechanically: its parts record their verdicts before they are "
+                         "merged, so a panel could not change them; drop --judges / --panel-command, or run unsharded")
     install_signal_teardown()
     panel = judges or (command_panel(panel_command, judges=panel_judges) if panel_command else None)
     if panel is not None:
