@@ -21,6 +21,7 @@ import pytest
 import yaml
 from fake_provider import FakeProvider
 from obai_e2e.report.report_md import read_rows
+from obai_e2e.report.results import load_results
 
 from .conftest import REPO
 
@@ -73,7 +74,7 @@ def test_model_judges_majority_reaches_everything_and_a_resume_pays_nothing(harn
         assert rows["F2"]["Verdict"] == "needs_review" and rows["F2"]["Reason"] == "hub.incomplete_answer"
         assert "judge panel found the answer incomplete" in (run_dir / "report.md").read_text()
 
-        results = json.loads((run_dir / "results.json").read_text())
+        results = load_results(run_dir / "results.json")
         unit = next(u for u in results["units"] if u["unit_id"] == "F2")
         assert unit["judge_panel"]["ratings"]["hub.incomplete_answer"] == [0, 1, 1]  # claude, gpt, llama
         assert unit["judge_panel"]["majority"]["hub.incomplete_answer"] == "incomplete"
@@ -130,7 +131,7 @@ def test_the_budget_stop_leaves_questions_undecided_not_passed(harness_env, tmp_
         assert fake.count() == 1
         run_dir = Path(json.loads(done.stdout)["run_dir"])
         assert "budget reached (cost budget): unasked questions stay undecided" in done.stderr
-        results = json.loads((run_dir / "results.json").read_text())
+        results = load_results(run_dir / "results.json")
         for uid in ("MD1", "F2"):
             unit = next(u for u in results["units"] if u["unit_id"] == uid)
             q = unit["judge_panel"]["questions"]["hub.incomplete_answer"]

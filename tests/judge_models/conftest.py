@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from fake_provider import FakeProvider
 from judging.helpers import copy_run, make_round
 from obai_e2e.config.cases import load_cases_for

@@ -18,22 +18,21 @@ from decimal import Decimal
 
 import pytest
 import yaml
-
 from fake_provider import BAD_SPAN
 from judging.helpers import run_units
-from obai_e2e.cli import main
 from obai_e2e.base.errors import ConfigError, UsageError
+from obai_e2e.base.procs import alive
+from obai_e2e.cli import main
+from obai_e2e.drive.packet import load_packet
 from obai_e2e.judge.models import cache
 from obai_e2e.judge.models.ask import ask_round
 from obai_e2e.judge.models.runner import run_panel, summary_line
-from obai_e2e.drive.packet import load_packet
 from obai_e2e.judge.panel.aggregate import aggregate_round, panel_for_unit
-from obai_e2e.judge.rubric import check_packet
-from obai_e2e.judge.verdict import mechanical_verdict
 from obai_e2e.judge.panel.packets import generate
 from obai_e2e.judge.panel.replay import replay
 from obai_e2e.judge.panel.rounds import load_round
-from obai_e2e.base.procs import alive
+from obai_e2e.judge.rubric import check_packet
+from obai_e2e.judge.verdict import mechanical_verdict
 
 from .conftest import KEYS, panel, panel_data
 

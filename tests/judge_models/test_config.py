@@ -5,7 +5,6 @@ from decimal import Decimal
 
 import pytest
 import yaml
-
 from obai_e2e.base.errors import ConfigError
 from obai_e2e.judge.models.config import command_panel, derive_family, load, public_url
 

@@ -6,7 +6,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-
 from obai_e2e.judge.models.config import Judge, Retry
 from obai_e2e.judge.models.retry import backoff, retry_after, retryable_status
 from obai_e2e.judge.models.wire import WireError, build, parse_error, parse_reply

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from ..base.errors import Exit, UsageError
 from ..base.output import emit, say
-from ..report.ci_summary import write_summaries
 from ..judge.models.config import load as load_judges
+from ..report.ci_summary import write_summaries
 from ..run import headless
 from ..run.finish import after_run
 from ..run.shard import ShardSpec
