@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,18 @@ def test_reinstall_keeps_edited_cases_and_refreshes_the_rest(tmp_path):
     assert out["kept"] == [] and out["removed"] == ["cases/cases.yaml.new"]
 
 
+def test_installed_pyproject_leaves_out_compile_bytecode_and_nothing_else(tmp_path):
+    install(tmp_path)
+    skill = tmp_path / ".claude" / "skills" / SKILL_NAME
+    bundle = tomllib.loads((REPO / "pyproject.toml").read_text())
+    installed = tomllib.loads((skill / "pyproject.toml").read_text())
+    assert bundle["tool"]["uv"]["compile-bytecode"] is True
+    assert "compile-bytecode" not in installed["tool"]["uv"]
+    del bundle["tool"]["uv"]["compile-bytecode"]
+    assert installed == bundle
+    assert install(tmp_path)["written"] == []  # the rewritten file counts as unchanged on a reinstall
+
+
 def test_refuses_a_missing_path_a_file_and_the_bundle_itself(tmp_path):
     with pytest.raises(UsageError, match="no such directory"):
         install(tmp_path / "missing")
@@ -102,7 +115,8 @@ def test_installed_skill_runs_from_the_host_repository(tmp_path):
     host = tmp_path / "host"
     host.mkdir()
     store = tmp_path / "trace-store"
-    env = clean_env(OBAI_TRACE_STORE_DIR=str(store))
+    # Bytecode in the skill's .venv can then only come from the install's sync.
+    env = clean_env(OBAI_TRACE_STORE_DIR=str(store), PYTHONDONTWRITEBYTECODE="1")
     assert run(["git", "init", "-q"], host, env).returncode == 0
     done = run([uv, "init", "--no-readme", "--name", "host-app"], host, env)
     assert done.returncode == 0, done.stderr
@@ -112,7 +126,11 @@ def test_installed_skill_runs_from_the_host_repository(tmp_path):
     done = run([uv, "run", "obai-e2e", "install", "--into", str(host)], REPO, env)
     assert done.returncode == 0, done.stderr
     skill = host / ".claude" / "skills" / SKILL_NAME
-    assert json.loads(done.stdout)["skill_dir"] == str(skill)
+    out = json.loads(done.stdout)
+    assert out["skill_dir"] == str(skill)
+    assert out["environment"]["status"] == "synced", out["environment"]
+    opik_dir = next((skill / ".venv").glob("lib/python3*/site-packages/opik"))
+    assert (opik_dir / "__pycache__").is_dir() and list((opik_dir / "__pycache__").glob("__init__.*.pyc"))
 
     def installed(script: str, *args: str) -> subprocess.CompletedProcess:
         return run([uv, "run", "--project", str(skill), "python", str(skill / "scripts" / script), *args], host, env)

@@ -5,6 +5,9 @@ SKILL.md, README.md, references/, schemas/, catalogs/, scripts/ (the package, wi
 caches), demo/ (the default target, so the starter configuration works as installed),
 pyproject.toml and uv.lock (the skill runs with ``uv run --project <skill dir>``, in its
 own .venv, whatever the host repository depends on), cases/ and an empty runs/.
+:func:`sync_environment` then creates that .venv with compiled bytecode, once: the
+installed pyproject.toml leaves out ``compile-bytecode``, which would make uv re-check
+every compiled file on each ``uv run`` (each SKILL.md step).
 
 A reinstall is an upgrade: bundle files are refreshed, files a previous install wrote
 that the bundle no longer has are removed (only when nobody changed them). Files under
@@ -17,7 +20,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import shutil
 import stat
+import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +43,8 @@ MANIFEST = ".obai-install.json"
 SKILL_GITIGNORE = b"# obai-e2e-regression: local state of the skill\n.venv/\nruns/*\n!runs/.gitignore\n"
 RUNS_GITIGNORE = b"# run directories stay local\n*\n!.gitignore\n"
 LIST_LIMIT = 100
+SYNC_TIMEOUT_S = 1800
+_COMPILE_KEY = re.compile(rb"^compile-bytecode\s*=\s*true[ \t]*\r?\n", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -75,13 +84,19 @@ def _mode(path: Path) -> int:
     return 0o755 if mode & 0o111 else 0o644
 
 
+def installed_pyproject(data: bytes) -> bytes:
+    """The bundle's pyproject.toml without ``compile-bytecode`` (bytecode is compiled at install)."""
+    return _COMPILE_KEY.sub(b"", data)
+
+
 def bundle_items(root: Path) -> list[Item]:
     """Everything an install writes, from the bundle at ``root``."""
     items: list[Item] = []
     for name in TOP_FILES:
         path = root / name
         if path.is_file():
-            items.append(Item(name, path.read_bytes(), _mode(path)))
+            data = path.read_bytes()
+            items.append(Item(name, installed_pyproject(data) if name == "pyproject.toml" else data, _mode(path)))
     for top in TOP_DIRS:
         for rel in _walk(root, top):
             items.append(Item(rel, (root / rel).read_bytes(), _mode(root / rel)))
@@ -217,3 +232,29 @@ def install(into: Path, *, source: Path | None = None) -> dict:
         "removed": _capped(removed),
         "next_step": f'uv run --project "{sd}" python "{sd}/scripts/preflight.py"',
     }
+
+
+def sync_environment(dest: Path, *, timeout_s: float = SYNC_TIMEOUT_S) -> dict:
+    """Create or update the skill's .venv from its uv.lock, compiling bytecode; never raises.
+
+    Returns ``{"status": "synced", ...}``, or ``{"status": "failed", "reason": ...}`` when uv is
+    missing or the sync fails (the first ``uv run --project`` then creates the environment,
+    without compiled bytecode).
+    """
+    uv = os.environ.get("UV") or shutil.which("uv")
+    if not uv:
+        return {"status": "failed", "reason": "uv is not on PATH"}
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT")}
+    argv = [uv, "sync", "--project", str(dest), "--locked", "--compile-bytecode", "--quiet"]
+    t0 = time.monotonic()
+    try:
+        done = subprocess.run(argv, env=env, cwd=dest, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return {"status": "failed", "reason": f"uv sync did not finish within {timeout_s:g} s"}
+    except OSError as exc:
+        return {"status": "failed", "reason": f"uv could not be started: {exc}"}
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip()[-800:]
+        return {"status": "failed", "reason": f"uv sync exited {done.returncode}: {tail}"}
+    return {"status": "synced", "venv": str(dest / ".venv"), "compile_bytecode": True,
+            "seconds": round(time.monotonic() - t0, 1)}

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..base.output import emit, say
-from ..bundle.install import SKILL_NAME, install
+from ..bundle.install import SKILL_NAME, install, sync_environment
 
 
 def register(sub) -> None:
@@ -12,13 +12,25 @@ def register(sub) -> None:
                        description=f"Copies the bundle to PATH/.claude/skills/{SKILL_NAME}/. A reinstall upgrades "
                                    "the bundle files; a file under cases/ that you changed is kept and the new "
                                    "version is written beside it as <name>.new (listed under 'kept'). "
+                                   "Then creates the skill's .venv with compiled bytecode (uv sync), unless --no-sync; "
+                                   "'environment' in the output says how that went (a failed sync leaves the install "
+                                   "usable: the first uv run creates the environment). "
                                    "Exit codes: 0 installed; 2 PATH missing or not a directory.")
     p.add_argument("--into", required=True, type=Path, metavar="PATH", help="root of the repository to install into")
+    p.add_argument("--no-sync", action="store_true",
+                   help="only copy the files; the skill's .venv is created by its first uv run")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     out = install(args.into)
+    if args.no_sync:
+        out["environment"] = {"status": "skipped", "reason": "--no-sync"}
+    else:
+        say("creating the skill's environment (uv sync --compile-bytecode) ...")
+        out["environment"] = sync_environment(Path(out["skill_dir"]))
+        if out["environment"]["status"] != "synced":
+            say(f"warning: the skill's environment was not created: {out['environment']['reason']}")
     emit(out)
     say(f"installed into {out['skill_dir']} ({out['written_count']} written, {out['unchanged_count']} unchanged)")
     for k in out["kept"]:
