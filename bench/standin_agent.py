@@ -39,8 +39,10 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--version"]:
         print("standin-agent 1.0")
         return 0
-    session = argv[argv.index("--session") + 1]
-    query = argv[-1]
+    # `--session S QUERY`; anything after QUERY (promptfoo's exec: provider adds two JSON
+    # arguments) is ignored.
+    at = argv.index("--session")
+    session, query = argv[at + 1], argv[at + 2]
     api = os.environ["OPIK_URL_OVERRIDE"].rstrip("/")
     project = os.environ.get("OPIK_PROJECT_NAME", "obai-demo")
     tag = os.environ.get("OBAI_TRACE_TAG")
