@@ -81,7 +81,7 @@ def bench_turn(reps: int) -> dict:
 
         info = daemon.ensure_running()
         try:
-            from obai_e2e.opik_env import local_store_env
+            from obai_e2e.base.opik_env import local_store_env
 
             env = {**os.environ, **local_store_env(info.api_url), "OPIK_PROJECT_NAME": "obai-demo",
                    "OBAI_TRACE_TAG": "bench-startup"}
