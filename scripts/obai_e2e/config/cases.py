@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -83,11 +84,15 @@ class CaseSet:
     holdout: bool
     cases: tuple[Case, ...]
 
+    @cached_property
+    def _index(self) -> dict[str, Case]:
+        return {case.id: case for case in self.cases}  # ids are unique (checked on load)
+
     def by_id(self, case_id: str) -> Case:
-        for case in self.cases:
-            if case.id == case_id:
-                return case
-        raise UsageError(f"unknown case id {case_id!r} in {self.path}")
+        try:
+            return self._index[case_id]
+        except KeyError:
+            raise UsageError(f"unknown case id {case_id!r} in {self.path}") from None
 
     def ids(self) -> list[str]:
         return [c.id for c in self.cases]
