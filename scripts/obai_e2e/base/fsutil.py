@@ -4,6 +4,11 @@ Whole files are written to a temporary sibling, fsynced and renamed over the tar
 a reader sees the old file or the new one, never half of one. Appends are done with one
 ``write`` call on an ``O_APPEND`` descriptor and fsynced; a torn tail left by a kill is
 cut off by :func:`trim_torn_tail` before the next append.
+
+A kill never loses what the kernel was handed; fsync only matters when the machine
+itself stops. Callers that write many files in a row may therefore leave the directory
+fsync to the last of them (``sync_dir=False``, then :func:`fsync_dir`), skip it for
+scratch files (``durable=False``), or sync an append-only file once at the end.
 """
 from __future__ import annotations
 
@@ -25,7 +30,8 @@ def dumps_json(data: Any) -> str:
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
+    """Make the names created in ``directory`` durable (best effort where unsupported)."""
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:
@@ -38,7 +44,8 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` atomically; ``durable=False`` skips both fsyncs (scratch files)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -47,7 +54,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -55,22 +63,24 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
-    _fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), durable=durable)
 
 
-def atomic_write_json(path: Path, data: Any) -> None:
-    atomic_write_text(path, dumps_json(data))
+def atomic_write_json(path: Path, data: Any, *, durable: bool = True) -> None:
+    atomic_write_text(path, dumps_json(data), durable=durable)
 
 
-def write_once(path: Path, data: bytes | str) -> bool:
+def write_once(path: Path, data: bytes | str, *, sync_dir: bool = True) -> bool:
     """Create ``path`` with ``data``; True when written, False when identical bytes exist.
 
     Different bytes in an existing file raise :class:`WriteOnceViolation` and leave the
-    file as it was.
+    file as it was. The content is always fsynced before the name appears; with
+    ``sync_dir=False`` the caller makes the name durable later (:func:`fsync_dir`).
     """
     path = Path(path)
     raw = data.encode("utf-8") if isinstance(data, str) else data
@@ -102,12 +112,13 @@ def write_once(path: Path, data: bytes | str) -> bool:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
-    _fsync_dir(path.parent)
+    if sync_dir:
+        fsync_dir(path.parent)
     return True
 
 
-def write_once_json(path: Path, data: Any) -> bool:
-    return write_once(path, dumps_json(data))
+def write_once_json(path: Path, data: Any, *, sync_dir: bool = True) -> bool:
+    return write_once(path, dumps_json(data), sync_dir=sync_dir)
 
 
 def trim_torn_tail(path: Path) -> None:
@@ -130,16 +141,31 @@ def trim_torn_tail(path: Path) -> None:
         os.fsync(fh.fileno())
 
 
-def append_text(path: Path, text: str) -> None:
-    """Append ``text`` (which should end with a newline) in one write, then fsync."""
+def append_text(path: Path, text: str, *, durable: bool = True, trimmed: bool = False) -> None:
+    """Append ``text`` (which should end with a newline) in one write, then fsync.
+
+    ``durable=False`` leaves the fsync to a later :func:`fsync_file`; ``trimmed`` says the
+    caller has just cut a torn tail already.
+    """
     path = Path(path)
-    trim_torn_tail(path)
+    if not trimmed:
+        trim_torn_tail(path)
     raw = text.encode("utf-8")
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         written = 0
         while written < len(raw):
             written += os.write(fd, raw[written:])
+        if durable:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path: Path) -> None:
+    """fsync an existing file (the appends made to it without one become durable)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
         os.fsync(fd)
     finally:
         os.close(fd)

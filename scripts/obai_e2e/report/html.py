@@ -31,6 +31,7 @@ from markupsafe import Markup
 
 from ..base.errors import ConfigError, UsageError
 from ..base.fsutil import atomic_write_bytes
+from ..config.cases import CaseSet
 from .html_view import build_context, embed_json
 
 REPORT_NAME = "report.html"
@@ -57,21 +58,24 @@ def _csp(script: str) -> str:
             "frame-src 'none'; base-uri 'none'; form-action 'none'")
 
 
-def render(run_dir: Path) -> str:
-    """The report page for ``run_dir`` as text (deterministic for the same inputs)."""
-    ctx = build_context(run_dir)
+def render(run_dir: Path, case_set: CaseSet | None = None) -> str:
+    """The report page for ``run_dir`` as text (deterministic for the same inputs).
+
+    ``case_set``: the run's own cases when the caller has them loaded (else read again).
+    """
+    ctx = build_context(run_dir, case_set)
     script = _static("report.js")
     ctx.update(css=Markup(_static("report.css")), js=Markup(script), csp=_csp(script),
                data_json=embed_json(ctx.pop("data")))
     return _environment().get_template("report.html.j2").render(**ctx)
 
 
-def write_report(run_dir: Path) -> dict:
+def write_report(run_dir: Path, case_set: CaseSet | None = None) -> dict:
     """Write ``run_dir/report.html`` (atomically; unchanged bytes are not rewritten)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise UsageError(f"run directory {run_dir} does not exist")
-    data = render(run_dir).encode("utf-8")
+    data = render(run_dir, case_set).encode("utf-8")
     path = run_dir / REPORT_NAME
     if not (path.exists() and path.read_bytes() == data):
         atomic_write_bytes(path, data)

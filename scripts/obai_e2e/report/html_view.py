@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 from markupsafe import Markup
 
+from ..config.cases import CaseSet
 from .html_changes import changes_and_charts
 from .html_inputs import (
     VERDICT_ORDER,
@@ -315,11 +316,13 @@ def judges_view(judges: Any) -> dict | None:
     return {"round": judges.get("round", ""), "who": "; ".join(names) or "—", "agreement": agreement, "spent": spent}
 
 
-def build_context(run_dir: Path) -> dict:
+def build_context(run_dir: Path, case_set: CaseSet | None = None) -> dict:
+    """The page's data; ``case_set`` is the run's own cases when the caller has them loaded."""
     run_dir = Path(run_dir)
     results = read_results(run_dir / "results.json")
     blocks = read_detail_blocks(run_dir / "report.md")
-    case_set = cases_for_run(results, run_dir)
+    if case_set is None:
+        case_set = cases_for_run(results, run_dir)
     cases = {c.id: c for c in case_set.cases} if case_set is not None else {}
     entries = results.get("units") or []
     units = [unit_view(e, blocks.get(e.get("unit_id", "")), cases.get(e.get("case_id", ""))) for e in entries]

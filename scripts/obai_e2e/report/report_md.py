@@ -51,13 +51,17 @@ def _tail_is_table(path: Path) -> bool:
 
 
 def append_entry(path: Path, row_text: str, block: str | None) -> None:
-    """Append one row (re-opening the table if a block closed it) and its block, in one write."""
+    """Append one row (re-opening the table if a block closed it) and its block, in one write.
+
+    No fsync: a row lost with the machine is appended again on resume (its verdict file is
+    durable), and finishing a run fsyncs report.md once before results.json is written.
+    """
     path = Path(path)
     trim_torn_tail(path)
     text = row_text if _tail_is_table(path) else "\n" + TABLE_HEAD + row_text
     if block:
         text += block
-    append_text(path, text)
+    append_text(path, text, durable=False, trimmed=True)
 
 
 def read_rows(path: Path) -> list[dict[str, str]]:

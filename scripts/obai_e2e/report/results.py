@@ -9,7 +9,7 @@ from typing import Any
 from ..base import jsonio, schema
 from ..base.clock import iso, parse_iso, utc_now
 from ..base.errors import ObaiError, UsageError
-from ..base.fsutil import dumps_json, write_once
+from ..base.fsutil import dumps_json, fsync_file, write_once
 from ..base.paths import runs_root
 from ..base.pii import withhold_quotes
 from ..base.record import Record
@@ -246,6 +246,8 @@ def finalize(config: TargetConfig, case_set: CaseSet, run_dir: Path, units: list
         check_head(data, str(path))
         schema.check(diff, "diff.v1.schema.json", source=str(diff_path))
         write_diff(run_dir, diff)
+        if (run_dir / "report.md").exists():
+            fsync_file(run_dir / "report.md")  # its rows were appended without one
         write_once(path, dumps_json(data))
     if diff is not None:
         insert_changes(run_dir / "report.md", (diff.get("baseline") or {}).get("run_id"), markdown_lines(diff))

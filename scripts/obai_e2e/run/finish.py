@@ -59,7 +59,7 @@ def after_run(config: TargetConfig, case_set: CaseSet, *, html: bool = True, ope
             out["feedback_scores"] = write_feedback(config, run_dir)
 
         if html:
-            rendered = write_report(run_dir)
+            rendered = write_report(run_dir, case_set)
             out["report_html"] = rendered["report_html"]
             out["report_html_bytes"] = rendered["bytes"]
             if open_browser:
