@@ -15,7 +15,7 @@ from typing import Any
 
 from ..base.clock import iso, utc_now
 from ..base.errors import Interrupted, ObaiError
-from ..base.fsutil import write_once_json
+from ..base.fsutil import dumps_json, write_once, write_once_json
 from ..base.procs import STOPPING
 from ..base.record import Record
 from ..base.redact import Redactor
@@ -166,7 +166,7 @@ def _trace_block(backend: Backend, config: TargetConfig, key: TurnKey) -> TraceB
     if res.status != RESOLVED:
         return block
     try:
-        fetched = fetch(backend, res.trace_id)
+        fetched = fetch(backend, res.trace_id, found=res.trace)
     except Exception as exc:  # noqa: BLE001
         block.status = "opik_unreachable" if is_unreachable_error(exc) else "harness_error"
         block.message = f"reading the trace failed: {type(exc).__name__}: {exc}"[:500]
@@ -213,21 +213,40 @@ def wait_seconds(config: TargetConfig, eta: float | None) -> float:
 
 def drive(config: TargetConfig, run_dir: Path, meta: RunMeta, unit: Unit, *,
           backend: Backend | None = None) -> tuple[Packet, bool]:
-    """Drive ``unit`` unless its packet exists; returns (packet, created)."""
+    """Drive ``unit`` unless its packet exists; returns (packet, created).
+
+    Without ``backend`` it is connected here, and the SDK is imported while the target runs.
+    """
     run_dir = Path(run_dir)
     path = packet_path(run_dir, unit.id)
     if path.exists():
         return load_packet(run_dir, unit.id), False
-    backend = backend or connect(config)
-    warm_up(backend)
-    data = build_packet(config, backend, run_dir, meta, unit)
-    created = write_once_json(path, data)
-    # A concurrent writer may have produced the same unit first; the stored packet is the one.
-    return load_packet(run_dir, unit.id), created
+    if backend is None:
+        backend = connect(config)
+        warm_up(backend)
+    return store_packet(run_dir, unit.id, build_packet(config, backend, run_dir, meta, unit))
 
 
-def build_packet(config: TargetConfig, backend: Backend, run_dir: Path, meta: RunMeta, unit: Unit) -> dict:
-    """Drive the unit's turn(s) in a sandbox; the packet's JSON form, redacted and (korpus) pseudonymised."""
+def store_packet(run_dir: Path, unit_id: str, data: dict, *, sync_dir: bool = True) -> tuple[Packet, bool]:
+    """Write a built packet (its JSON form) once; returns (the stored packet, created).
+
+    ``sync_dir=False`` leaves the directory fsync to a file written next in the same
+    directory (the packet's content is fsynced before its name appears either way).
+    """
+    path = packet_path(run_dir, unit_id)
+    text = dumps_json(data)
+    if not write_once(path, text, sync_dir=sync_dir):
+        # A concurrent writer produced the same unit first; the stored packet is the one.
+        return load_packet(run_dir, unit_id), False
+    return Packet.from_json(json.loads(text), source=str(path)), True
+
+
+def build_packet(config: TargetConfig, backend: Backend, run_dir: Path, meta: RunMeta, unit: Unit, *,
+                 defer_removal: bool = False) -> dict:
+    """Drive the unit's turn(s) in a sandbox; the packet's JSON form, redacted and (korpus) pseudonymised.
+
+    ``defer_removal``: the restored sandbox is deleted later by ``sandbox.remove_finished``.
+    """
     case = unit.case
     started = utc_now()
     t0 = time.monotonic()
@@ -240,7 +259,7 @@ def build_packet(config: TargetConfig, backend: Backend, run_dir: Path, meta: Ru
                     case=case.to_json(), session=session,
                     trace=TraceBlock("harness_error", message="the turn did not start"))
     target_ms = 0
-    with Sandbox(config, token, base_env) as box:
+    with Sandbox(config, token, base_env, defer_removal=defer_removal) as box:
         try:
             packet.turn, packet.trace = _one_turn(config, backend, box, case.query, session)
             target_ms += packet.turn.wall_ms

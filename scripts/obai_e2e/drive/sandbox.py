@@ -7,6 +7,10 @@ SIGTERM. A SIGKILL cannot be caught, so every sandbox records its owner's pid, a
 sandboxes whose owner is gone are cleared before a new run starts: the processes their
 turns left (found by the turn mark and the folder) are killed, then restore and removal.
 With the sandbox disabled the folder holds only that record.
+
+A runner that drives many cases may defer the removal: the restored folder is renamed
+``.done-<token>`` at once and deleted later by :func:`remove_finished`, off the path of
+the next case (a kill leaves it to be cleared like any leftover, without its hook again).
 """
 from __future__ import annotations
 
@@ -30,6 +34,8 @@ from .turn import fill, kill_live_groups
 
 _ACTIVE: dict[str, "Sandbox"] = {}
 _ACTIVE_LOCK = threading.Lock()
+_FINISHED: list[Path] = []  # restored sandboxes whose removal was deferred
+DONE_PREFIX = ".done-"
 
 
 def sandboxes_root() -> Path:
@@ -56,7 +62,9 @@ def _run_hook(argv: list[str], sandbox_dir: Path, timeout_s: float) -> str | Non
 class Sandbox:
     """A fresh folder and environment for one case; use as a context manager."""
 
-    def __init__(self, config: TargetConfig, token: str, base_env: Mapping[str, str]):
+    def __init__(self, config: TargetConfig, token: str, base_env: Mapping[str, str], *,
+                 defer_removal: bool = False):
+        self.defer_removal = defer_removal
         self.config = config
         self.spec = config.sandbox
         self.dir = sandboxes_root() / token
@@ -106,7 +114,8 @@ class Sandbox:
             return self
         for sub in ("home", "tmp", "work"):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
-        atomic_write_json(self.dir / "owner.json", owner)
+        # A scratch marker: an unreadable one counts as a leftover, so it needs no fsync.
+        atomic_write_json(self.dir / "owner.json", owner, durable=False)
         if self.spec.fresh_home and self.config.backend.kind == "opik":
             # The target's SDK reads ~/.opik.config; give the fresh HOME the user's copy.
             user_cfg = Path.home() / ".opik.config"
@@ -128,12 +137,35 @@ class Sandbox:
         procs.end_all(mark=f"{self.dir.name}:", under=self.folder)
         if self.spec.enabled:
             self.restore_error = _run_hook(self.spec.restore, self.dir, self.spec.hook_timeout_s)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        done = self.dir.with_name(DONE_PREFIX + self.dir.name)
+        if self.defer_removal and _rename(self.dir, done):
+            with _ACTIVE_LOCK:
+                _FINISHED.append(done)
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
         with _ACTIVE_LOCK:
             _ACTIVE.pop(str(self.dir), None)
 
     def __exit__(self, *exc) -> None:
         self.teardown()
+
+
+def _rename(src: Path, dst: Path) -> bool:
+    try:
+        os.rename(src, dst)
+    except OSError:
+        return False
+    return True
+
+
+def remove_finished() -> int:
+    """Delete the restored sandboxes whose removal was deferred; how many."""
+    with _ACTIVE_LOCK:
+        finished = list(_FINISHED)
+        _FINISHED.clear()
+    for path in finished:
+        shutil.rmtree(path, ignore_errors=True)
+    return len(finished)
 
 
 def teardown_all() -> None:
@@ -144,6 +176,7 @@ def teardown_all() -> None:
         boxes = list(_ACTIVE.values())
     for box in boxes:
         box.teardown()
+    remove_finished()
 
 
 def clear_leftovers(config: TargetConfig) -> list[str]:
@@ -163,8 +196,8 @@ def clear_leftovers(config: TargetConfig) -> list[str]:
         if owned:
             continue
         enabled = owner.get("enabled", True) if isinstance(owner, dict) else True
-        procs.end_all(mark=f"{box.name}:", under=box)
-        if enabled:
+        procs.end_all(mark=f"{box.name.removeprefix(DONE_PREFIX)}:", under=box)
+        if enabled and not box.name.startswith(DONE_PREFIX):  # a finished one was restored already
             _run_hook(config.sandbox.restore, box, config.sandbox.hook_timeout_s)
         shutil.rmtree(box, ignore_errors=True)
         cleared.append(box.name)

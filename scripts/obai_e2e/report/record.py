@@ -90,13 +90,20 @@ def _same_submission(old: Verdict, new: Verdict, submitted: dict) -> bool:
 
 
 def record(config: TargetConfig, run_dir: Path, unit: Unit, submitted: dict,
-           judged: set[str] | None = None) -> dict:
-    """Validate and record ``submitted`` for ``unit``; returns a status report."""
+           judged: set[str] | None = None, *, packet: Packet | None = None,
+           mechanical: CheckResult | None = None) -> dict:
+    """Validate and record ``submitted`` for ``unit``; returns a status report.
+
+    A caller that has the unit's packet and its mechanical check passes them, so that
+    neither is read or computed twice.
+    """
     run_dir = Path(run_dir)
-    packet = load_packet(run_dir, unit.id)
+    if packet is None:
+        packet = load_packet(run_dir, unit.id)
     if packet is None:
         raise UsageError(f"no packet for {unit.id} in {run_dir}: drive it first (run_one.py --id {unit.id} --run-dir ...)")
-    mechanical = check_packet(packet, unit.case, config)
+    if mechanical is None:
+        mechanical = check_packet(packet, unit.case, config)
     accepted = validate(submitted, unit.case, config, unit.id)
     check_override(accepted.value, mechanical.to_json())
     panel = panel_for_unit(run_dir, unit.id)

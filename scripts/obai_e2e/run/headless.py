@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Callable
@@ -17,8 +18,8 @@ from ..config.cases import CaseSet
 from ..config.selection import Filters
 from ..config.target import TargetConfig
 from ..config.units import Unit
-from ..drive.packet import drive
-from ..drive.sandbox import install_signal_teardown
+from ..drive.packet import Packet, build_packet, store_packet
+from ..drive.sandbox import install_signal_teardown, remove_finished
 from ..judge.models.ask import preflight as preflight_judges
 from ..judge.models.config import PanelConfig, command_panel
 from ..judge.models.runner import brief, run_panel
@@ -26,7 +27,7 @@ from ..protocol.seal import seal
 from ..report.results import finalize
 from ..rundir.lock import RunLock
 from ..rundir.meta import load_run
-from ..trace.backend import Backend, connect
+from ..trace.backend import Backend, connect, warm_up
 from . import preflight
 from .finish import catalog_version
 from .judging import judge_unit
@@ -52,6 +53,8 @@ def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int 
     report = preflight.run(config.path, case_set, baseline=baseline)
     if not report.ready:
         return Exit.NOT_READY, {"status": "not_ready", "reason": report.reason, "next_step": report.next_step}
+    backend = connect(config)
+    warm_up(backend)  # the SDK is imported while the run is created and the first turns run
     if resume:
         run_dir = Path(resume)
         load_run(run_dir)
@@ -59,7 +62,6 @@ def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int 
         run_dir, _ = create_run(config, case_set, filters, repeats=repeats, extra=extra, shard=shard,
                                 shard_timings=shard_timings)
     say(f"run directory: {run_dir}")
-    backend = connect(config)
     with RunLock(run_dir):
         p = plan(run_dir, case_set)
         if p.disabled_line:
@@ -93,27 +95,45 @@ def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int 
 
 
 def _judge(config: TargetConfig, run_dir: Path, unit: Unit, judged: set[str], progress: Progress,
-           started: float) -> None:
-    res = judge_unit(config, run_dir, unit, judged)
+           started: float, packet: Packet | None = None) -> None:
+    res = judge_unit(config, run_dir, unit, judged, packet=packet)
     progress.unit(unit.id, res["verdict"], res["reasons"], time.monotonic() - started)
 
 
 def _drive_all(config: TargetConfig, p: RunPlan, backend: Backend, jobs: int, progress: Progress,
                judged: set[str], judge: bool = True) -> None:
+    """Drive the pending units, ``jobs`` at a time on worker threads; store (and judge) each here.
+
+    A finished unit is stored and judged after the next one has started, so that its file
+    writes overlap that unit's turn instead of adding to the run's wall time.
+    """
     if not p.pending:
         return
     started: dict[str, float] = {}
-    queue = list(p.pending)
-    with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="unit") as pool:
-        running = {}
-        while queue or running:
-            while queue and len(running) < max(1, jobs):
-                unit = queue.pop(0)
+    queue = deque(p.pending)
+    jobs = max(1, jobs)
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="unit") as pool:
+        running: dict = {}
+
+        def fill() -> None:
+            while queue and len(running) < jobs:
+                unit = queue.popleft()
                 started[unit.id] = time.monotonic()
-                running[pool.submit(drive, config, p.run_dir, p.meta, unit, backend=backend)] = unit
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in done:
-                unit = running.pop(future)
-                future.result()  # a harness bug surfaces here rather than being lost
-                if judge:
-                    _judge(config, p.run_dir, unit, judged, progress, started[unit.id])
+                running[pool.submit(build_packet, config, backend, p.run_dir, p.meta, unit,
+                                    defer_removal=True)] = unit
+
+        try:
+            fill()
+            while running:
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                finished = sorted(((running.pop(future), future) for future in done), key=lambda f: f[0].id)
+                fill()
+                for unit, future in finished:
+                    data = future.result()  # a harness bug surfaces here rather than being lost
+                    # Judged at once, the verdict's directory fsync covers the packet's name too.
+                    packet, _ = store_packet(p.run_dir, unit.id, data, sync_dir=not judge)
+                    if judge:
+                        _judge(config, p.run_dir, unit, judged, progress, started[unit.id], packet)
+                remove_finished()
+        finally:
+            remove_finished()

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..base.errors import Interrupted, RunLocked, WriteOnceViolation
 from ..config.target import TargetConfig
 from ..config.units import Unit
-from ..drive.packet import load_packet
+from ..drive.packet import Packet, load_packet
 from ..judge.panel.aggregate import panel_for_unit
 from ..judge.rubric import check_packet
 from ..judge.verdict import mechanical_verdict
@@ -24,16 +24,23 @@ from ..report.record import (
 )
 
 
-def judge_unit(config: TargetConfig, run_dir: Path, unit: Unit, judged: set[str] | None = None) -> dict:
-    """Record the mechanical verdict of ``unit``; an existing verdict only gets its missing row."""
+def judge_unit(config: TargetConfig, run_dir: Path, unit: Unit, judged: set[str] | None = None, *,
+               packet: Packet | None = None) -> dict:
+    """Record the mechanical verdict of ``unit``; an existing verdict only gets its missing row.
+
+    ``packet`` spares reading the packet again when the caller has just stored it. A verdict
+    that cannot be recorded becomes the unit's ``harness_error``, never the run's end.
+    """
     existing = load_verdict(run_dir, unit.id)
     try:
-        packet = load_packet(run_dir, unit.id)
+        if packet is None:
+            packet = load_packet(run_dir, unit.id)
         if existing is not None:
             appended = ensure_row(run_dir, unit, existing, packet, judged)
             return status_of(existing, verdict_path(run_dir, unit.id), appended, appended)
         check = check_packet(packet, unit.case, config)
-        return record(config, run_dir, unit, mechanical_verdict(check, panel_for_unit(run_dir, unit.id)), judged)
+        return record(config, run_dir, unit, mechanical_verdict(check, panel_for_unit(run_dir, unit.id)), judged,
+                      packet=packet, mechanical=check)
     except (Interrupted, WriteOnceViolation, RunLocked):
         raise
     except Exception as exc:  # noqa: BLE001 - one unit's verdict must not end the run

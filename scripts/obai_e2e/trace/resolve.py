@@ -53,9 +53,13 @@ class Resolution:
     attempts: int = 0
     elapsed_ms: int = 0
     message: str = ""
+    # The matched trace as the search returned it (complete content), for fetch() to start from.
+    trace: dict | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        out.pop("trace")
+        return out
 
 
 def as_dict(obj: Any) -> dict:
@@ -116,7 +120,7 @@ def resolve(backend: Backend, config: TargetConfig, key: TurnKey, *, deadline_s:
     method, filter_string, exact = build_search(config, key)
     if search is None:
         def search(fs: str) -> list[dict]:
-            found = client(backend).search_traces(project_name=backend.project, filter_string=fs,
+            found = client(backend).search_traces(project_name=backend.project, filter_string=fs, truncate=False,
                                                   max_results=MAX_CANDIDATES + 1, max_batch_size=50)
             return [as_dict(t) for t in found]
 
@@ -156,7 +160,7 @@ def resolve(backend: Backend, config: TargetConfig, key: TurnKey, *, deadline_s:
             elapsed = int((time.monotonic() - t0) * 1000)
             ids = sorted(t["id"] for t in matches)
             if len(ids) == 1:
-                return Resolution(RESOLVED, method, trace_id=ids[0], candidates=ids,
+                return Resolution(RESOLVED, method, trace_id=ids[0], candidates=ids, trace=matches[0],
                                   attempts=attempts, elapsed_ms=elapsed)
             return Resolution(MULTI_MATCH, method, candidates=ids[:MAX_CANDIDATES], attempts=attempts,
                               elapsed_ms=elapsed,
@@ -183,12 +187,21 @@ class FetchedTrace:
     waited_ms: int
 
 
-def fetch(backend: Backend, trace_id: str, *, deadline_s: float = 10.0, settle_s: float = 0.1) -> FetchedTrace:
-    """Read a trace and all its spans, waiting until the trace has ended and no span is open."""
+def fetch(backend: Backend, trace_id: str, *, deadline_s: float = 10.0, settle_s: float = 0.1,
+          found: dict | None = None) -> FetchedTrace:
+    """Read a trace and all its spans, waiting until the trace has ended and no span is open.
+
+    ``found``: the trace as the search that resolved it returned it; when it has ended it is
+    used as it is instead of being read again.
+    """
     c = client(backend)
     t0 = time.monotonic()
     while True:
-        trace = as_dict(c.get_trace_content(trace_id))
+        if found is not None and found.get("id") == trace_id and found.get("end_time") is not None:
+            trace = found
+        else:
+            trace = as_dict(c.get_trace_content(trace_id))
+        found = None
         spans = [as_dict(s) for s in c.search_spans(project_name=backend.project, trace_id=trace_id,
                                                      max_results=10_000)]
         complete = trace.get("end_time") is not None and all(s.get("end_time") for s in spans)
