@@ -3,19 +3,22 @@
 A command that works on an existing run directory uses the target configuration and the
 cases file that run was created with (run.json), unless ``--target`` / ``--cases`` name
 others; every file a command was given is used end to end, never a default behind its back.
+
+Only argparse is imported up front: the rest is imported when a command runs, so that
+``--help`` answers at once.
 """
 from __future__ import annotations
 
 import argparse
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..config.cases import CaseSet, load_cases_for
-from ..config.selection import Filters
-from ..config.target import TargetConfig, load_target_config
-from ..protocol.holdout import load_holdout_cases
-from ..run.plan import RunPlan, plan
-from ..rundir.meta import RunMeta, load_run
+if TYPE_CHECKING:
+    from ..config.cases import CaseSet
+    from ..config.selection import Filters
+    from ..config.target import TargetConfig
+    from ..run.plan import RunPlan
 
 
 def count(low: int = 1, high: int = 1024):
@@ -74,6 +77,7 @@ def sampled(args, case_set: CaseSet, filters: Filters, config_plan: Path | None 
     """(filters, repeats, run.json extra) for a run planned by the loss plan, or unchanged."""
     if not getattr(args, "sample", False):
         return filters, None, None
+    from ..config.selection import Filters
     from ..loss.plan import load_plan
     from ..loss.sampling import sample
 
@@ -88,6 +92,8 @@ def sampled(args, case_set: CaseSet, filters: Filters, config_plan: Path | None 
 
 
 def filters_from(args) -> Filters:
+    from ..config.selection import Filters
+
     def split(values):
         return tuple(v.strip() for item in values for v in item.split(",") if v.strip())
     return Filters(smoke=bool(args.smoke), features=split(args.feature), ids=split(args.ids))
@@ -104,8 +110,13 @@ def _recorded(path: str | None) -> Path | None:
 
 def load(args) -> tuple[TargetConfig, CaseSet]:
     """The configuration and the case set the command was given (for an existing run: the run's own)."""
+    from ..config.cases import load_cases_for
+    from ..config.target import load_target_config
+    from ..protocol.holdout import load_holdout_cases
+    from ..rundir.meta import load_run
+
     run_dir = run_dir_of(args)
-    meta: RunMeta | None = load_run(run_dir) if run_dir is not None else None
+    meta = load_run(run_dir) if run_dir is not None else None
     target = getattr(args, "target", None) or (_recorded(meta.target_config) if meta else None)
     config = load_target_config(target)
     cases_path = getattr(args, "cases", None) or (_recorded(meta.cases_file) if meta else None)
@@ -116,5 +127,7 @@ def load(args) -> tuple[TargetConfig, CaseSet]:
 
 def load_plan(args) -> tuple[TargetConfig, CaseSet, RunPlan]:
     """Configuration, case set and the plan of the run directory named by ``--run-dir``."""
+    from ..run.plan import plan
+
     config, cases = load(args)
     return config, cases, plan(run_dir_of(args), cases)

@@ -5,10 +5,6 @@ from pathlib import Path
 
 from ..base.errors import UsageError
 from ..base.output import emit
-from ..drive.packet import load_packet
-from ..judge.panel.aggregate import panel_for_unit
-from ..judge.rubric import check_packet
-from ..judge.verdict import applicable_codes
 from ._common import add_config_args, load_plan
 
 
@@ -23,6 +19,11 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from ..drive.packet import load_packet
+    from ..judge.panel.aggregate import panel_for_unit
+    from ..judge.rubric import check_packet
+    from ..judge.verdict import applicable_codes
+
     config, _, plan = load_plan(args)
     unit = plan.unit(args.id)
     packet = load_packet(args.run_dir, unit.id)

@@ -4,8 +4,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..base.output import emit, say
-from ..run.finish import finish
-from ..rundir.lock import RunLock
 from ._common import add_config_args, load_plan
 
 
@@ -20,6 +18,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from ..run.finish import finish
+    from ..rundir.lock import RunLock
+
     config, cases, plan = load_plan(args)
     with RunLock(args.run_dir, timeout_s=30):
         out = finish(config, cases, plan, allow_incomplete=args.allow_incomplete, open_browser=args.open)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from ..base.output import emit
-from ..run.plan import create_run, plan
 from ._common import (
     add_config_args,
     add_filter_args,
@@ -23,6 +22,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from ..run.plan import create_run, plan
+
     config, cases = load(args)
     filters, repeats, extra = sampled(args, cases, filters_from(args), config.plan)
     run_dir, meta = create_run(config, cases, filters, repeats=repeats, extra=extra)

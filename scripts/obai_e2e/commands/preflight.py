@@ -5,7 +5,6 @@ from pathlib import Path
 
 from ..base.errors import Exit
 from ..base.output import emit
-from ..run import preflight as core
 
 
 def register(sub) -> None:
@@ -18,6 +17,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from ..run import preflight as core
+
     report = core.run(args.target, args.cases, start_store=not args.no_start)
     emit(report.to_json())
     return Exit.OK if report.ready else Exit.NOT_READY

@@ -7,9 +7,6 @@ from pathlib import Path
 from ..base import jsonio
 from ..base.errors import UsageError
 from ..base.output import emit
-from ..report.record import record
-from ..run.judging import judge_unit
-from ..rundir.lock import RunLock
 from ._common import add_config_args, load_plan
 
 
@@ -42,6 +39,10 @@ def read_json_arg(value: str, what: str) -> dict:
 
 
 def run(args) -> int:
+    from ..report.record import record
+    from ..run.judging import judge_unit
+    from ..rundir.lock import RunLock
+
     config, _, plan = load_plan(args)
     unit = plan.unit(args.id)
     with RunLock(args.run_dir, timeout_s=30):

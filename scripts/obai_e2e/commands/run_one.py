@@ -4,11 +4,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..config.units import check_unit_id
-from ..drive.packet import drive, packet_path
-from ..drive.sandbox import install_signal_teardown
-from ..rundir.lock import RunLock
-from ..rundir.meta import load_run
 from ._common import add_config_args, load_plan
 
 
@@ -23,6 +18,12 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from ..config.units import check_unit_id
+    from ..drive.packet import drive, packet_path
+    from ..drive.sandbox import install_signal_teardown
+    from ..rundir.lock import RunLock
+    from ..rundir.meta import load_run
+
     check_unit_id(args.id)
     load_run(args.run_dir)
     path = packet_path(args.run_dir, args.id)
