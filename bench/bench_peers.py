@@ -23,7 +23,8 @@ be installed is skipped with the reason. Runs are interleaved (repetition, then 
 jobs, then every peer, in an order that rotates each repetition) so that a noisy machine
 affects all peers alike. Each run gets a fresh trace store; the store's CPU is reported
 apart. Figures per run: wall and CPU (the peer's process and every process it waited for,
-from wait4) per case, and the peak resident memory of the largest of those processes.
+from wait4) per case, the CPU of the peer's own process alone (its overhead: the agents
+are not in it), and the peak resident memory of the largest of those processes.
 Ratios are taken within each repetition against --ratio-to, then the median is printed.
 
 Prints a table and one JSON line at the end.
@@ -190,16 +191,35 @@ def write_inputs(tmp: Path, n: int) -> dict:
 # ---------------------------------------------------------------- one measured run
 
 
+def proc_cpu(pid: int) -> float | None:
+    """CPU seconds (user + system) of ``pid`` itself so far, without its children; None once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def measure(argv: list[str], env: dict, cwd: Path, out: Path) -> dict:
-    """Run ``argv`` to completion; wall, CPU and peak RSS of it and every process it waited for."""
+    """Run ``argv`` to completion; wall, CPU and peak RSS of it and every process it waited for.
+
+    ``own_cpu_s`` is the peer's main process alone (the agents it starts are not in it),
+    sampled every 50 ms while it runs, so the last few milliseconds may be missing.
+    """
     with open(out, "wb") as fh, open(out.parent / "stderr", "wb") as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=fh, stderr=err, stdin=subprocess.DEVNULL)
-        _, status, usage = os.wait4(proc.pid, 0)
+        own = 0.0
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid == proc.pid:
+                break
+            own = proc_cpu(proc.pid) or own
+            time.sleep(0.05)
         wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
     return {"exit": proc.returncode, "wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime,
-            "rss_mb": usage.ru_maxrss / 1024}
+            "own_cpu_s": own, "rss_mb": usage.ru_maxrss / 1024}
 
 
 class Store:
@@ -289,34 +309,38 @@ def summarize(rows: list[dict], ratio_to: str) -> list[dict]:
         groups.setdefault((r["n"], r["jobs"], r["peer"]), []).append(r)
     out = []
     for (n, jobs, peer), rs in sorted(groups.items()):
-        ratios_wall, ratios_cpu = [], []
+        ratios_wall, ratios_cpu, ratios_own = [], [], []
         for r in rs:
             ref = next((x for x in rows if x["n"] == n and x["jobs"] == jobs and x["rep"] == r["rep"]
                         and x["peer"] == ratio_to), None)
             if ref is not None:
                 ratios_wall.append(r["wall_s"] / ref["wall_s"])
                 ratios_cpu.append(r["cpu_s"] / ref["cpu_s"])
+                if ref["own_cpu_s"]:
+                    ratios_own.append(r["own_cpu_s"] / ref["own_cpu_s"])
         med = lambda key: statistics.median(x[key] for x in rs)  # noqa: E731
         out.append({"n": n, "jobs": jobs, "peer": peer, "reps": len(rs),
                     "wall_ms_per_case": round(med("wall_s") * 1000 / n, 1),
                     "cpu_ms_per_case": round(med("cpu_s") * 1000 / n, 1),
+                    "own_cpu_ms_per_case": round(med("own_cpu_s") * 1000 / n, 1),
                     "store_cpu_ms_per_case": round(med("store_cpu_s") * 1000 / n, 1),
                     "peak_rss_mb": round(med("rss_mb"), 1),
                     "wall_s": round(med("wall_s"), 2),
                     f"wall_ratio_to_{ratio_to}": round(statistics.median(ratios_wall), 3) if ratios_wall else None,
-                    f"cpu_ratio_to_{ratio_to}": round(statistics.median(ratios_cpu), 3) if ratios_cpu else None})
+                    f"cpu_ratio_to_{ratio_to}": round(statistics.median(ratios_cpu), 3) if ratios_cpu else None,
+                    f"own_cpu_ratio_to_{ratio_to}": round(statistics.median(ratios_own), 3) if ratios_own else None})
     return out
 
 
 def print_table(summary: list[dict], ratio_to: str) -> None:
-    head = ["N", "-j", "peer", "wall ms/case", "CPU ms/case", "store CPU ms/case", "peak RSS MB",
-            f"wall ÷ {ratio_to}", f"CPU ÷ {ratio_to}", "reps"]
+    head = ["N", "-j", "peer", "wall ms/case", "CPU ms/case", "own CPU ms/case", "store CPU ms/case", "peak RSS MB",
+            f"wall ÷ {ratio_to}", f"CPU ÷ {ratio_to}", f"own CPU ÷ {ratio_to}", "reps"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for s in summary:
         cells = [s["n"], s["jobs"], s["peer"], s["wall_ms_per_case"], s["cpu_ms_per_case"],
-                 s["store_cpu_ms_per_case"], s["peak_rss_mb"], s[f"wall_ratio_to_{ratio_to}"],
-                 s[f"cpu_ratio_to_{ratio_to}"], s["reps"]]
+                 s["own_cpu_ms_per_case"], s["store_cpu_ms_per_case"], s["peak_rss_mb"], s[f"wall_ratio_to_{ratio_to}"],
+                 s[f"cpu_ratio_to_{ratio_to}"], s[f"own_cpu_ratio_to_{ratio_to}"], s["reps"]]
         print("| " + " | ".join("—" if c is None else str(c) for c in cells) + " |")
 
 
@@ -369,7 +393,8 @@ def main() -> int:
                         row = {"rep": rep, "n": n, "jobs": j, "peer": peer, **fig}
                         rows.append(row)
                         log(f"rep {rep + 1}/{args.reps} n={n} -j{j} {peer}: {fig['wall_s']:.1f} s wall, "
-                            f"{fig['cpu_s']:.1f} s CPU, {fig['rss_mb']:.0f} MB, store {fig['store_cpu_s']:.1f} s CPU")
+                            f"{fig['cpu_s']:.1f} s CPU ({fig['own_cpu_s']:.1f} s its own process), "
+                            f"{fig['rss_mb']:.0f} MB, store {fig['store_cpu_s']:.1f} s CPU")
     summary = summarize(rows, args.ratio_to)
     print(f"# {', '.join(f'{k}: {v}' for k, v in versions.items()) or 'no external peer'}; "
           f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f} at the end")
