@@ -4,7 +4,8 @@
 
 The cases and the stand-in agent are those of bench_peers.py (a fresh trace store and runs
 folder in a temporary directory). With py-spy (every thread, sampled; `--idle` counts time
-spent waiting too, which shows where the wall clock goes) the harness process is sampled
+spent waiting too, which shows where the wall clock goes; `--gil` only the thread holding
+the GIL, which is the Python CPU the harness spends) the harness process is sampled
 from outside, the agents and the store are not; py-spy is looked for on PATH, then in
 ~/.cache/obai-bench/pyspy. With cProfile only the main thread is seen (-j drives units on
 worker threads), so it suits the start and the finish of a run.
@@ -86,6 +87,7 @@ def main() -> int:
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--tool", choices=["py-spy", "cprofile"], default="py-spy")
     p.add_argument("--idle", action="store_true", help="py-spy: count waiting threads too (wall time)")
+    p.add_argument("--gil", action="store_true", help="py-spy: only the thread holding the GIL (Python CPU)")
     p.add_argument("--rate", type=int, default=97, help="py-spy samples per second")
     p.add_argument("--top", type=int, default=40)
     p.add_argument("--keep", type=Path, default=None, help="copy the raw profile into this folder")
@@ -105,7 +107,7 @@ def main() -> int:
                     raise SystemExit("py-spy not found (pip install py-spy, or use --tool cprofile)")
                 raw = tmp / "profile.txt"
                 argv = [exe, "record", "--format", "raw", "--rate", str(args.rate), "--threads", "--output",
-                        str(raw), *(["--idle"] if args.idle else []), "--", *run]
+                        str(raw), *(["--idle"] if args.idle else []), *(["--gil"] if args.gil else []), "--", *run]
             else:
                 raw = tmp / "profile.pstats"
                 argv = [sys.executable, "-m", "cProfile", "-o", str(raw), *run[1:]]
@@ -120,11 +122,13 @@ def main() -> int:
         ranked = rank_collapsed(raw.read_text(), args.top) if args.tool == "py-spy" else rank_cprofile(raw, args.top)
         if args.keep:
             args.keep.mkdir(parents=True, exist_ok=True)
-            shutil.copy(raw, args.keep / f"{args.tool}-n{args.n}-j{args.jobs}{'-idle' if args.idle else ''}{raw.suffix}")
+            mode = ("-idle" if args.idle else "") + ("-gil" if args.gil else "")
+            shutil.copy(raw, args.keep / f"{args.tool}-n{args.n}-j{args.jobs}{mode}{raw.suffix}")
         store_cpu = store.used_cpu
 
     unit = "samples" if args.tool == "py-spy" else "s"
-    print(f"# obai-e2e run, {args.n} instant cases, -j{args.jobs}, {args.tool}{' --idle' if args.idle else ''}: "
+    print(f"# obai-e2e run, {args.n} instant cases, -j{args.jobs}, {args.tool}{' --idle' if args.idle else ''}"
+          f"{' --gil' if args.gil else ''}: "
           f"{wall:.1f} s wall (profiler included), store {store_cpu:.1f} s CPU, summary {summary}")
     for kind in ("own", "inclusive"):
         print(f"\n## by {kind} {unit}")
