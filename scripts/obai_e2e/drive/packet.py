@@ -15,7 +15,7 @@ from typing import Any
 
 from ..base.clock import iso, utc_now
 from ..base.errors import Interrupted, ObaiError
-from ..base.fsutil import dumps_json, write_once, write_once_json
+from ..base.fsutil import dumps_json, write_once
 from ..base.procs import STOPPING
 from ..base.record import Record
 from ..base.redact import Redactor
