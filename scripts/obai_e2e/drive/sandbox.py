@@ -138,7 +138,8 @@ class Sandbox:
         if self.spec.enabled:
             self.restore_error = _run_hook(self.spec.restore, self.dir, self.spec.hook_timeout_s)
         done = self.dir.with_name(DONE_PREFIX + self.dir.name)
-        if self.defer_removal and _rename(self.dir, done):
+        # Once stopping, nothing is deferred: no later sweep may come.
+        if self.defer_removal and not STOPPING.is_set() and _rename(self.dir, done):
             with _ACTIVE_LOCK:
                 _FINISHED.append(done)
         else:

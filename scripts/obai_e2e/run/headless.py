@@ -112,17 +112,17 @@ def _drive_all(config: TargetConfig, p: RunPlan, backend: Backend, jobs: int, pr
     started: dict[str, float] = {}
     queue = deque(p.pending)
     jobs = max(1, jobs)
-    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="unit") as pool:
-        running: dict = {}
+    try:
+        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="unit") as pool:
+            running: dict = {}
 
-        def fill() -> None:
-            while queue and len(running) < jobs:
-                unit = queue.popleft()
-                started[unit.id] = time.monotonic()
-                running[pool.submit(build_packet, config, backend, p.run_dir, p.meta, unit,
-                                    defer_removal=True)] = unit
+            def fill() -> None:
+                while queue and len(running) < jobs:
+                    unit = queue.popleft()
+                    started[unit.id] = time.monotonic()
+                    running[pool.submit(build_packet, config, backend, p.run_dir, p.meta, unit,
+                                        defer_removal=True)] = unit
 
-        try:
             fill()
             while running:
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
@@ -135,5 +135,5 @@ def _drive_all(config: TargetConfig, p: RunPlan, backend: Backend, jobs: int, pr
                     if judge:
                         _judge(config, p.run_dir, unit, judged, progress, started[unit.id], packet)
                 remove_finished()
-        finally:
-            remove_finished()
+    finally:
+        remove_finished()  # after the pool has waited for its workers' teardowns
