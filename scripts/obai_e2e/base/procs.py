@@ -51,11 +51,37 @@ def has_table() -> bool:
     return (_PROC / "self" / "stat").exists()
 
 
+def _read(path: str) -> bytes | None:
+    """A small /proc file at once (no Path objects: the table is read for every process)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def thread_start_ticks() -> int:
+    """When the calling thread started, on the clock of the table's start times (0 without
+    /proc): a process started by this thread from now on started at or after it."""
+    raw = _read(f"/proc/self/task/{threading.get_native_id()}/stat")
+    try:
+        return int(raw[raw.rfind(b")") + 2:].split()[19]) if raw else 0
+    except (IndexError, ValueError):
+        return 0
+
+
 def stat(pid: int) -> Proc | None:
     """The process table entry of ``pid``, or None when it is gone (or there is no /proc)."""
-    try:
-        raw = (_PROC / str(pid) / "stat").read_bytes()
-    except OSError:
+    raw = _read(f"/proc/{pid}/stat")
+    if raw is None:
         return None
     # The command name is in parentheses and may itself hold spaces and parentheses.
     fields = raw[raw.rfind(b")") + 2:].split()
@@ -67,16 +93,15 @@ def stat(pid: int) -> Proc | None:
 
 
 def _environ_has(pid: int, entry_prefix: bytes) -> bool:
-    try:
-        data = (_PROC / str(pid) / "environ").read_bytes()
-    except OSError:
+    data = _read(f"/proc/{pid}/environ")
+    if data is None:
         return False
     return data.startswith(entry_prefix) or (b"\0" + entry_prefix) in data
 
 
 def _cwd_under(pid: int, root: str) -> bool:
     try:
-        cwd = os.readlink(_PROC / str(pid) / "cwd")
+        cwd = os.readlink(f"/proc/{pid}/cwd")
     except OSError:
         return False
     return cwd == root or cwd.startswith(root + os.sep)
@@ -107,10 +132,10 @@ def members(*, mark: str | None = None, groups: Iterable[int] = (), sessions: It
     root = str(Path(under).resolve()) if under is not None else None
     mine = _ancestors()
     found = []
-    for entry in os.scandir(_PROC):
-        if not entry.name.isdigit():
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
             continue
-        pid = int(entry.name)
+        pid = int(name)
         if pid in mine:
             continue
         p = stat(pid)

@@ -73,6 +73,7 @@ class Sandbox:
         self._torn_down = False
         self._teardown_lock = threading.Lock()  # the signal path and the unit's own exit may race
         self._turns = 0
+        self._since = 0  # no process of this sandbox's turns started before this (clock ticks)
 
     def next_mark(self) -> str:
         """The environment mark of the next turn in this sandbox (see procs.MARK_VAR)."""
@@ -102,6 +103,7 @@ class Sandbox:
         return env
 
     def __enter__(self) -> "Sandbox":
+        self._since = procs.thread_start_ticks()
         if self.dir.exists():
             shutil.rmtree(self.dir, ignore_errors=True)
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -134,7 +136,9 @@ class Sandbox:
             if self._torn_down:
                 return
             self._torn_down = True
-        procs.end_all(mark=f"{self.dir.name}:", under=self.folder)
+        # Only processes started since this thread began can be the turns' (their environment
+        # and working directory are read for those alone).
+        procs.end_all(mark=f"{self.dir.name}:", under=self.folder, since_ticks=self._since)
         if self.spec.enabled:
             self.restore_error = _run_hook(self.spec.restore, self.dir, self.spec.hook_timeout_s)
         done = self.dir.with_name(DONE_PREFIX + self.dir.name)

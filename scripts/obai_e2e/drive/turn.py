@@ -10,6 +10,7 @@ harness. When the runner is stopping, a turn neither starts nor returns a result
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import threading
@@ -183,6 +184,28 @@ def _end_leftovers(live: _Live) -> int:
                              since_ticks=live.since))
 
 
+def _wait(proc: subprocess.Popen, timeout_s: float) -> None:
+    """``proc.wait(timeout)``, woken by the exit itself: Popen's own wait with a timeout
+    polls with sleeps of up to 50 ms, which every turn would pay. Raises TimeoutExpired."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # no pidfd (older kernel, not Linux)
+        proc.wait(timeout=timeout_s)
+        return
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        deadline = time.monotonic() + timeout_s
+        while not poller.poll(max(0.0, deadline - time.monotonic()) * 1000):
+            if time.monotonic() >= deadline:
+                if proc.poll() is None:
+                    raise subprocess.TimeoutExpired(proc.args, timeout_s)
+                break
+    finally:
+        os.close(fd)
+    proc.wait()
+
+
 def _supervise(proc, live: _Live, argv, started, t0, timeout_s, kill_grace_s, stderr_tail_bytes) -> TurnResult:
     pgid = live.pgid
     out = _Reader(proc.stdout, MAX_STDOUT_BYTES, None)
@@ -191,7 +214,7 @@ def _supervise(proc, live: _Live, argv, started, t0, timeout_s, kill_grace_s, st
     err.start()
     timed_out = killed = False
     try:
-        proc.wait(timeout=timeout_s)
+        _wait(proc, timeout_s)
     except subprocess.TimeoutExpired:
         timed_out = True
         _kill_group(pgid, signal.SIGTERM)
