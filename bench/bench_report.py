@@ -31,7 +31,8 @@ from obai_e2e.report.html import write_report  # noqa: E402
 from obai_e2e.report.html_view import latency_text, trace_text  # noqa: E402
 from obai_e2e.report.junit import write_junit  # noqa: E402
 from obai_e2e.report.report_md import append_entry, detail_block, ensure_header  # noqa: E402
-from obai_e2e.report.results import summarize  # noqa: E402
+from obai_e2e.report.results import read_results_json, summarize  # noqa: E402
+from obai_e2e.report.rows import write_streamed  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -40,7 +41,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 
 def replicate(source: Path, target: Path, n: int) -> None:
     """A run directory like ``source`` with ``n`` units (copies of its units under new ids)."""
-    results = json.loads((source / "results.json").read_text(encoding="utf-8"))
+    results = read_results_json(source / "results.json")
     base = results["units"]
     units = []
     for i in range(n):
@@ -54,7 +55,7 @@ def replicate(source: Path, target: Path, n: int) -> None:
     run = json.loads((source / "run.json").read_text(encoding="utf-8"))
     run["units"] = [u["unit_id"] for u in units]
     (target / "run.json").write_text(dumps_json(run), encoding="utf-8")
-    (target / "results.json").write_text(dumps_json(results), encoding="utf-8")
+    write_streamed(target, results)
     report = target / "report.md"
     ensure_header(report, "2026-11-29 00:00:00 UTC", None)
     for u in units:
@@ -67,7 +68,7 @@ def replicate(source: Path, target: Path, n: int) -> None:
 
 def with_baseline(run_dir: Path, base_dir: Path) -> None:
     """A baseline run of the same units, every tenth verdict flipped, and the diff.json against it."""
-    results = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+    results = read_results_json(run_dir / "results.json")
     base = json.loads(json.dumps(results))
     base["run"]["run_id"] = "bench/baseline"
     for i, u in enumerate(base["units"]):
@@ -75,7 +76,7 @@ def with_baseline(run_dir: Path, base_dir: Path) -> None:
             u["verdict"], u["reasons"] = ("fail", ["hub.empty_response"]) if u["verdict"] != "fail" else ("pass", [])
         u["latency"] = {**u["latency"], "turn_ms": int((u["latency"].get("turn_ms") or 0) * 0.9)}
     base_dir.mkdir(parents=True, exist_ok=True)
-    (base_dir / "results.json").write_text(dumps_json(base), encoding="utf-8")
+    write_streamed(base_dir, base)
     diff = build_diff(results["run"]["run_id"], results["units"], base)
     diff["baseline"]["results"] = str(base_dir / "results.json")
     (run_dir / "diff.json").write_text(dumps_json(diff), encoding="utf-8")
