@@ -2,7 +2,7 @@
 
 ``install(PATH)`` copies the bundle to ``PATH/.claude/skills/obai-e2e-regression/``:
 SKILL.md, README.md, references/, schemas/, catalogs/, scripts/ (the package, without
-caches), demo/ (the default target, so the starter configuration works as installed),
+caches), demo/ (the default target, so the starter configuration works as installed), examples/,
 pyproject.toml and uv.lock (the skill runs with ``uv run --project <skill dir>``, in its
 own .venv, whatever the host repository depends on), cases/ and an empty runs/.
 :func:`sync_environment` then creates that .venv with compiled bytecode, once: the
@@ -35,7 +35,7 @@ from ..base.version import __version__
 
 SKILL_NAME = "obai-e2e-regression"
 TOP_FILES = ("SKILL.md", "README.md", "pyproject.toml", "uv.lock")
-TOP_DIRS = ("references", "schemas", "catalogs", "scripts", "demo")
+TOP_DIRS = ("references", "schemas", "catalogs", "scripts", "demo", "examples")
 USER_DIR = "cases"
 SKIP_DIRS = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv", ".git"}
 SKIP_SUFFIXES = (".pyc", ".pyo", ".egg-info", ".DS_Store", ".swp")

@@ -1,0 +1,3 @@
+"""ledger-agent: a small finance assistant that answers from a bundled book of figures."""
+
+__version__ = "0.3.1"
