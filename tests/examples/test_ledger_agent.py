@@ -9,7 +9,7 @@ import pytest
 
 from ledger_agent import cli, desks, planner, turn
 from ledger_agent.faults import FAULTS
-from obai_e2e.rubric.numbers import Pool, extract
+from obai_e2e.judge.rubric.numbers import Pool, extract
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ledger-agent"
 README = (EXAMPLE / "README.md").read_text(encoding="utf-8")

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from obai_e2e.opik_env import local_store_env
+from obai_e2e.base.opik_env import local_store_env
 
 pytestmark = pytest.mark.slow
 

@@ -63,11 +63,12 @@ def _add_server_options(parser: argparse.ArgumentParser) -> None:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "traces",
-        help="run the local Opik-compatible trace store",
+        help="run the local Opik-compatible trace store; print a sample trace's raw span tree",
         description="A loopback HTTP server backed by SQLite that speaks the part of Opik's REST API the "
         "opik SDK uses. Point an SDK at it with the variables `start` prints under env "
         "(OPIK_URL_OVERRIDE=<api_url> and OPIK_API_KEY=<the token in store.json>). Recent traces and one "
-        "trace's span tree are readable in a browser at <ui_url>.",
+        "trace's span tree are readable in a browser at <ui_url>. 'sample' prints the raw span tree of one trace "
+        "(of the local store or of Opik), to write a target's vocabulary from.",
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -123,6 +124,63 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     _add_store_dir(status)
     status.set_defaults(func=cmd_status)
+
+    sample = sub.add_parser(
+        "sample",
+        help="print the raw span tree of one trace (default: the newest of the project)",
+        description="Reads one trace and all its spans from the trace backend and prints them as a tree: "
+        "name, type, offset, duration, input, output, metadata and error of every span. With --target, each "
+        "span also shows what that configuration's vocabulary reads in it (hub, guardrail decision, skill "
+        "load, specialist). Without --target, name the project (and --kind opik for a real Opik).",
+        epilog=SAMPLE_EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sample.add_argument("--target", type=Path, default=None,
+                        help="target configuration: its trace backend, project and vocabulary")
+    sample.add_argument("--project", default=None, help="project to read (default: trace_backend.project of --target)")
+    sample.add_argument("--kind", choices=("local", "opik"), default=None,
+                        help="backend without --target (default local: the bundled store)")
+    sample.add_argument("--trace-id", default=None, help="this trace instead of the project's newest")
+    sample.add_argument("--json", action="store_true", help="print the tree as JSON (values not cut)")
+    sample.set_defaults(func=cmd_sample)
+
+
+SAMPLE_EXIT_CODES = """exit codes (sample):
+  0   printed
+  2   bad arguments or target configuration
+  9   the trace backend is unreachable, or the local store is not running
+  10  no trace found (the project is empty, or no trace has that id)"""
+
+
+def cmd_sample(args: argparse.Namespace) -> int:
+    import sys
+
+    from ..base.errors import UsageError
+    from ..base.output import emit
+    from ..config.target import load_target_config
+    from ..trace import raw
+    from ..trace.backend import connect, connect_to
+    from ..trace.resolve import fetch
+
+    if args.target is not None:
+        config = load_target_config(args.target)
+        vocabulary = config.vocabulary
+        kind = args.kind or config.backend.kind
+        backend = connect_to(kind, args.project or config.backend.project, start_local=False,
+                             flush_timeout_s=config.backend.flush_timeout_s)
+    else:
+        if not args.project:
+            raise UsageError("traces sample: name the project (--project) or a target configuration (--target)")
+        vocabulary = None
+        backend = connect_to(args.kind or "local", args.project, start_local=False)
+    trace_id = args.trace_id or raw.newest_trace_id(backend)
+    fetched = fetch(backend, trace_id)
+    tree = raw.tree(fetched.trace, fetched.spans, vocabulary)
+    if args.json:
+        emit(tree)
+    else:
+        sys.stdout.write(raw.render(tree))
+    return 0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

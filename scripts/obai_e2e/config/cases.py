@@ -14,6 +14,7 @@ from ..base.yamlio import Lines, load_yaml
 from .target import TargetConfig
 
 DEFAULT_STOCHASTIC_REPEATS = 3
+SKILL_PREFIX = "skill:"
 
 
 def default_cases_path() -> Path:
@@ -44,6 +45,8 @@ class Case:
     stochastic: bool = False
     repeats: int = 1
     known_needs_review: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    timeout_s: float | None = None
     line: int | None = None
 
     def expected_summary(self) -> dict[str, Any]:
@@ -111,7 +114,7 @@ def _case_label(data: Any) -> Any:
 
 
 def _semantic_checks(raw: dict, lines: Lines, source: str, specialists: Iterable[str] | None,
-                     strategy: str | None, options: str | None) -> None:
+                     strategy: str | None, options: str | None, correlation_var: str | None = None) -> None:
     seen: dict[str, int] = {}
     known = set(specialists) if specialists is not None else None
     for index, c in enumerate(raw["cases"]):
@@ -128,14 +131,22 @@ def _semantic_checks(raw: dict, lines: Lines, source: str, specialists: Iterable
             raise ConfigError(f"{where}: case {cid!r}: duplicate id (first defined at line {seen[cid]}); ids must be unique")
         seen[cid] = line or 0
         tools = c.get("expected_tools", [])
+        skills = c.get("expected_skills", [])
         for name in c.get("expected_sequence", []):
-            if name not in tools:
-                fail("expected_sequence", f"{name!r} is not in expected_tools; every sequence entry must be an expected tool")
+            if name.startswith(SKILL_PREFIX):
+                if name[len(SKILL_PREFIX):] not in skills:
+                    fail("expected_sequence", f"{name!r} names a skill load, but {name[len(SKILL_PREFIX):]!r} is not "
+                                              "in expected_skills")
+            elif name not in tools:
+                fail("expected_sequence", f"{name!r} is not in expected_tools; every sequence entry must be an "
+                                          f"expected tool, or {SKILL_PREFIX}<name> of an expected skill")
         if known is not None:
             for key in ("expected_tools", "expected_sequence", "allowed_extras"):
                 for name in c.get(key, []):
-                    if name not in known:
+                    if name not in known and not (key == "expected_sequence" and name.startswith(SKILL_PREFIX)):
                         fail(key, f"{name!r} is not a specialist of the target (known: {', '.join(sorted(known))})")
+        if correlation_var and correlation_var in c.get("env", {}):
+            fail("env", f"{correlation_var} ties each turn to its trace and is set by the harness; a case cannot set it")
         if c.get("expect_rejection") and tools:
             fail("expected_tools", "a rejection case expects no specialists; remove expected_tools or expect_rejection")
         if c.get("expect_async_job") and strategy and strategy not in tools:
@@ -150,7 +161,8 @@ def _semantic_checks(raw: dict, lines: Lines, source: str, specialists: Iterable
 
 
 def load_cases(path: Path | None = None, *, specialists: Iterable[str] | None = None,
-               strategy: str | None = None, options: str | None = None, allow_holdout: bool = False) -> CaseSet:
+               strategy: str | None = None, options: str | None = None, allow_holdout: bool = False,
+               correlation_var: str | None = None) -> CaseSet:
     """Read and check a cases file (parsed once); specialist names are checked when ``specialists`` is given.
 
     A file marked ``holdout: true`` is the sealed holdout set: it is refused unless the
@@ -167,7 +179,7 @@ def load_cases(path: Path | None = None, *, specialists: Iterable[str] | None = 
             f"{path} is the sealed holdout set: it is never planned, run, listed or shown by the normal flow. "
             "It opens once, through freeze_audit.py open-holdout, after the development gate passed.")
     schema.check(data, "cases.schema.json", source=source, lines=lines, item_label=_case_label(data))
-    _semantic_checks(data, lines, source, specialists, strategy, options)
+    _semantic_checks(data, lines, source, specialists, strategy, options, correlation_var)
     cases = []
     for index, c in enumerate(data["cases"]):
         stochastic = bool(c.get("stochastic", False))
@@ -191,6 +203,8 @@ def load_cases(path: Path | None = None, *, specialists: Iterable[str] | None = 
             stochastic=stochastic,
             repeats=repeats,
             known_needs_review=tuple(c.get("known_needs_review", [])),
+            env=dict(c.get("env", {})),
+            timeout_s=float(c["timeout_s"]) if "timeout_s" in c else None,
             line=lines.get(("cases", index)),
         ))
     return CaseSet(path=path, sha256=sha256_file(path), holdout=bool(data.get("holdout", False)),
@@ -201,4 +215,5 @@ def load_cases_for(config: TargetConfig, path: Path | None = None, *, allow_hold
     """Load a cases file (default: the bundle's), checking names against ``config``'s vocabulary."""
     v = config.vocabulary
     return load_cases(path, specialists=v.specialists, strategy=v.strategy_specialist,
-                      options=v.options_specialist, allow_holdout=allow_holdout)
+                      options=v.options_specialist, allow_holdout=allow_holdout,
+                      correlation_var=config.correlation.env_var)

@@ -3,15 +3,25 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..base import schema
+from ..base import jsonptr, schema
 from ..base.errors import ConfigError
 from ..base.paths import bundle_root, cases_file
-from ..base.yamlio import load_yaml
+from ..base.yamlio import Lines, line_for, load_yaml
+from .shapes import ErrorShape, SpanPattern, span_pattern
 
 DEFAULT_REDACT = ["*KEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*"]
+# The demo's English option labels; a target with other wording sets rubric.options_labels.
+DEFAULT_OPTIONS_LABELS = {
+    "max_loss": r"(?i)\bmax(?:imum)?\.?\s+loss\b",
+    "breakeven": r"(?i)\bbreak-?\s?evens?\b",
+    "unlimited": r"(?i)\b(unlimited|unbounded|uncapped|infinite)\b",
+}
+DEFAULT_FAILURE_ACK = [r"(?i)\b(unavailable|not available|could not|couldn't|cannot|can't|failed|failure|error|"
+                       r"unable|timed out|try again)\b"]
 
 
 def default_target_path() -> Path:
@@ -31,6 +41,13 @@ class Target:
     kill_grace_s: float
     refusal_exit_code: int
     stderr_tail_bytes: int
+    display_name: str = ""
+    answer_from: str = "stdout"  # "stdout" or "trace_output:<JSON pointer>"
+
+    @property
+    def answer_pointer(self) -> str | None:
+        """The JSON pointer into the trace's output when the answer is read there."""
+        return self.answer_from.split(":", 1)[1] if self.answer_from.startswith("trace_output:") else None
 
 
 @dataclass(frozen=True)
@@ -82,6 +99,49 @@ class Vocabulary:
     prediction_specialist: str | None
     options_specialist: str | None
     final_response_field: str
+    guardrail_allowed_values: tuple = (True,)
+    guardrail_refused_values: tuple = (False,)
+    specialist_span: str | None = None
+    specialist_text: str | None = None        # JSON pointer into a specialist's output
+    specialist_data: str | None = None        # JSON pointer to its structured part
+    error_shapes: tuple[ErrorShape, ...] = ()
+    options_max_loss: str | None = None       # JSON pointers into the options specialist's output
+    options_breakevens: str | None = None
+
+    @cached_property
+    def hub(self) -> SpanPattern:
+        return span_pattern(self.hub_span)
+
+    @cached_property
+    def guardrail(self) -> SpanPattern:
+        return span_pattern(self.guardrail_span)
+
+    @cached_property
+    def skill_load(self) -> SpanPattern:
+        return span_pattern(self.skill_load_span)
+
+    @cached_property
+    def specialist(self) -> SpanPattern | None:
+        return span_pattern(self.specialist_span) if self.specialist_span else None
+
+    def specialist_name(self, span_name: str | None) -> str | None:
+        """The specialist a span is a call of, or None when it is not a specialist span."""
+        pattern = self.specialist
+        if pattern is None:
+            return span_name if span_name in self.specialists else None
+        hit, name = pattern.match(span_name)
+        if not hit:
+            return None
+        return name if name is not None else span_name
+
+
+@dataclass(frozen=True)
+class OptionsLabels:
+    """How the options rule finds the maximum loss and the break-evens in a specialist's text."""
+
+    max_loss: re.Pattern
+    breakeven: re.Pattern
+    unlimited: re.Pattern
 
 
 @dataclass(frozen=True)
@@ -137,13 +197,72 @@ class TargetConfig:
     plan: Path | None = field(default=None)
     privacy: Privacy | None = field(default=None)  # None: no privacy section (a blocker for korpus cases)
     report: ReportSettings = field(default_factory=ReportSettings)
+    options_labels: OptionsLabels | None = field(default=None)
+    failure_ack_patterns: tuple[re.Pattern, ...] = ()
+    lines: Lines = field(default_factory=dict, repr=False)
+
+    @property
+    def display_name(self) -> str:
+        return self.target.display_name or self.target.name
+
+    def where(self, *path) -> str:
+        """``file:line`` of a field of this file (the nearest line known), for messages."""
+        line = line_for(self.lines, tuple(path)) if self.lines else None
+        return f"{self.path}:{line}" if line else str(self.path)
 
 
-def _regex(value: str, source: str, where: str) -> re.Pattern:
-    try:
-        return re.compile(value)
-    except re.error as exc:
-        raise ConfigError(f"{source}: field {where}: {value!r} is not a valid regular expression ({exc})") from None
+class _Fields:
+    """Messages about fields of one file, each naming the file, the line and the field."""
+
+    def __init__(self, source: str, lines: Lines):
+        self.source, self.lines = source, lines
+
+    def error(self, path: tuple, message: str) -> ConfigError:
+        line = line_for(self.lines, path)
+        where = f"{self.source}:{line}" if line else self.source
+        field_ = "/" + "/".join(str(p) for p in path)
+        return ConfigError(f"{where}: field {field_}: {message}")
+
+    def regex(self, value: str, path: tuple) -> re.Pattern:
+        try:
+            return re.compile(value)
+        except re.error as exc:
+            raise self.error(path, f"{value!r} is not a valid regular expression ({exc})") from None
+
+    def span(self, value: str | None, path: tuple) -> str | None:
+        if value is None:
+            return None
+        try:
+            span_pattern(value)
+        except ValueError as exc:
+            raise self.error(path, f"not a span name, template or re: pattern: {exc}") from None
+        return value
+
+    def pointer(self, value: str | None, path: tuple) -> str | None:
+        if value is None:
+            return None
+        try:
+            jsonptr.parse(value)
+        except ValueError as exc:
+            raise self.error(path, str(exc)) from None
+        return value
+
+
+def _error_shapes(f: _Fields, entries: list, base: tuple) -> tuple[ErrorShape, ...]:
+    shapes = []
+    for i, e in enumerate(entries):
+        where = base + (i,)
+        tests = [k for k in ("equals", "matches", "present") if k in e]
+        if len(tests) != 1:
+            raise f.error(where, "give exactly one of equals, matches or present")
+        shapes.append(ErrorShape(
+            pointer=f.pointer(e["pointer"], where + ("pointer",)),
+            equals=e["equals"] if "equals" in e else jsonptr.MISSING,
+            matches=f.regex(e["matches"], where + ("matches",)) if "matches" in e else None,
+            present=e.get("present"),
+            message=f.pointer(e.get("message"), where + ("message",)),
+        ))
+    return tuple(shapes)
 
 
 def load_target_config(path: Path | None = None) -> TargetConfig:
@@ -154,6 +273,7 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
         raise ConfigError(f"{source}: expected a mapping at the top level")
     schema.check(data, "target.schema.json", source=source, lines=lines)
     root = bundle_root()
+    f = _Fields(source, lines)
 
     t = data["target"]
     workdir = Path(t.get("workdir", "."))
@@ -167,14 +287,18 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
         kill_grace_s=float(t.get("kill_grace_s", 2)),
         refusal_exit_code=int(t.get("refusal_exit_code", 1)),
         stderr_tail_bytes=int(t.get("stderr_tail_bytes", 4000)),
+        display_name=t.get("display_name", ""),
+        answer_from=t.get("answer_from", "stdout"),
     )
     if not any("{query}" in part for part in target.command):
-        raise ConfigError(f"{source}: field /target/command: must contain the placeholder {{query}}")
+        raise f.error(("target", "command"), "must contain the placeholder {query}")
+    if target.answer_pointer is not None:
+        f.pointer(target.answer_pointer, ("target", "answer_from"))
 
     a = data.get("async_jobs", {})
     async_jobs = AsyncJobs(
-        job_id_pattern=_regex(a.get("job_id_pattern", r"Job ID:\s*([A-Za-z0-9_-]+)"), source, "/async_jobs/job_id_pattern"),
-        eta_pattern=_regex(a.get("eta_pattern", r"ETA:\s*(\d+(?:\.\d+)?)\s*s"), source, "/async_jobs/eta_pattern"),
+        job_id_pattern=f.regex(a.get("job_id_pattern", r"Job ID:\s*([A-Za-z0-9_-]+)"), ("async_jobs", "job_id_pattern")),
+        eta_pattern=f.regex(a.get("eta_pattern", r"ETA:\s*(\d+(?:\.\d+)?)\s*s"), ("async_jobs", "eta_pattern")),
         margin_s=float(a.get("margin_s", 30)),
         cap_s=float(a.get("cap_s", 600)),
         followup_query=a.get("followup_query", "What are the results of job {job_id}?"),
@@ -193,7 +317,8 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
 
     c = data["correlation"]
     if c["match"] == "metadata" and not c.get("metadata_key"):
-        raise ConfigError(f"{source}: field /correlation/metadata_key: required when match is 'metadata'")
+        raise f.error(("correlation", "match"), "match: metadata needs /correlation/metadata_key, the trace "
+                                                 "metadata key the target stores the correlation value under")
     correlation = Correlation(
         env_var=c["env_var"],
         match=c["match"],
@@ -202,11 +327,13 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
     )
 
     v = data["vocabulary"]
+    out = v.get("specialist_output", {})
+    opts = v.get("options_payload", {})
     vocabulary = Vocabulary(
-        hub_span=v["hub_span"],
-        guardrail_span=v["guardrail_span"],
+        hub_span=f.span(v["hub_span"], ("vocabulary", "hub_span")),
+        guardrail_span=f.span(v["guardrail_span"], ("vocabulary", "guardrail_span")),
         guardrail_allowed_field=v.get("guardrail_allowed_field", "output.allowed"),
-        skill_load_span=v["skill_load_span"],
+        skill_load_span=f.span(v["skill_load_span"], ("vocabulary", "skill_load_span")),
         skill_name_field=v["skill_name_field"],
         specialists=tuple(v["specialists"]),
         strategy_specialist=v.get("strategy_specialist"),
@@ -214,15 +341,39 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
         prediction_specialist=v.get("prediction_specialist"),
         options_specialist=v.get("options_specialist"),
         final_response_field=v["final_response_field"],
+        guardrail_allowed_values=tuple(v.get("guardrail_allowed_values", [True])),
+        guardrail_refused_values=tuple(v.get("guardrail_refused_values", [False])),
+        specialist_span=f.span(v.get("specialist_span"), ("vocabulary", "specialist_span")),
+        specialist_text=f.pointer(out.get("text"), ("vocabulary", "specialist_output", "text")),
+        specialist_data=f.pointer(out.get("data"), ("vocabulary", "specialist_output", "data")),
+        error_shapes=_error_shapes(f, out.get("errors", []), ("vocabulary", "specialist_output", "errors")),
+        options_max_loss=f.pointer(opts.get("max_loss"), ("vocabulary", "options_payload", "max_loss")),
+        options_breakevens=f.pointer(opts.get("breakevens"), ("vocabulary", "options_payload", "breakevens")),
     )
     for key in ("strategy_specialist", "prediction_specialist", "options_specialist"):
         name = getattr(vocabulary, key)
         if name is not None and name not in vocabulary.specialists:
-            raise ConfigError(f"{source}: field /vocabulary/{key}: {name!r} is not in /vocabulary/specialists")
+            raise f.error(("vocabulary", key), f"{name!r} is not in /vocabulary/specialists")
+    both = set(map(repr, vocabulary.guardrail_allowed_values)) & set(map(repr, vocabulary.guardrail_refused_values))
+    if both:
+        raise f.error(("vocabulary", "guardrail_refused_values"),
+                      f"{', '.join(sorted(both))} is listed as both allowed and refused")
+    if vocabulary.skill_name_field == "name" and not vocabulary.skill_load.captures:
+        raise f.error(("vocabulary", "skill_name_field"), "'name' reads the {name} part of /vocabulary/"
+                      f"skill_load_span, but {vocabulary.skill_load_span!r} has none (e.g. skill:{{name}})")
+    for i, name in enumerate(vocabulary.specialists):
+        if name.startswith("skill:"):
+            raise f.error(("vocabulary", "specialists", i), f"{name!r}: a specialist name may not start with "
+                          "'skill:' (expected_sequence uses that prefix for skill loads)")
 
     r = data.get("rubric", {})
-    refusal = tuple(_regex(p, source, "/rubric/refusal_patterns") for p in r.get("refusal_patterns", []))
-    leak = tuple(_regex(p, source, "/rubric/leak_patterns") for p in r.get("leak_patterns", [r"\d"]))
+    refusal = tuple(f.regex(p, ("rubric", "refusal_patterns", i)) for i, p in enumerate(r.get("refusal_patterns", [])))
+    leak = tuple(f.regex(p, ("rubric", "leak_patterns", i)) for i, p in enumerate(r.get("leak_patterns", [r"\d"])))
+    labels = {**DEFAULT_OPTIONS_LABELS, **r.get("options_labels", {})}
+    options_labels = OptionsLabels(**{k: f.regex(labels[k], ("rubric", "options_labels", k))
+                                      for k in DEFAULT_OPTIONS_LABELS})
+    ack = tuple(f.regex(p, ("rubric", "failure_ack_patterns", i))
+                for i, p in enumerate(r.get("failure_ack_patterns", DEFAULT_FAILURE_ACK)))
 
     s = data.get("sandbox", {})
     sandbox = Sandbox(
@@ -243,9 +394,9 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
     rep = data.get("report", {})
     template = rep.get("trace_url_template")
     if template is not None and "{trace_id}" not in template:
-        raise ConfigError(f"{source}: field /report/trace_url_template: must contain the placeholder {{trace_id}}")
+        raise f.error(("report", "trace_url_template"), "must contain the placeholder {trace_id}")
     if template is not None and not template.startswith(("http://", "https://")):
-        raise ConfigError(f"{source}: field /report/trace_url_template: must start with http:// or https://")
+        raise f.error(("report", "trace_url_template"), "must start with http:// or https://")
     report = ReportSettings(trace_url_template=template, feedback_scores=bool(rep.get("feedback_scores", False)))
     catalog = run.get("catalog")
     holdout = run.get("holdout_cases")
@@ -270,4 +421,7 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
         plan=(Path(plan) if Path(plan).is_absolute() else root / plan) if plan else None,
         privacy=privacy,
         report=report,
+        options_labels=options_labels,
+        failure_ack_patterns=ack,
+        lines=lines,
     )

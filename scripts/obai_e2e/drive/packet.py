@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..base import jsonptr
 from ..base.clock import iso, utc_now
 from ..base.errors import Interrupted, ObaiError
 from ..base.fsutil import dumps_json, write_once
@@ -20,11 +21,12 @@ from ..base.procs import STOPPING
 from ..base.record import Record
 from ..base.redact import Redactor
 from ..base.version import __version__
+from ..config.cases import Case
 from ..config.target import TargetConfig
 from ..config.units import Unit, check_unit_id
 from ..rundir.meta import RunMeta
 from ..trace.backend import Backend, connect, is_unreachable_error, warm_up
-from ..trace.curate import TraceDigest, curate
+from ..trace.curate import TraceDigest, curate, dumps
 from ..trace.resolve import INCOMPLETE, RESOLVED, TurnKey, fetch, resolve
 from .privacy import protect_packet
 from .sandbox import Sandbox
@@ -49,6 +51,7 @@ class TraceBlock(Record):
     fetch_ms: int | None = None
     complete: bool | None = None
     url: str | None = None  # the trace's page in the backend's UI, when there is one
+    answer: str | None = None  # the final answer read from the trace's output (target.answer_from)
 
     @property
     def resolved(self) -> bool:
@@ -173,26 +176,33 @@ def _trace_block(backend: Backend, config: TargetConfig, key: TurnKey) -> TraceB
         return block
     curated = curate(fetched.trace, fetched.spans, config.vocabulary, complete=fetched.complete)
     block.curated, block.digest = curated.text, curated.digest
+    pointer = config.target.answer_pointer
+    if pointer is not None:
+        value = jsonptr.resolve(fetched.trace.get("output"), pointer)
+        block.answer = "" if value is jsonptr.MISSING or value is None else dumps(value).strip()
     block.fetch_ms, block.complete = fetched.waited_ms, fetched.complete
     if not fetched.complete:
         block.status, block.message = INCOMPLETE, "the trace or some of its spans never ended"
     return block
 
 
-def _one_turn(config: TargetConfig, backend: Backend, box: Sandbox, query: str,
-              session: str) -> tuple[TurnResult, TraceBlock]:
+def _one_turn(config: TargetConfig, backend: Backend, box: Sandbox, query: str, session: str,
+              case: Case) -> tuple[TurnResult, TraceBlock]:
     tag = f"e2e-{uuid.uuid4().hex}"
     argv = fill(config.target.command, {"query": query, "session": session})
     env = box.env()
+    env.update(case.env)
     env[config.correlation.env_var] = tag
-    turn = run_turn(argv, env=env, cwd=box.workdir, timeout_s=config.target.timeout_s,
+    timeout_s = case.timeout_s or config.target.timeout_s
+    turn = run_turn(argv, env=env, cwd=box.workdir, timeout_s=timeout_s,
                     kill_grace_s=config.target.kill_grace_s,
                     stderr_tail_bytes=config.target.stderr_tail_bytes,
                     mark=box.next_mark(), under=box.folder)
     turn.correlation_tag = tag
+    turn.timeout_s, turn.env = timeout_s, dict(case.env)
     if turn.timed_out:
         trace = TraceBlock("cli_timeout",
-                           message=f"the target did not finish within {config.target.timeout_s:g} s and was killed")
+                           message=f"the target did not finish within {timeout_s:g} s and was killed")
     else:
         key = TurnKey(query=query, started_at=turn.started_at, ended_at=turn.ended_at,
                       tag=tag if config.correlation.match != "none" else None)
@@ -253,7 +263,7 @@ def build_packet(config: TargetConfig, backend: Backend, run_dir: Path, meta: Ru
     run_token = meta.run_id.replace("/", "-")
     session = f"e2e-{run_token}-{unit.id}-{uuid.uuid4().hex[:8]}"
     base_env = {**os.environ, **config.target.env, **backend.sdk_env}
-    redactor = Redactor({**os.environ, **config.target.env}, config.redact_patterns)
+    redactor = Redactor({**os.environ, **config.target.env, **case.env}, config.redact_patterns)
     token = f"{run_token}-{unit.id}-{uuid.uuid4().hex[:6]}"
     packet = Packet(unit_id=unit.id, case_id=case.id, run_id=meta.run_id, repeat=unit.repeat,
                     case=case.to_json(), session=session,
@@ -261,17 +271,19 @@ def build_packet(config: TargetConfig, backend: Backend, run_dir: Path, meta: Ru
     target_ms = 0
     with Sandbox(config, token, base_env, defer_removal=defer_removal) as box:
         try:
-            packet.turn, packet.trace = _one_turn(config, backend, box, case.query, session)
+            packet.turn, packet.trace = _one_turn(config, backend, box, case.query, session, case)
+            packet.answer = answer_of(config, packet.turn, packet.trace)
             target_ms += packet.turn.wall_ms
             if case.expect_async_job and not packet.turn.timed_out:
-                target_ms += _follow_job(config, backend, box, session, packet)
+                target_ms += _follow_job(config, backend, box, session, packet, case)
         except ObaiError:
             raise
         except Exception as exc:  # noqa: BLE001 - kept apart from the target's own faults
             # The verdict of a unit with a harness error is inconclusive whatever its trace says.
             packet.harness.error = f"{type(exc).__name__}: {exc}"[:500]
     packet.sandbox = SandboxInfo(enabled=config.sandbox.enabled, restore_error=box.restore_error)
-    packet.answer = (packet.turn.stdout or "").strip()
+    for turn in _turns(packet):
+        turn.env = redactor.env(turn.env, config.redact_patterns)
     wall_ms = int((time.monotonic() - t0) * 1000)
     waited_ms = int(packet.async_job.wait_s * 1000) if packet.async_job else 0
     packet.harness = HarnessInfo(version=__version__, started_at=iso(started), ended_at=iso(utc_now()),
@@ -281,9 +293,26 @@ def build_packet(config: TargetConfig, backend: Backend, run_dir: Path, meta: Ru
     return protect_packet(data, case, config, run_dir=run_dir)
 
 
-def _follow_job(config: TargetConfig, backend: Backend, box: Sandbox, session: str, packet: Packet) -> int:
+def _turns(packet: Packet) -> list[TurnResult]:
+    out = [packet.turn]
+    if packet.followup is not None:
+        out.append(packet.followup.turn)
+    if packet.async_job is not None and packet.async_job.failed_followup is not None:
+        out.append(packet.async_job.failed_followup.turn)
+    return out
+
+
+def answer_of(config: TargetConfig, turn: TurnResult, trace: TraceBlock) -> str:
+    """The final answer of a turn: its stdout, or the value target.answer_from names in the trace's output."""
+    if config.target.answer_pointer is None:
+        return (turn.stdout or "").strip()
+    return trace.answer or ""
+
+
+def _follow_job(config: TargetConfig, backend: Backend, box: Sandbox, session: str, packet: Packet,
+                case: Case) -> int:
     """Wait for the announced job and ask for its result in the same session; the follow-up's wall time."""
-    job_id, eta = parse_job(config, packet.turn.stdout)
+    job_id, eta = parse_job(config, packet.answer)
     if job_id is None:
         packet.followup_error = "no job id in the first answer, so no follow-up was sent"
         return 0
@@ -291,11 +320,11 @@ def _follow_job(config: TargetConfig, backend: Backend, box: Sandbox, session: s
     if STOPPING.wait(packet.async_job.wait_s):
         raise Interrupted("the run was stopped while waiting for an async job")
     query = config.async_jobs.followup_query.replace("{job_id}", job_id)
-    f_turn, f_trace = _one_turn(config, backend, box, query, session)
+    f_turn, f_trace = _one_turn(config, backend, box, query, session, case)
     if f_turn.timed_out or f_turn.exit_code != 0:
         how = "timed out" if f_turn.timed_out else f"exited {f_turn.exit_code}"
         packet.followup_error = f"the follow-up turn {how}: {f_turn.stderr_tail.strip()[-300:]}"
         packet.async_job.failed_followup = FailedFollowup(turn=f_turn, trace=f_trace)
     else:
-        packet.followup = Followup(query=query, turn=f_turn, answer=f_turn.stdout.strip(), trace=f_trace)
+        packet.followup = Followup(query=query, turn=f_turn, answer=answer_of(config, f_turn, f_trace), trace=f_trace)
     return f_turn.wall_ms

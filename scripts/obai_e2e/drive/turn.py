@@ -67,6 +67,8 @@ class TurnResult(Record):
     stdout_bytes: int = 0
     leftovers_killed: int = 0
     correlation_tag: str | None = None
+    timeout_s: float | None = None                      # the timeout this turn ran under
+    env: dict[str, str] = field(default_factory=dict)   # the case's own environment (secrets redacted)
 
 
 def fill(template: list[str], values: Mapping[str, str]) -> list[str]:

@@ -8,6 +8,7 @@ else with an override naming that rule and a reason.
 """
 from __future__ import annotations
 
+import ast
 import copy
 import re
 from dataclasses import dataclass, field
@@ -58,12 +59,14 @@ class Verdict(Record):
 def applicable_codes(case: Case, config: TargetConfig) -> tuple[list[str], list[str]]:
     """(hard code patterns, soft code patterns) that can apply to ``case``."""
     v = config.vocabulary
-    names = "|".join(re.escape(codes.specialist_name(n)) for n in v.specialists)
+    # With a specialist_span pattern any name the pattern reads can occur, listed or not.
+    names = (codes.NAME if v.specialist_span
+             else "(" + "|".join(re.escape(codes.specialist_name(n)) for n in v.specialists) + ")")
     hard, soft = [], []
     if case.expect_rejection:
         hard += [r"guardrail\.leaky", r"guardrail\.exit_code", r"guardrail\.leaky_response"]
     else:
-        hard += [r"trace\.error_span:[A-Za-z0-9_.:%-]+", rf"specialist\.({names})\.(empty|tool_error)",
+        hard += [rf"trace\.error_span:{codes.NAME}", rf"specialist\.{names}\.(empty|tool_error)",
                  r"hub\.empty_response"]
         soft += [r"routing\.unexpected_specialist", r"hub\.unverified_number:[^\s|]+", r"hub\.incomplete_answer"]
     soft.append(r"hub\.answer_truncated")
@@ -112,15 +115,30 @@ def schema_for(case: Case, config: TargetConfig, unit_id: str, version: int = CU
     return schema
 
 
+def _instance(problem: Problem) -> str:
+    text = problem.message.split(" does not match")[0]
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+    return value if isinstance(value, str) else text
+
+
 def _hints(case, schema):
     hard, soft = schema["x-applicable"]["hard"], schema["x-applicable"]["soft"]
 
     def hint(problem: Problem) -> str | None:
+        if problem.pointer == "/override/rule" and "does not match" in problem.message:
+            code = _instance(problem)
+            return codes.explain(code) or f"{code!r} is not a hard rubric code"
         if problem.pointer.startswith("/reasons/") and "does not match" in problem.message:
-            return (f"{problem.message.split(' does not match')[0]} is not admissible here; for this case a "
-                    f"fail needs exactly one of the hard codes {_readable(hard)}, a needs_review only soft codes "
-                    f"{_readable(soft) or '(none: this case admits no soft code)'}, an inconclusive one of "
-                    f"{', '.join(codes.INFRA_REASONS)}")
+            code = _instance(problem)
+            wrong = codes.explain(code)
+            if wrong:
+                return wrong
+            return (f"{code!r} does not apply to this case: a fail needs exactly one of {_readable(hard)}; "
+                    f"a needs_review only {_readable(soft) or '(none: this case admits no soft code)'}; "
+                    f"an inconclusive one of {', '.join(codes.INFRA_REASONS)}")
         if problem.pointer == "/reasons" and "should be non-empty" in problem.message:
             return "a fail, needs_review or inconclusive verdict needs its reason code(s) in /reasons"
         if problem.pointer == "/reasons" and "is too long" in problem.message:
@@ -130,7 +148,12 @@ def _hints(case, schema):
 
 
 def _readable(patterns: list[str]) -> str:
-    return ", ".join(p.replace("\\", "").replace("(", "{").replace(")", "}") for p in patterns)
+    """Code patterns as a person reads them: specialist.{a|b}.{empty|tool_error}, trace.error_span:<name>."""
+    out = []
+    for p in patterns:
+        p = p.replace(codes.NAME, "<name>").replace(r"[^\s|]+", "<value>")
+        out.append(p.replace("\\", "").replace("(", "{").replace(")", "}"))
+    return ", ".join(out)
 
 
 def _pass_with_reason(value: dict, _ctx) -> bool:

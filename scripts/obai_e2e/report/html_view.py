@@ -343,8 +343,11 @@ def build_context(run_dir: Path, case_set: CaseSet | None = None) -> dict:
     regressions = read_top_regressions(run_dir / "TOP-REGRESSIONS.md")
     catalog = run.get("catalog_version") or (suite or {}).get("catalog_version")
     commit = run.get("git_commit") or ""
+    # Runs recorded before targets had a display name were all titled OBaI.
+    heading = f"{target.get('display_name') or 'OBaI'} E2E Regression"
     return {
-        "title": f"OBaI E2E Regression — {run.get('run_id', run_dir.name)}",
+        "title": f"{heading} — {run.get('run_id', run_dir.name)}",
+        "heading": heading,
         "run": {
             "run_id": run.get("run_id", ""), "created_at": run.get("created_at", ""),
             "finished_at": run.get("finished_at", ""), "duration": _duration(run.get("duration_s")),

@@ -19,8 +19,8 @@ QUERY_CHARS = 120
 CHANGES_MARK = "<!-- what changed -->"
 
 
-def header(timestamp: str, disabled_line: str | None = None) -> str:
-    text = f"# OBaI E2E Regression — {timestamp}\n\n"
+def header(timestamp: str, disabled_line: str | None = None, title: str = "OBaI") -> str:
+    text = f"# {inline(title)} E2E Regression — {timestamp}\n\n"
     if disabled_line:
         text += f"_{inline(disabled_line)}_\n\n"
     return text + TABLE_HEAD
@@ -79,7 +79,7 @@ def judged_ids(path: Path) -> list[str]:
     return [r["ID"] for r in read_rows(path)]
 
 
-def ensure_header(path: Path, timestamp: str, disabled_line: str | None) -> bool:
+def ensure_header(path: Path, timestamp: str, disabled_line: str | None, title: str = "OBaI") -> bool:
     """Write the header if the file does not exist; True when written."""
     path = Path(path)
     if path.exists():
@@ -90,7 +90,7 @@ def ensure_header(path: Path, timestamp: str, disabled_line: str | None) -> bool
     except FileExistsError:
         return False
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(header(timestamp, disabled_line))
+        fh.write(header(timestamp, disabled_line, title))
         fh.flush()
         os.fsync(fh.fileno())
     return True

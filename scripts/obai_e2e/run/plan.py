@@ -93,7 +93,8 @@ def create_run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, roo
     meta = RunMeta(
         run_id=run_id_of(run_dir),
         created_at=iso(created),
-        target={"name": config.target.name, "command": config.target.command, "version": target_version(config)},
+        target={"name": config.target.name, "display_name": config.display_name, "command": config.target.command,
+                "version": target_version(config)},
         target_config=str(config.path),
         target_config_sha256=target_sha,
         cases_file=str(case_set.path),
@@ -112,7 +113,8 @@ def create_run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, roo
         extra=dict(extra or {}),
     )
     meta.write(run_dir)
-    ensure_header(run_dir / "report.md", created.strftime("%Y-%m-%d %H:%M:%S UTC"), selection.disabled_line())
+    ensure_header(run_dir / "report.md", created.strftime("%Y-%m-%d %H:%M:%S UTC"), selection.disabled_line(),
+                  config.display_name)
     return run_dir, meta
 
 

@@ -39,7 +39,14 @@ class Backend:
 def connect(config: TargetConfig, *, start_local: bool = True) -> Backend:
     """Resolve the configured backend; the local store is started when needed."""
     b = config.backend
-    if b.kind == "local":
+    return connect_to(b.kind, b.project, flush_timeout_s=b.flush_timeout_s, start_local=start_local,
+                      trace_url_template=config.report.trace_url_template)
+
+
+def connect_to(kind: str, project: str, *, flush_timeout_s: int = opik_env.DEFAULT_FLUSH_TIMEOUT_S,
+               start_local: bool = True, trace_url_template: str | None = None) -> Backend:
+    """A backend of ``kind`` (local or opik) for ``project``, without a target configuration."""
+    if kind == "local":
         from ..tracestore import daemon
 
         if start_local:
@@ -51,14 +58,14 @@ def connect(config: TargetConfig, *, start_local: bool = True) -> Backend:
             info = state
         api_url = info.api_url if hasattr(info, "api_url") else info["api_url"]
         token = info.token if hasattr(info, "token") else info.get("token")
-        env = opik_env.local_store_env(api_url, b.flush_timeout_s, token=token)
-        env["OPIK_PROJECT_NAME"] = b.project
-        page = config.report.trace_url_template or (api_url.rstrip("/").removesuffix("/api") + "/traces/{trace_id}")
-        return Backend(kind="local", project=b.project, api_url=api_url, sdk_env=env, trace_url_template=page)
-    env = opik_env.remote_env(b.flush_timeout_s)
-    env["OPIK_PROJECT_NAME"] = b.project
-    return Backend(kind="opik", project=b.project, api_url=_sdk_url(), sdk_env=env,
-                   trace_url_template=config.report.trace_url_template)
+        env = opik_env.local_store_env(api_url, flush_timeout_s, token=token)
+        env["OPIK_PROJECT_NAME"] = project
+        page = trace_url_template or (api_url.rstrip("/").removesuffix("/api") + "/traces/{trace_id}")
+        return Backend(kind="local", project=project, api_url=api_url, sdk_env=env, trace_url_template=page)
+    env = opik_env.remote_env(flush_timeout_s)
+    env["OPIK_PROJECT_NAME"] = project
+    return Backend(kind="opik", project=project, api_url=_sdk_url(), sdk_env=env,
+                   trace_url_template=trace_url_template)
 
 
 def _sdk_url() -> str | None:

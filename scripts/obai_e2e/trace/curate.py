@@ -11,8 +11,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..base import jsonptr
 from ..base.clock import parse_iso
 from ..base.record import Record
+from ..config.shapes import suspect_error
 from ..config.target import Vocabulary
 
 MAX_VALUE_CHARS = 2000
@@ -27,6 +29,7 @@ class Guardrail(Record):
     allowed: bool | None
     refused: bool
     output: str
+    decision: Any = None  # the value of the configured decision field, as the span has it
 
 
 @dataclass
@@ -55,6 +58,9 @@ class SpecialistCall(Record):
     empty: bool
     structured: bool
     has_error_info: bool
+    span_name: str | None = None         # the span's own name when the specialist's name is read from it
+    error_shape: str | None = None       # the declared error shape the output has
+    suspect_error: str | None = None     # looks like an error report of a shape the target did not declare
 
 
 @dataclass
@@ -161,12 +167,16 @@ def _duration(span: dict) -> int | None:
     return int(round((parse_iso(span["end_time"]) - parse_iso(span["start_time"])).total_seconds() * 1000))
 
 
+def unwrap(output: Any) -> Any:
+    """The value a tool returned: the SDK stores a non-dict return value as {"output": value}."""
+    if isinstance(output, dict) and set(output) == {"output"}:
+        return output["output"]
+    return output
+
+
 def envelope(output: Any) -> dict:
     """Read a tool output: its text, whether it is an error, whether it is empty."""
-    value = output
-    # The SDK stores a non-dict return value as {"output": value}.
-    if isinstance(value, dict) and set(value) == {"output"}:
-        value = value["output"]
+    value = unwrap(output)
     texts: list[str] = []
     is_error = False
     error_text = None
@@ -230,6 +240,42 @@ def usage_and_cost(trace: dict, spans: list[dict]) -> tuple[dict[str, int] | Non
     return usage, cost
 
 
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    return a == b
+
+
+def guardrail_decision(value: Any, v: Vocabulary) -> bool | None:
+    """True allowed, False refused, None a value the vocabulary does not list."""
+    if any(_same(value, x) for x in v.guardrail_allowed_values):
+        return True
+    if any(_same(value, x) for x in v.guardrail_refused_values):
+        return False
+    return None
+
+
+def read_output(output: Any, v: Vocabulary) -> dict:
+    """A specialist's output read as the vocabulary says: text, data, error, emptiness."""
+    env = envelope(output)
+    value = unwrap(output)
+    if v.specialist_text is not None or v.specialist_data is not None:
+        text = jsonptr.resolve(value, v.specialist_text) if v.specialist_text is not None else None
+        data = jsonptr.resolve(value, v.specialist_data) if v.specialist_data is not None else None
+        env["text"] = "" if text is None or text is jsonptr.MISSING else (text if isinstance(text, str) else dumps(text))
+        env["structured"] = bool(data) and data is not jsonptr.MISSING
+        env["empty"] = not env["text"].strip() and not env["structured"]
+    env["error_shape"] = None
+    if not env["is_error"]:
+        for shape in v.error_shapes:
+            found = shape.test(value)
+            if found is not None:
+                env["is_error"], env["error_text"], env["error_shape"] = True, found, shape.describe()
+                break
+    env["suspect_error"] = None if env["is_error"] else suspect_error(value)
+    return env
+
+
 def curate(trace: dict, spans: list[dict], vocabulary: Vocabulary, *, complete: bool = True) -> Curated:
     v = vocabulary
     origin = parse_iso(trace["start_time"]) if trace.get("start_time") else None
@@ -240,37 +286,43 @@ def curate(trace: dict, spans: list[dict], vocabulary: Vocabulary, *, complete: 
                          duration_ms=_duration(s), has_error=bool(s.get("error_info")))
                  for s in ordered]
 
-    hub = next((s for s in ordered if s.get("name") == v.hub_span), None)
-    guard = next((s for s in ordered if s.get("name") == v.guardrail_span), None)
+    hub = next((s for s in ordered if v.hub.matches(s.get("name"))), None)
+    guard = next((s for s in ordered if v.guardrail.matches(s.get("name"))), None)
     guardrail = None
     if guard is not None:
-        allowed = dig(guard, v.guardrail_allowed_field)
+        value = dig(guard, v.guardrail_allowed_field)
+        allowed = guardrail_decision(value, v)
         guardrail = Guardrail(span_id=guard.get("id"), offset_ms=_ms(guard.get("start_time"), origin),
-                              allowed=allowed if isinstance(allowed, bool) else None,
-                              refused=allowed is False, output=dumps(guard.get("output")))
+                              allowed=allowed, refused=allowed is False, output=dumps(guard.get("output")),
+                              decision=value)
 
     skill_loads = []
     for s in ordered:
-        if s.get("name") == v.skill_load_span:
-            name = dig(s, v.skill_name_field)
+        hit, captured = v.skill_load.match(s.get("name"))
+        if hit:
+            name = captured if v.skill_name_field == "name" else dig(s, v.skill_name_field)
             skill_loads.append(SkillLoad(skill=name if isinstance(name, str) else dumps(name),
                                          span_id=s.get("id"), offset_ms=_ms(s.get("start_time"), origin)))
 
     calls = []
     for s in ordered:
-        if s.get("name") in v.specialists:
-            env = envelope(s.get("output"))
+        name = v.specialist_name(s.get("name"))
+        if name is not None:
+            env = read_output(s.get("output"), v)
             calls.append(SpecialistCall(
-                name=s["name"], span_id=s.get("id"), parent_span_id=s.get("parent_span_id"),
+                name=name, span_id=s.get("id"), parent_span_id=s.get("parent_span_id"),
                 offset_ms=_ms(s.get("start_time"), origin), duration_ms=_duration(s),
                 input_text=dumps(s.get("input")), output_text=env["text"],
                 payload_text=dumps(s.get("output")), is_error=env["is_error"],
                 error_text=env["error_text"], empty=env["empty"], structured=env["structured"],
                 has_error_info=bool(s.get("error_info")),
+                span_name=s.get("name") if s.get("name") != name else None,
+                error_shape=env["error_shape"], suspect_error=env["suspect_error"],
             ))
 
     strategy_input = None
-    span = next((s for s in ordered if v.strategy_specialist and s.get("name") == v.strategy_specialist), None)
+    span = next((s for s in ordered if v.strategy_specialist
+                 and v.specialist_name(s.get("name")) == v.strategy_specialist), None)
     if span is not None:
         raw = dig(span, v.strategy_input_field) if v.strategy_input_field else span.get("input")
         strategy_input = StrategyInput(span_id=span.get("id"), text=dumps(raw) if raw is not None else "")
@@ -332,7 +384,7 @@ def render_text(trace: dict, d: TraceDigest) -> str:
     if g is None:
         lines += ["GUARDRAIL:", "    (no guardrail span)", ""]
     else:
-        verdict = "refused" if g.refused else ("allowed" if g.allowed else "unknown")
+        verdict = "refused" if g.refused else ("allowed" if g.allowed else f"unknown decision {dumps(g.decision)}")
         lines += [f"GUARDRAIL: {verdict}  +{g.offset_ms} ms  {_sid(g.span_id)}",
                   _indent(cut(g.output)), ""]
     lines.append("SKILL LOADS:")
@@ -340,6 +392,7 @@ def render_text(trace: dict, d: TraceDigest) -> str:
     lines.append("")
     lines.append("SPECIALIST CALLS (start order):")
     lines += [f"    {i}. {c.name}  +{c.offset_ms} ms  ({c.duration_ms} ms)  {_sid(c.span_id)}"
+              + (f"  [{c.span_name}]" if c.span_name else "")
               for i, c in enumerate(d.specialist_calls, 1)] or ["    (none)"]
     lines.append("")
     names = []
@@ -351,7 +404,9 @@ def render_text(trace: dict, d: TraceDigest) -> str:
         for i, c in enumerate(d.calls_of(name), 1):
             flags = []
             if c.is_error:
-                flags.append("isError: true")
+                flags.append(f"error: {c.error_shape}" if c.error_shape else "isError: true")
+            if c.suspect_error:
+                flags.append(f"looks like an error: {c.suspect_error}")
             if c.empty:
                 flags.append("EMPTY")
             if c.has_error_info:

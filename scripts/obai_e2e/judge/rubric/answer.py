@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ...trace.curate import TraceDigest
 from .context import Context
-from .numbers import Pool, extract
+from .numbers import Pool, extract, payload_texts
 from .outcome import (
     FAIL,
     NEEDS_JUDGMENT,
@@ -30,7 +30,7 @@ def empty_response(ctx: Context) -> RuleOutcome:
         return RuleOutcome(rule, LAYER, SKIPPED, detail="rejection case: judged by the refusal rules")
     if not (ctx.answer or "").strip():
         return RuleOutcome(rule, LAYER, FAIL, code=rule, detail="the final answer is empty",
-                       evidence=[Evidence(f"stdout empty, exit code {ctx.exit_code}", None, "turn")])
+                       evidence=[Evidence(f"{ctx.answer_source} empty, exit code {ctx.exit_code}", None, "turn")])
     return RuleOutcome(rule, LAYER, PASS, detail=f"{len(ctx.answer)} characters")
 
 
@@ -49,7 +49,7 @@ def unverified_numbers(ctx: Context) -> RuleOutcome:
     query_pool = Pool([ctx.case.query])
     codes, evidence, checked = [], [], 0
     for source, answer, digest in _answers(ctx):
-        payloads = Pool([c.payload_text for c in digest.specialist_calls])
+        payloads = Pool([t for c in digest.specialist_calls for t in payload_texts(c.payload_text)])
         for number in extract(answer or ""):
             checked += 1
             if payloads.contains(number) or query_pool.contains(number):

@@ -47,7 +47,10 @@ INFRA_REASONS = (
 )
 
 _NAME = r"[A-Za-z0-9_.:%-]+"
-_SPECIALIST = r"[A-Za-z0-9_%-]+"
+# Names in specialist codes: every name the cases schema admits (letters, digits, _ . : -),
+# and the percent-encoded names code_name() writes.
+_SPECIALIST = _NAME
+NAME = _NAME
 MAX_NAME = 120
 
 
@@ -70,12 +73,13 @@ def code_name(raw: object, *, keep: str = "_.:-") -> str:
 
 
 def specialist_name(raw: object) -> str:
-    """A specialist's name inside ``specialist.<name>.<what>``: dots are encoded too."""
-    return code_name(raw, keep="_-")
+    """A specialist's name inside ``specialist.<name>.<what>``: dots are encoded too, colons kept."""
+    return code_name(raw, keep="_:-")
+
 _HARD = [
     r"routing\.skill_missing", r"routing\.skill_overload", r"routing\.specialist_missing",
     r"routing\.sequence_violation", r"routing\.hub_paraphrase", rf"trace\.error_span:{_NAME}",
-    r"guardrail\.leaky", rf"specialist\.(?!strategy\.|prediction\.|options\.){_SPECIALIST}\.(empty|tool_error)",
+    r"guardrail\.leaky", rf"specialist\.{_SPECIALIST}\.(empty|tool_error)",
     r"specialist\.strategy\.(contract_broken|zero_trades|async_stub_broken|async_followup_missing)",
     r"specialist\.prediction\.no_slug", r"specialist\.options\.math", r"hub\.empty_response",
     r"guardrail\.exit_code", r"guardrail\.leaky_response",
@@ -106,3 +110,51 @@ def is_infra(code: str) -> bool:
 
 def is_known(code: str) -> bool:
     return is_hard(code) or is_soft(code) or is_infra(code)
+
+
+_FIXED = {
+    "routing": ("skill_missing", "skill_overload", "specialist_missing", "sequence_violation", "hub_paraphrase",
+                "unexpected_specialist"),
+    "guardrail": ("leaky", "exit_code", "leaky_response"),
+    "hub": ("empty_response", "incomplete_answer", "answer_truncated", "unverified_number:<value>"),
+    "trace": ("error_span:<span name>",),
+    "specialist": ("<name>.empty", "<name>.tool_error", "strategy.contract_broken", "strategy.zero_trades",
+                   "strategy.async_stub_broken", "strategy.async_followup_missing", "prediction.no_slug",
+                   "options.math"),
+}
+_SPECIALIST_FIXED = {"strategy": ("contract_broken", "zero_trades", "async_stub_broken", "async_followup_missing"),
+                     "prediction": ("no_slug",), "options": ("math",)}
+_CHARS = "letters, digits, _ . : - and %-escapes"
+
+
+def explain(code) -> str | None:
+    """Which part of ``code`` is wrong, in one sentence; None when it is a well-formed rubric code."""
+    if not isinstance(code, str) or not code:
+        return "a code is a non-empty string such as routing.skill_missing"
+    if is_known(code):
+        return None
+    if any(ch.isspace() for ch in code):
+        return f"{code!r} contains white space; codes have none (a space in a name is written %20)"
+    family, dot, rest = code.partition(".")
+    if not dot or family not in _FIXED:
+        return (f"{code!r} starts with {family!r}: a code starts with one of "
+                f"{', '.join(f + '.' for f in _FIXED)} (or is an infrastructure reason: {', '.join(INFRA_REASONS)})")
+    known = ", ".join(f"{family}.{r}" for r in _FIXED[family])
+    if family == "trace":
+        if not rest.startswith("error_span:"):
+            return f"{code!r}: after 'trace.' comes 'error_span:<span name>'"
+        return f"{code!r}: the span name {rest[len('error_span:'):]!r} may only have {_CHARS}"
+    if family == "hub" and rest.startswith("unverified_number"):
+        return f"{code!r}: write hub.unverified_number:<value>, the number as the answer writes it, without spaces"
+    if family == "specialist":
+        head, _, suffix = rest.rpartition(".")
+        if head in _SPECIALIST_FIXED and suffix not in _SPECIALIST_FIXED[head] + ("empty", "tool_error"):
+            return (f"{code!r}: after 'specialist.{head}.' comes one of "
+                    f"{', '.join(_SPECIALIST_FIXED[head] + ('empty', 'tool_error'))}, not {suffix!r}")
+        if not head:
+            return f"{code!r}: a specialist code is specialist.<name>.empty or specialist.<name>.tool_error"
+        if suffix not in ("empty", "tool_error"):
+            return (f"{code!r}: after the specialist name {head!r} comes '.empty' or '.tool_error', "
+                    f"not {suffix!r}")
+        return f"{code!r}: the specialist name {head!r} may only have {_CHARS}"
+    return f"{code!r}: {rest!r} is not a {family} code; the {family} codes are {known}"

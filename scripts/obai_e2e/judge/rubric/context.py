@@ -17,10 +17,14 @@ class Context:
     config: TargetConfig
     packet: Packet
     digest: TraceDigest  # the first turn's curated digest
-    answer: str  # the first turn's final answer (the CLI's stdout)
+    answer: str  # the first turn's final answer (target.answer_from: stdout, or the trace's output)
     exit_code: int | None
     followup_digest: TraceDigest | None = None
     followup_answer: str | None = None
+
+    @property
+    def answer_source(self) -> str:
+        return self.config.target.answer_from
 
     @property
     def vocab(self) -> Vocabulary:

@@ -7,6 +7,7 @@ whole tokens and must appear verbatim.
 """
 from __future__ import annotations
 
+import json
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -102,6 +103,34 @@ def extract(text: str, *, skip_list_markers: bool = True) -> list[Number]:
         found.append((m.start(), Number(m.group(0).strip(), frozenset(values))))
     found.sort(key=lambda pair: pair[0])
     return [n for _, n in found]
+
+
+def payload_texts(payload: str) -> list[str]:
+    """The texts a stored payload holds, decoded: every string (and key) of its JSON, numbers as written.
+
+    Numbers are read from these, not from the JSON text, where a line break is the two
+    characters ``\\n`` and would glue the ``n`` to a number at the start of a line.
+    A payload that is not JSON is one text.
+    """
+    try:
+        value = json.loads(payload, parse_float=str, parse_int=str)
+    except (TypeError, ValueError):
+        return [payload or ""]
+    out: list[str] = []
+
+    def walk(v) -> None:
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            for k, item in v.items():
+                out.append(k)
+                walk(item)
+        elif isinstance(v, list):
+            for item in v:
+                walk(item)
+
+    walk(value)
+    return out
 
 
 class Pool:

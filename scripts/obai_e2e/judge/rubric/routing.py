@@ -6,6 +6,7 @@ routing.sequence_violation, routing.unexpected_specialist (soft), routing.hub_pa
 """
 from __future__ import annotations
 
+from ...config.cases import SKILL_PREFIX
 from ...trace.curate import SkillLoad
 from . import thresholds
 from .codes import code_name
@@ -83,22 +84,39 @@ def specialist_missing(ctx: Context) -> RuleOutcome:
                    evidence=[Evidence(f"{t} called", calls[first[t]].span_id) for t in expected])
 
 
+def _first_starts(ctx: Context) -> dict[str, tuple[int, int | None, str | None]]:
+    """Sequence entry -> (start-order position, offset, span id) of its first span.
+
+    Entries are specialist names and ``skill:<name>`` for a skill's first load; positions
+    are the spans' start order (start time, then id), as the digest lists them.
+    """
+    position = {row.id: i for i, row in enumerate(ctx.digest.spans)}
+    first: dict[str, tuple[int, int | None, str | None]] = {}
+    for i, call in enumerate(ctx.digest.specialist_calls):
+        first.setdefault(call.name, (position.get(call.span_id, i), call.offset_ms, call.span_id))
+    for i, load in enumerate(ctx.digest.skill_loads):
+        first.setdefault(SKILL_PREFIX + load.skill, (position.get(load.span_id, i), load.offset_ms, load.span_id))
+    return first
+
+
 def sequence_violation(ctx: Context) -> RuleOutcome:
     rule = "routing.sequence_violation"
     seq = ctx.case.expected_sequence
     if len(seq) < 2:
-        return RuleOutcome(rule, LAYER, SKIPPED, detail="no sequence of two or more specialists expected")
-    first = _first_index(ctx)
-    calls = ctx.digest.specialist_calls
+        return RuleOutcome(rule, LAYER, SKIPPED, detail="no sequence of two or more entries expected")
+    first = _first_starts(ctx)
     for a, b in zip(seq, seq[1:]):
-        if a not in first or b not in first:
-            return RuleOutcome(rule, LAYER, SKIPPED, detail=f"{a if a not in first else b} was not called (see routing.specialist_missing)")
-        if first[a] > first[b]:
-            ca, cb = calls[first[a]], calls[first[b]]
+        absent = next((x for x in (a, b) if x not in first), None)
+        if absent is not None:
+            why = (f"skill {absent[len(SKILL_PREFIX):]} was not loaded (see routing.skill_missing)"
+                   if absent.startswith(SKILL_PREFIX) else f"{absent} was not called (see routing.specialist_missing)")
+            return RuleOutcome(rule, LAYER, SKIPPED, detail=why)
+        (pa, oa, sa), (pb, ob, sb) = first[a], first[b]
+        if pa > pb:
             return RuleOutcome(rule, LAYER, FAIL, code=rule,
-                           detail=f"{b} (+{cb.offset_ms} ms) started before {a} (+{ca.offset_ms} ms)",
-                           evidence=[Evidence(f"{b} first start +{cb.offset_ms} ms", cb.span_id),
-                                     Evidence(f"{a} first start +{ca.offset_ms} ms", ca.span_id)])
+                           detail=f"{b} (+{ob} ms) started before {a} (+{oa} ms)",
+                           evidence=[Evidence(f"{b} first start +{ob} ms", sb),
+                                     Evidence(f"{a} first start +{oa} ms", sa)])
     return RuleOutcome(rule, LAYER, PASS, detail=" → ".join(seq) + " in order", evidence=[_calls_summary(ctx)])
 
 

@@ -8,9 +8,12 @@ specialist.prediction.no_slug, specialist.options.math.
 """
 from __future__ import annotations
 
+import json
 import re
+from decimal import Decimal, InvalidOperation
 
-from ...trace.curate import TraceDigest
+from ...base import jsonptr
+from ...trace.curate import SpecialistCall, TraceDigest, unwrap
 from .codes import specialist_name
 from .context import Context
 from .numbers import extract
@@ -24,9 +27,6 @@ _TOTAL_TRADES = re.compile(r"(?im)^\s*total\s+trades\s*[:=]\s*(\d+)")
 _CONDITION_ID = re.compile(r"\b0x[0-9a-fA-F]{64}\b")
 # A slug has letters: dates such as 2026-12-16 are not slugs.
 _SLUG = re.compile(r"\b(?=[a-z0-9-]*[a-z])[a-z0-9]+(?:-[a-z0-9]+){2,}\b")
-_MAX_LOSS = re.compile(r"(?i)\bmax(?:imum)?\.?\s+loss\b[^\n]*")
-_BREAKEVEN = re.compile(r"(?i)\bbreak-?\s?evens?\b[^\n]*")
-_UNLIMITED = re.compile(r"(?i)\b(unlimited|unbounded|uncapped|infinite)\b")
 
 
 def _skip_all(reason: str, *rules: str) -> list[RuleOutcome]:
@@ -49,20 +49,47 @@ def guardrail_leaky(ctx: Context) -> RuleOutcome:
                    evidence=[Evidence(excerpt(g.output), g.span_id)])
 
 
+def _admits_failure(ctx: Context) -> bool:
+    return any(p.search(ctx.answer or "") for p in ctx.config.failure_ack_patterns)
+
+
+def _error_detail(c: SpecialistCall) -> str:
+    if c.suspect_error:
+        return (f"{c.name} returned what looks like an error ({c.suspect_error}), in a shape the target "
+                "configuration does not declare (vocabulary.specialist_output.errors), and the answer does not "
+                "mention a failure")
+    if c.error_shape:
+        return f"{c.name} reported an error ({c.error_shape})"
+    return f"{c.name} returned an error envelope"
+
+
 def tool_output(ctx: Context) -> list[RuleOutcome]:
-    """specialist.<name>.tool_error and specialist.<name>.empty, per call in start order."""
-    errors, empties = [], []
+    """specialist.<name>.tool_error and specialist.<name>.empty, per call in start order.
+
+    An output that only looks like an error (a shape the target did not declare) fails
+    when the answer reads as if nothing went wrong; when the answer admits the failure,
+    the suspicion is kept in the rule's detail.
+    """
+    errors, empties, admitted = [], [], []
     for c in ctx.digest.specialist_calls:
         if c.is_error:
             errors.append(c)
+        elif c.suspect_error:
+            (admitted if _admits_failure(ctx) else errors).append(c)
         elif c.empty and not c.has_error_info:
             empties.append(c)
     out = []
     if errors:
         c = errors[0]
         out.append(RuleOutcome("specialist.tool_error", LAYER, FAIL, code=f"specialist.{specialist_name(c.name)}.tool_error",
-                           detail=f"{c.name} returned an error envelope",
+                           detail=_error_detail(c),
                            evidence=[Evidence(excerpt(c.error_text or c.payload_text), c.span_id)]))
+    elif admitted:
+        c = admitted[0]
+        out.append(RuleOutcome("specialist.tool_error", LAYER, PASS,
+                               detail=f"{c.name} looks like it failed ({c.suspect_error}) and the answer says so",
+                               evidence=[Evidence(excerpt(c.payload_text), c.span_id),
+                                         Evidence(excerpt(ctx.answer), None, "answer")]))
     else:
         out.append(RuleOutcome("specialist.tool_error", LAYER, PASS, detail="no error envelope"))
     if empties:
@@ -168,13 +195,53 @@ def prediction(ctx: Context) -> RuleOutcome:
     return RuleOutcome(rule, LAYER, FAIL, code=rule, detail=detail, evidence=ev)
 
 
-def _breakevens(text: str) -> list[str]:
+def _labelled(label: re.Pattern, text: str) -> list[str]:
+    """For each line where ``label`` occurs: the line from the label on."""
+    out = []
+    for line in text.splitlines():
+        m = label.search(line)
+        if m:
+            out.append(line[m.start():])
+    return out
+
+
+def _breakevens(lines: list[str]) -> list[str]:
     values = []
-    for line in _BREAKEVEN.findall(text):
+    for line in lines:
         for n in extract(line, skip_list_markers=False):
             if n.text not in values:
                 values.append(n.text)
     return values
+
+
+def _number(value) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return True
+    try:
+        Decimal(str(value).replace(",", "").strip().lstrip("$"))
+    except (InvalidOperation, ValueError):
+        return False
+    return True
+
+
+def _from_payload(ctx: Context, call: SpecialistCall) -> tuple[bool, bool, list[str]] | None:
+    """(unlimited loss, capped loss, break-evens) from the structured payload, when it has them."""
+    v = ctx.vocab
+    if v.options_max_loss is None or v.options_breakevens is None:
+        return None
+    try:
+        payload = unwrap(json.loads(call.payload_text))
+    except ValueError:
+        return None
+    loss = jsonptr.resolve(payload, v.options_max_loss)
+    evens = jsonptr.resolve(payload, v.options_breakevens)
+    if loss is jsonptr.MISSING or not isinstance(evens, list):
+        return None
+    unlimited = isinstance(loss, str) and bool(ctx.config.options_labels.unlimited.search(loss))
+    capped = not unlimited and loss is not None and _number(loss)
+    return unlimited, capped, [str(e) for e in dict.fromkeys(map(str, evens))]
 
 
 def options(ctx: Context) -> RuleOutcome:
@@ -187,10 +254,17 @@ def options(ctx: Context) -> RuleOutcome:
         return RuleOutcome(rule, LAYER, SKIPPED, detail="no options call (see routing.specialist_missing)")
     call = calls[-1]
     text = call.output_text
-    loss_lines = _MAX_LOSS.findall(text)
-    unlimited_loss = any(_UNLIMITED.search(line) for line in loss_lines)
-    capped_loss = any(not _UNLIMITED.search(line) and extract(line) for line in loss_lines)
-    bes = _breakevens(text)
+    labels = ctx.config.options_labels
+    read = _from_payload(ctx, call)
+    if read is not None:
+        unlimited_loss, capped_loss, bes = read
+        source = "payload"
+    else:
+        loss_lines = _labelled(labels.max_loss, text)
+        unlimited_loss = any(labels.unlimited.search(line) for line in loss_lines)
+        capped_loss = any(not labels.unlimited.search(line) and extract(line) for line in loss_lines)
+        bes = _breakevens(_labelled(labels.breakeven, text))
+        source = "text"
     problems = []
     if shape == "naked_short_call":
         if not unlimited_loss:
@@ -200,9 +274,10 @@ def options(ctx: Context) -> RuleOutcome:
             problems.append(f"{shape.replace('_', ' ')} must show two breakevens (found {len(bes)}: {', '.join(bes) or 'none'})")
         if unlimited_loss or not capped_loss:
             problems.append(f"{shape.replace('_', ' ')} must show a capped max loss")
-    ev = [Evidence(excerpt(text), call.span_id)]
+    ev = [Evidence(excerpt(text if source == "text" else call.payload_text), call.span_id)]
     if problems:
-        return RuleOutcome(rule, LAYER, FAIL, code=rule, detail="; ".join(problems), evidence=ev)
+        where = " (read from the structured payload)" if source == "payload" else ""
+        return RuleOutcome(rule, LAYER, FAIL, code=rule, detail="; ".join(problems) + where, evidence=ev)
     return RuleOutcome(rule, LAYER, PASS, detail=f"{shape}: payoff shape consistent", evidence=ev)
 
 
