@@ -131,6 +131,10 @@ def test_routing_faults():
     assert [n for n, _ in steps(ask(Q_PRICE, "skip_mount"))] == ["policy.check", "agent:quotes", "writer"]
     skipped = ask(Q_TWO, "skip_desk")
     assert desk_names(skipped) == ["agent:quotes"] and len(step(skipped, "toolkit.mount")) == 2
+    extra = ask(Q_PRICE, "extra_mount")
+    assert [s.metadata["toolkit"] for s in step(extra, "toolkit.mount")] == ["equities", "derivatives"]
+    assert [s.metadata["toolkit"] for s in step(ask(Q_CALL, "extra_mount", tier="pro"), "toolkit.mount")] == [
+        "derivatives", "filings"]
     stray = ask(Q_PRICE, "stray_desk")
     assert desk_names(stray) == ["agent:quotes", "agent:financials"] and stray.text == ask(Q_PRICE).text
     raised = ask(Q_PRICE, "desk_raises")

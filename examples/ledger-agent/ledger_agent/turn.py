@@ -150,6 +150,8 @@ def run(question: str, settings: Settings) -> Reply:
             if late:
                 _mount(rec, desk)
                 mounted.add(desk)
+        if "extra_mount" in f and planned:
+            _mount(rec, "financials" if "derivs" in planned else "derivs")
         if "stray_desk" in f and planned:
             extra = next(d for d in ("financials", "quotes", "derivs") if d not in planned)
             _call_desk(rec, extra, question, symbols, frozenset(), first=False)

@@ -36,7 +36,7 @@ def run(args) -> int:
         return 0
     curated = curate(fetched.trace, fetched.spans, config.vocabulary, complete=fetched.complete)
     if args.json:
-        emit(curated.digest)
+        emit(curated.digest.to_json())
     else:
         sys.stdout.write(curated.text)
     return 0

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..base import jsonptr
 from ..base.clock import iso, utc_now
-from ..base.errors import Interrupted, ObaiError
+from ..base.errors import Interrupted, NotReady, ObaiError
 from ..base.fsutil import dumps_json, write_once
 from ..base.procs import STOPPING
 from ..base.record import Record
@@ -194,10 +194,13 @@ def _one_turn(config: TargetConfig, backend: Backend, box: Sandbox, query: str, 
     env.update(case.env)
     env[config.correlation.env_var] = tag
     timeout_s = case.timeout_s or config.target.timeout_s
-    turn = run_turn(argv, env=env, cwd=box.workdir, timeout_s=timeout_s,
-                    kill_grace_s=config.target.kill_grace_s,
-                    stderr_tail_bytes=config.target.stderr_tail_bytes,
-                    mark=box.next_mark(), under=box.folder)
+    try:
+        turn = run_turn(argv, env=env, cwd=box.workdir, timeout_s=timeout_s,
+                        kill_grace_s=config.target.kill_grace_s,
+                        stderr_tail_bytes=config.target.stderr_tail_bytes,
+                        mark=box.next_mark(), under=box.folder)
+    except NotReady as exc:
+        raise NotReady(f"{config.where('target', 'command')}: field /target/command: {exc}") from None
     turn.correlation_tag = tag
     turn.timeout_s, turn.env = timeout_s, dict(case.env)
     if turn.timed_out:

@@ -162,8 +162,7 @@ def run_turn(
             start_new_session=True,
         )
     except FileNotFoundError:
-        raise NotReady(f"target command not found: {argv[0]!r} (check target.command in the target configuration "
-                       "and PATH)") from None
+        raise NotReady(f"target command not found: {argv[0]!r} (not on PATH, or the path does not exist)") from None
     except PermissionError:
         raise NotReady(f"target command is not executable: {argv[0]!r}") from None
     pgid = proc.pid

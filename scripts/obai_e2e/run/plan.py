@@ -95,9 +95,10 @@ def create_run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, roo
         created_at=iso(created),
         target={"name": config.target.name, "display_name": config.display_name, "command": config.target.command,
                 "version": target_version(config)},
-        target_config=str(config.path),
+        # Absolute: later commands on this run may start in another directory.
+        target_config=str(Path(config.path).resolve()),
         target_config_sha256=target_sha,
-        cases_file=str(case_set.path),
+        cases_file=str(Path(case_set.path).resolve()),
         cases_sha256=case_set.sha256,
         git_commit=git_commit(bundle_root()),
         filters=filters.to_json(),

@@ -99,8 +99,8 @@ def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *,
         def korpus_ok():
             korpus = [c.id for c in state["cases"].cases if c.provenance == "korpus" and not c.disabled]
             if korpus and config.privacy is None:
-                _fail(f"blocker: korpus cases ({', '.join(korpus[:5])}) need a privacy section in the target "
-                      "configuration (names to pseudonymise, retention_days, quote_allowed)")
+                _fail(f"blocker: korpus cases ({', '.join(korpus[:5])}) need a privacy section in {config.path} "
+                      "(names to pseudonymise, retention_days, quote_allowed)")
             return f"{len(korpus)} korpus case(s), privacy rule set" if korpus else "no korpus cases"
         _check(report, "korpus", korpus_ok, "add the privacy section to the target configuration")
 
@@ -108,7 +108,8 @@ def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *,
             exe = config.target.command[0]
             found = shutil.which(exe, path=os.environ.get("PATH")) if os.sep not in exe else (exe if os.access(exe, os.X_OK) else None)
             if not found:
-                _fail(f"blocker: the target command {exe!r} is not on PATH or not executable")
+                _fail(f"{config.where('target', 'command')}: field /target/command: blocker: the target command "
+                      f"{exe!r} is not on PATH or not executable")
             return found
         _check(report, "target_command", command_ok,
                "install the target CLI or set target.command in the target configuration")
@@ -117,9 +118,10 @@ def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *,
             from ..loss.catalog import load_catalog
 
             if config.catalog is None:
-                _fail("blocker: no loss catalog configured (run.catalog in the target configuration)")
+                _fail(f"{config.path}: field /run/catalog: blocker: no loss catalog configured")
             if not config.catalog.exists():
-                _fail(f"blocker: the loss catalog {config.catalog} does not exist")
+                _fail(f"{config.where('run', 'catalog')}: field /run/catalog: blocker: the loss catalog "
+                      f"{config.catalog} does not exist")
             state["catalog"] = load_catalog(config.catalog)
             return f"{config.catalog} ({state['catalog'].version})"
         _check(report, "loss_catalog", catalog_ok, "point run.catalog at a loss catalog (catalogs/loss-catalog.v1.json)")
@@ -155,7 +157,8 @@ def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *,
 
         def sandbox_ok():
             if config.mode == "A" and not config.sandbox.enabled:
-                _fail("blocker: mode A executes the target and needs a sandbox, but sandbox.enabled is false")
+                _fail(f"{config.where('sandbox', 'enabled')}: field /sandbox/enabled: blocker: mode A executes the "
+                      "target and needs a sandbox, but sandbox.enabled is false")
             cleared = clear_leftovers(config)
             return f"mode {config.mode}; cleared {len(cleared)} leftover sandbox(es)" if cleared else f"mode {config.mode}"
         _check(report, "sandbox", sandbox_ok, "enable the sandbox (sandbox.enabled: true) or use mode B")
@@ -172,18 +175,19 @@ def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *,
             if not cmd:
                 return "no version_command configured"
             workdir = config.target.workdir if config.target.workdir.is_dir() else None
+            where = f"{config.where('target', 'version_command')}: field /target/version_command"
             try:
                 done = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
                                       cwd=str(workdir) if workdir else None, env={**os.environ, **config.target.env},
                                       stdin=subprocess.DEVNULL)
             except FileNotFoundError:
-                _fail(f"the target version command {cmd[0]!r} was not found")
+                _fail(f"{where}: the target version command {cmd[0]!r} was not found")
             except PermissionError:
-                _fail(f"the target version command {cmd[0]!r} is not executable")
+                _fail(f"{where}: the target version command {cmd[0]!r} is not executable")
             except subprocess.TimeoutExpired:
-                _fail(f"the target version command {' '.join(cmd)} did not finish in 60 s")
+                _fail(f"{where}: the target version command {' '.join(cmd)} did not finish in 60 s")
             if done.returncode != 0:
-                _fail(f"the target version command exited {done.returncode}: {done.stderr.strip()[-300:]}")
+                _fail(f"{where}: the target version command exited {done.returncode}: {done.stderr.strip()[-300:]}")
             version = (done.stdout or done.stderr).strip()
             markers = [m for m in config.anti_mock_version_markers if m.lower() in version.lower()]
             if markers:

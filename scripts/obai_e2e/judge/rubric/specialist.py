@@ -68,15 +68,19 @@ def tool_output(ctx: Context) -> list[RuleOutcome]:
 
     An output that only looks like an error (a shape the target did not declare) fails
     when the answer reads as if nothing went wrong; when the answer admits the failure,
-    the suspicion is kept in the rule's detail.
+    the suspicion is kept in the rule's detail and the output is judged for content.
     """
     errors, empties, admitted = [], [], []
     for c in ctx.digest.specialist_calls:
         if c.is_error:
             errors.append(c)
-        elif c.suspect_error:
-            (admitted if _admits_failure(ctx) else errors).append(c)
-        elif c.empty and not c.has_error_info:
+            continue
+        if c.suspect_error:
+            if not _admits_failure(ctx):
+                errors.append(c)
+                continue
+            admitted.append(c)
+        if c.empty and not c.has_error_info:
             empties.append(c)
     out = []
     if errors:

@@ -1,0 +1,123 @@
+"""A problem in target.yaml (or a case's env) is one message naming the file, the line and the field.
+
+Every case goes through ``obai-e2e preflight`` (the command a team runs first), which
+stops at the configuration check, before any agent or trace store is needed.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from obai_e2e import cli
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "ledger-agent"
+
+
+def preflight(capsys, target: Path, cases: Path | None = None) -> tuple[int, dict]:
+    args = ["preflight", "--target", str(target), "--no-start"]
+    if cases is not None:
+        args += ["--cases", str(cases)]
+    code = cli.main(args)
+    return code, json.loads(capsys.readouterr().out)
+
+
+def write(tmp_path: Path, text: str, name: str = "target.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def line_of(path: Path, needle: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if needle in line)
+
+
+def example_with(tmp_path: Path, old: str, new: str) -> Path:
+    text = (EXAMPLE / "target.yaml").read_text()
+    assert text.count(old) == 1, old
+    return write(tmp_path, text.replace(old, new))
+
+
+@pytest.mark.parametrize("old,new,needle,field,says", [
+    ('command: ["ledger-agent", "chat", "--conversation", "{session}", "--message", "{query}"]',
+     'command: ["ledger-agent", "chat", "--conversation", "{session}"]', "command:", "/target/command",
+     "must contain the placeholder {query}"),
+    ("  metadata_key: run_ref\n", "", "match: metadata", "/correlation/match", "needs /correlation/metadata_key"),
+    ('specialist_span: "agent:{name}"', 'specialist_span: "agent:{desk}"', "specialist_span:",
+     "/vocabulary/specialist_span", "the only placeholder is {name}"),
+    ('specialist_span: "agent:{name}"', 'specialist_span: "re:agent:(?P<name>"', "specialist_span:",
+     "/vocabulary/specialist_span", "not a valid regular expression"),
+    ("- {pointer: /status, equals: error, message: /detail}",
+     "- {pointer: /status, equals: error, matches: '^e', message: /detail}", "pointer: /status",
+     "/vocabulary/specialist_output/errors/0", "exactly one of equals, matches or present"),
+    ("- {pointer: /status, equals: error, message: /detail}", "- {pointer: /status, matches: '(', message: /detail}",
+     "pointer: /status", "/vocabulary/specialist_output/errors/0/matches", "not a valid regular expression"),
+    ('guardrail_refused_values: ["deny"]', 'guardrail_refused_values: ["deny", "allow"]', "guardrail_refused_values",
+     "/vocabulary/guardrail_refused_values", "'allow' is listed as both allowed and refused"),
+    ("skill_name_field: metadata.toolkit", "skill_name_field: name", "skill_name_field",
+     "/vocabulary/skill_name_field", "has none (e.g. skill:{name})"),
+    ('answer_from: "trace_output:/final/text"', 'answer_from: "trace_output:final"', 'answer_from: "',
+     "/target/answer_from", "does not match"),
+    ("specialists: [quotes, financials, derivs]", "specialists: [quotes, financials, derivs, 'skill:x']",
+     "specialists:", "/vocabulary/specialists/3", "may not start with 'skill:'"),
+])
+def test_bad_target_names_file_line_and_field(tmp_path, capsys, old, new, needle, field, says):
+    path = example_with(tmp_path, old, new)
+    code, out = preflight(capsys, path)
+    assert code == 4 and out["status"] == "not_ready"
+    reason = out["reason"]
+    assert reason.startswith(f"{path}:{line_of(path, needle)}: field {field}"), reason
+    assert says in reason, reason
+
+
+def test_a_bad_options_label_names_its_line(tmp_path, capsys):
+    text = (EXAMPLE / "target.yaml").read_text() + ""
+    text = text.replace("rubric:\n", "rubric:\n  options_labels:\n    breakeven: \"(?i)break(\"\n", 1)
+    path = write(tmp_path, text)
+    code, out = preflight(capsys, path)
+    assert out["reason"].startswith(f"{path}:{line_of(path, 'breakeven:')}: field /rubric/options_labels/breakeven")
+
+
+def test_a_command_not_on_path_names_file_and_line(tmp_path, capsys):
+    path = example_with(tmp_path, '["ledger-agent", "chat"', '["no-such-ledger-agent", "chat"')
+    code, out = preflight(capsys, path, EXAMPLE / "cases.yaml")
+    assert code == 4
+    assert out["reason"].startswith(f"{path}:{line_of(path, 'command: [')}: field /target/command: blocker: "
+                                     "the target command 'no-such-ledger-agent' is not on PATH")
+
+
+def test_a_case_may_not_set_the_correlation_variable(tmp_path, capsys):
+    cases = yaml.safe_load((EXAMPLE / "cases.yaml").read_text())
+    cases["cases"][0]["env"] = {"LEDGER_RUN_REF": "fixed"}
+    path = write(tmp_path, yaml.safe_dump(cases, sort_keys=False), "cases.yaml")
+    code, out = preflight(capsys, EXAMPLE / "target.yaml", path)
+    assert code == 4
+    assert out["reason"].startswith(f"{path}:{line_of(path, 'env:')}: case 'Q1', field /cases/0/env: "
+                                     "LEDGER_RUN_REF ties each turn to its trace")
+
+
+@pytest.mark.parametrize("entry,says", [
+    ('"skill:filings"', "names a skill load, but 'filings' is not in expected_skills"),
+    ("financials", "'financials' is not in expected_tools"),
+])
+def test_sequence_entries_must_be_expected(tmp_path, capsys, entry, says):
+    text = (EXAMPLE / "cases.yaml").read_text().replace('expected_sequence: ["skill:equities", quotes]',
+                                                       f'expected_sequence: ["skill:equities", quotes, {entry}]', 1)
+    path = write(tmp_path, text, "cases.yaml")
+    code, out = preflight(capsys, EXAMPLE / "target.yaml", path)
+    assert out["reason"].startswith(f"{path}:{line_of(path, 'skill:equities')}: case 'Q1', field "
+                                     "/cases/0/expected_sequence:"), out["reason"]
+    assert says in out["reason"]
+
+
+def test_the_example_files_are_valid(capsys):
+    from obai_e2e.config.cases import load_cases_for
+    from obai_e2e.config.target import load_target_config
+
+    config = load_target_config(EXAMPLE / "target.yaml")
+    cases = load_cases_for(config, EXAMPLE / "cases.yaml")
+    assert config.display_name == "Ledger" and len(cases.cases) == 14
+    assert cases.by_id("O1").env == {"LEDGER_TIER": "pro"}
