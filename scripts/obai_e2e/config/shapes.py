@@ -99,7 +99,7 @@ class ErrorShape:
             hit = isinstance(value, (str, int, float)) and not isinstance(value, bool) and \
                 self.matches.search(str(value)) is not None
         else:
-            hit = value is not jsonptr.MISSING and _same(value, self.equals)
+            hit = value is not jsonptr.MISSING and same_json(value, self.equals)
         if not hit:
             return None
         text = jsonptr.resolve(output, self.message) if self.message else jsonptr.MISSING
@@ -108,7 +108,7 @@ class ErrorShape:
         return text if isinstance(text, str) else str(text)
 
 
-def _same(a: Any, b: Any) -> bool:
+def same_json(a: Any, b: Any) -> bool:
     """JSON equality: true is not 1, 1 is 1.0."""
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b

@@ -14,7 +14,7 @@ from typing import Any
 from ..base import jsonptr
 from ..base.clock import parse_iso
 from ..base.record import Record
-from ..config.shapes import suspect_error
+from ..config.shapes import same_json, suspect_error
 from ..config.target import Vocabulary
 
 MAX_VALUE_CHARS = 2000
@@ -240,17 +240,11 @@ def usage_and_cost(trace: dict, spans: list[dict]) -> tuple[dict[str, int] | Non
     return usage, cost
 
 
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    return a == b
-
-
 def guardrail_decision(value: Any, v: Vocabulary) -> bool | None:
     """True allowed, False refused, None a value the vocabulary does not list."""
-    if any(_same(value, x) for x in v.guardrail_allowed_values):
+    if any(same_json(value, x) for x in v.guardrail_allowed_values):
         return True
-    if any(_same(value, x) for x in v.guardrail_refused_values):
+    if any(same_json(value, x) for x in v.guardrail_refused_values):
         return False
     return None
 
@@ -259,12 +253,12 @@ def read_output(output: Any, v: Vocabulary) -> dict:
     """A specialist's output read as the vocabulary says: text, data, error, emptiness."""
     env = envelope(output)
     value = unwrap(output)
-    if v.specialist_text is not None or v.specialist_data is not None:
-        text = jsonptr.resolve(value, v.specialist_text) if v.specialist_text is not None else None
-        data = jsonptr.resolve(value, v.specialist_data) if v.specialist_data is not None else None
+    if v.specialist_text is not None:
+        text = jsonptr.resolve(value, v.specialist_text)
         env["text"] = "" if text is None or text is jsonptr.MISSING else (text if isinstance(text, str) else dumps(text))
-        env["structured"] = bool(data) and data is not jsonptr.MISSING
-        env["empty"] = not env["text"].strip() and not env["structured"]
+    if v.specialist_data is not None:
+        env["structured"] = bool(jsonptr.resolve(value, v.specialist_data))
+    env["empty"] = not env["text"].strip() and not env["structured"]
     env["error_shape"] = None
     if not env["is_error"]:
         for shape in v.error_shapes:
