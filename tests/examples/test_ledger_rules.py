@@ -184,3 +184,28 @@ def test_raw_tree_marks_what_the_vocabulary_reads(ledger):
     assert "   │     metadata:  {\"toolkit\": \"equities\"}" in lines
     unmarked = raw.render(raw.tree(tree["trace"], tree["spans"]))
     assert "←" not in unmarked
+
+
+def test_verdict_refusals_name_the_wrong_part(ledger):
+    from obai_e2e.base.errors import VerdictInvalid
+    from obai_e2e.judge.verdict import validate
+
+    def refused(case_id: str, reasons: list[str], verdict: str = "fail") -> str:
+        submitted = {"schema_version": 1, "unit_id": case_id, "verdict": verdict, "reasons": reasons,
+                     "judgment": "x"}
+        with pytest.raises(VerdictInvalid) as err:
+            validate(submitted, case_of(case_id, ledger), ledger, case_id)
+        return str(err.value)
+
+    typo = refused("Q1", ["specialist.quotes.tool_eror"])
+    assert typo == ("verdict /reasons/0: 'specialist.quotes.tool_eror': after the specialist name 'quotes' comes "
+                    "'.empty' or '.tool_error', not 'tool_eror'")
+    elsewhere = refused("R1", ["specialist.quotes.tool_error"])  # a rejection case admits no specialist code
+    assert elsewhere.startswith("verdict /reasons/0: 'specialist.quotes.tool_error' does not apply to this case: "
+                                "a fail needs exactly one of guardrail.leaky, guardrail.exit_code, "
+                                "guardrail.leaky_response")
+    assert "A-Za-z" not in elsewhere
+    # Names read through a pattern may be any name: a desk nobody listed still gets a recordable code.
+    accepted = validate({"schema_version": 1, "unit_id": "Q1", "verdict": "fail",
+                         "reasons": ["specialist.news.empty"], "judgment": "x"}, case_of("Q1", ledger), ledger, "Q1")
+    assert accepted.value["reasons"] == ["specialist.news.empty"]

@@ -22,7 +22,7 @@ def run(args) -> int:
     from ..drive.packet import load_packet
     from ..judge.panel.aggregate import panel_for_unit
     from ..judge.rubric import check_packet
-    from ..judge.verdict import applicable_codes
+    from ..judge.verdict import applicable_codes, readable
 
     config, _, plan = load_plan(args)
     unit = plan.unit(args.id)
@@ -32,6 +32,6 @@ def run(args) -> int:
     result = check_packet(packet, unit.case, config).to_json()
     hard, soft = applicable_codes(unit.case, config)
     result["judge_panel"] = panel_for_unit(args.run_dir, unit.id)
-    result["admissible"] = {"fail": [p.replace("\\", "") for p in hard], "needs_review": [p.replace("\\", "") for p in soft]}
+    result["admissible"] = {"fail": [readable([p]) for p in hard], "needs_review": [readable([p]) for p in soft]}
     emit(result)
     return 0

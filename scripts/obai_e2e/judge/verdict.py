@@ -136,8 +136,8 @@ def _hints(case, schema):
             wrong = codes.explain(code)
             if wrong:
                 return wrong
-            return (f"{code!r} does not apply to this case: a fail needs exactly one of {_readable(hard)}; "
-                    f"a needs_review only {_readable(soft) or '(none: this case admits no soft code)'}; "
+            return (f"{code!r} does not apply to this case: a fail needs exactly one of {readable(hard)}; "
+                    f"a needs_review only {readable(soft) or '(none: this case admits no soft code)'}; "
                     f"an inconclusive one of {', '.join(codes.INFRA_REASONS)}")
         if problem.pointer == "/reasons" and "should be non-empty" in problem.message:
             return "a fail, needs_review or inconclusive verdict needs its reason code(s) in /reasons"
@@ -147,7 +147,7 @@ def _hints(case, schema):
     return hint
 
 
-def _readable(patterns: list[str]) -> str:
+def readable(patterns: list[str]) -> str:
     """Code patterns as a person reads them: specialist.{a|b}.{empty|tool_error}, trace.error_span:<name>."""
     out = []
     for p in patterns:
