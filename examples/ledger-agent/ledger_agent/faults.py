@@ -14,7 +14,8 @@ FAULTS: dict[str, tuple[str, str]] = {
     "late_mount": ("routing.sequence_violation",
                    "the first desk runs before its toolkit is mounted"),
     "extra_mount": ("routing.skill_overload",
-                    "one more toolkit is mounted after the planned desks (derivatives; filings when derivs is planned)"),
+                    "one more toolkit is mounted after the planned desks "
+                    "(derivatives; filings when derivs is planned)"),
     "skip_desk": ("routing.specialist_missing",
                   "the last planned desk is not called (its toolkit is still mounted)"),
     "stray_desk": ("routing.unexpected_specialist",

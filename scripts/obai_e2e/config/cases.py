@@ -146,7 +146,8 @@ def _semantic_checks(raw: dict, lines: Lines, source: str, specialists: Iterable
                     if name not in known and not (key == "expected_sequence" and name.startswith(SKILL_PREFIX)):
                         fail(key, f"{name!r} is not a specialist of the target (known: {', '.join(sorted(known))})")
         if correlation_var and correlation_var in c.get("env", {}):
-            fail("env", f"{correlation_var} ties each turn to its trace and is set by the harness; a case cannot set it")
+            fail("env", f"{correlation_var} ties each turn to its trace and is set by the harness; "
+                        "a case cannot set it")
         if c.get("expect_rejection") and tools:
             fail("expected_tools", "a rejection case expects no specialists; remove expected_tools or expect_rejection")
         if c.get("expect_async_job") and strategy and strategy not in tools:

@@ -297,7 +297,8 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
 
     a = data.get("async_jobs", {})
     async_jobs = AsyncJobs(
-        job_id_pattern=f.regex(a.get("job_id_pattern", r"Job ID:\s*([A-Za-z0-9_-]+)"), ("async_jobs", "job_id_pattern")),
+        job_id_pattern=f.regex(a.get("job_id_pattern", r"Job ID:\s*([A-Za-z0-9_-]+)"),
+                               ("async_jobs", "job_id_pattern")),
         eta_pattern=f.regex(a.get("eta_pattern", r"ETA:\s*(\d+(?:\.\d+)?)\s*s"), ("async_jobs", "eta_pattern")),
         margin_s=float(a.get("margin_s", 30)),
         cap_s=float(a.get("cap_s", 600)),

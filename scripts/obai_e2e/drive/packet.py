@@ -329,5 +329,6 @@ def _follow_job(config: TargetConfig, backend: Backend, box: Sandbox, session: s
         packet.followup_error = f"the follow-up turn {how}: {f_turn.stderr_tail.strip()[-300:]}"
         packet.async_job.failed_followup = FailedFollowup(turn=f_turn, trace=f_trace)
     else:
-        packet.followup = Followup(query=query, turn=f_turn, answer=answer_of(config, f_turn, f_trace), trace=f_trace)
+        packet.followup = Followup(query=query, turn=f_turn, answer=answer_of(config, f_turn, f_trace),
+                                   trace=f_trace)
     return f_turn.wall_ms
