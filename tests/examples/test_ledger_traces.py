@@ -2,14 +2,11 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
-from obai_e2e.base.opik_env import local_store_env
 
 pytestmark = pytest.mark.slow
 
@@ -25,8 +22,8 @@ TURNS = {
 
 
 @pytest.fixture(scope="module")
-def turns(trace_store):
-    env = {**os.environ, **local_store_env(trace_store.api_url), "LEDGER_OPIK_PROJECT": PROJECT}
+def turns(trace_store, sdk_env):
+    env = {**sdk_env, "LEDGER_OPIK_PROJECT": PROJECT}
     env.pop("LEDGER_FAULTS", None)
 
     def one(key: str):
@@ -41,7 +38,8 @@ def turns(trace_store):
         done = dict(pool.map(one, TURNS))
     import opik
 
-    client = opik.Opik(project_name=PROJECT, host=trace_store.api_url, _show_misconfiguration_message=False)
+    client = opik.Opik(project_name=PROJECT, host=trace_store.api_url, api_key=sdk_env.get("OPIK_API_KEY"),
+                       _show_misconfiguration_message=False)
     out = {}
     for key, (ref, proc) in done.items():
         found = client.search_traces(project_name=PROJECT, filter_string=f'metadata.run_ref = "{ref}"')
