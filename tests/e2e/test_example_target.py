@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from ledger_agent.faults import FAULTS
+from obai_e2e.report.results import load_results
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "ledger-agent"
@@ -86,7 +87,7 @@ def example_run(tmp_path_factory, trace_store):
     assert done.returncode in (0, 1), done.stderr[-3000:]
     out = json.loads(done.stdout)
     run_dir = Path(out["report_md"]).parent
-    results = json.loads((run_dir / "results.json").read_text())
+    results = load_results(run_dir / "results.json")
     return {"work": work, "env": env, "code": done.returncode, "run_dir": run_dir,
             "units": {u["unit_id"]: u for u in results["units"]}}
 
