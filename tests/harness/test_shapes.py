@@ -81,7 +81,7 @@ def test_suspect_error_shapes(output, suspect):
 
 
 @pytest.mark.parametrize("code", [
-    "specialist.agent:quotes.tool_error", "specialist.fx.rates.empty", "specialist.options.empty",
+    "specialist.agent:quotes.tool_error", "specialist.fx%2Erates.empty", "specialist.options.empty",
     "specialist.strategy.tool_error", "trace.error_span:agent:quotes", "hub.unverified_number:1,234.50",
 ])
 def test_names_the_cases_schema_admits_make_valid_codes(code):
@@ -93,7 +93,7 @@ def test_names_the_cases_schema_admits_make_valid_codes(code):
     ("specialist.agent:quotes.tool_eror", "after the specialist name 'agent:quotes' comes '.empty' or '.tool_error', not 'tool_eror'"),
     ("specialist.options.maths", "after 'specialist.options.' comes one of math, empty, tool_error, not 'maths'"),
     ("specialist.agent quotes.empty", "contains white space"),
-    ("specialist.a/b.empty", "the specialist name 'a/b' may only have letters, digits and _ . : -"),
+    ("specialist.a/b.empty", "the specialist name 'a/b' may only have letters, digits, _ . : - and %-escapes"),
     ("routing.skil_missing", "'skil_missing' is not a routing code"),
     ("trace.error:x", "after 'trace.' comes 'error_span:<span name>'"),
     ("hub.unverified_number", "write hub.unverified_number:<value>"),
@@ -104,8 +104,10 @@ def test_a_bad_code_says_which_part_is_wrong(code, says):
     assert says in message and len(message) < 300
 
 
-@pytest.mark.parametrize("name,fit", [("agent:quotes", "agent:quotes"), ("Agent Executor", "Agent_Executor"),
-                                      ("tool/search (v2)", "tool_search_v2"), ("", "unnamed"), ("  ", "unnamed")])
-def test_code_name(name, fit):
-    assert codes.code_name(name) == fit
+@pytest.mark.parametrize("name,fit", [("agent:quotes", "agent:quotes"), ("fx.rates", "fx%2Erates"),
+                                      ("Agent Executor", "Agent%20Executor"), ("", "unnamed")])
+def test_specialist_names_in_codes(name, fit):
+    """Colons stay (names the cases schema admits); dots and anything else are percent-encoded."""
+    assert codes.specialist_name(name) == fit
+    assert codes.is_hard(f"specialist.{codes.specialist_name(name)}.tool_error")
     assert codes.is_hard(f"trace.error_span:{codes.code_name(name)}")
