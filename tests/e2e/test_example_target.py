@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from ledger_agent.faults import FAULTS
 from obai_e2e.report.results import load_results
 

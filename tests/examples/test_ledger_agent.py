@@ -6,7 +6,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from ledger_agent import cli, desks, planner, turn
 from ledger_agent.faults import FAULTS
 from obai_e2e.judge.rubric.numbers import Pool, extract

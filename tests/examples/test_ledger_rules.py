@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from obai_e2e.config.cases import load_cases
 from obai_e2e.config.target import load_target_config
 from obai_e2e.drive.packet import Packet

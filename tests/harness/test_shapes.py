@@ -4,7 +4,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from obai_e2e.base import jsonptr
 from obai_e2e.config.shapes import ErrorShape, span_pattern, suspect_error
 from obai_e2e.judge.rubric import codes

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from obai_e2e import cli
 
 REPO = Path(__file__).resolve().parents[2]

@@ -159,7 +159,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
     from ..base.output import emit
     from ..config.target import load_target_config
     from ..trace import raw
-    from ..trace.backend import connect, connect_to
+    from ..trace.backend import connect_to
     from ..trace.resolve import fetch
 
     if args.target is not None:
