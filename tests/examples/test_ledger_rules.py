@@ -208,3 +208,11 @@ def test_verdict_refusals_name_the_wrong_part(ledger):
     accepted = validate({"schema_version": 1, "unit_id": "Q1", "verdict": "fail",
                          "reasons": ["specialist.news.empty"], "judgment": "x"}, case_of("Q1", ledger), ledger, "Q1")
     assert accepted.value["reasons"] == ["specialist.news.empty"]
+    # A dot ends the name in a code: a desk called fx.rates is written fx%2Erates.
+    dotted = refused("Q1", ["specialist.fx.rates.empty"])
+    assert dotted.endswith("the specialist name 'fx.rates' may only have letters, digits, _ : - and %-escapes "
+                           "(a dot is written %2E)"), dotted
+    encoded = validate({"schema_version": 1, "unit_id": "Q1", "verdict": "fail",
+                        "reasons": ["specialist.fx%2Erates.empty"], "judgment": "x"}, case_of("Q1", ledger), ledger,
+                       "Q1")
+    assert encoded.value["reasons"] == ["specialist.fx%2Erates.empty"]

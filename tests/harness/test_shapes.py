@@ -92,7 +92,9 @@ def test_names_the_cases_schema_admits_make_valid_codes(code):
     ("specialist.agent:quotes.tool_eror", "after the specialist name 'agent:quotes' comes '.empty' or '.tool_error', not 'tool_eror'"),
     ("specialist.options.maths", "after 'specialist.options.' comes one of math, empty, tool_error, not 'maths'"),
     ("specialist.agent quotes.empty", "contains white space"),
-    ("specialist.a/b.empty", "the specialist name 'a/b' may only have letters, digits, _ . : - and %-escapes"),
+    ("specialist.a/b.empty", "the specialist name 'a/b' may only have letters, digits, _ : - and %-escapes"),
+    ("specialist.fx.rates.empty", "the specialist name 'fx.rates' may only have letters, digits, _ : - and "
+                                  "%-escapes (a dot is written %2E)"),
     ("routing.skil_missing", "'skil_missing' is not a routing code"),
     ("trace.error:x", "after 'trace.' comes 'error_span:<span name>'"),
     ("hub.unverified_number", "write hub.unverified_number:<value>"),

@@ -60,7 +60,7 @@ def applicable_codes(case: Case, config: TargetConfig) -> tuple[list[str], list[
     """(hard code patterns, soft code patterns) that can apply to ``case``."""
     v = config.vocabulary
     # With a specialist_span pattern any name the pattern reads can occur, listed or not.
-    names = (codes.NAME if v.specialist_span
+    names = (codes.SPECIALIST_NAME if v.specialist_span
              else "(" + "|".join(re.escape(codes.specialist_name(n)) for n in v.specialists) + ")")
     hard, soft = [], []
     if case.expect_rejection:
@@ -151,7 +151,7 @@ def readable(patterns: list[str]) -> str:
     """Code patterns as a person reads them: specialist.{a|b}.{empty|tool_error}, trace.error_span:<name>."""
     out = []
     for p in patterns:
-        p = p.replace(codes.NAME, "<name>").replace(r"[^\s|]+", "<value>")
+        p = p.replace(codes.NAME, "<name>").replace(codes.SPECIALIST_NAME, "<name>").replace(r"[^\s|]+", "<value>")
         out.append(p.replace("\\", "").replace("(", "{").replace(")", "}"))
     return ", ".join(out)
 

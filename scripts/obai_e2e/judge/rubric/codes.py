@@ -47,10 +47,11 @@ INFRA_REASONS = (
 )
 
 _NAME = r"[A-Za-z0-9_.:%-]+"
-# Names in specialist codes: every name the cases schema admits (letters, digits, _ . : -),
-# and the percent-encoded names code_name() writes.
-_SPECIALIST = _NAME
+# A specialist's name as specialist_name() writes it: every name the cases schema admits
+# (letters, digits, _ . : -) fits, its dots written %2E, so the name ends at the next dot.
+_SPECIALIST = r"[A-Za-z0-9_:%-]+"
 NAME = _NAME
+SPECIALIST_NAME = _SPECIALIST
 MAX_NAME = 120
 
 
@@ -125,6 +126,7 @@ _FIXED = {
 _SPECIALIST_FIXED = {"strategy": ("contract_broken", "zero_trades", "async_stub_broken", "async_followup_missing"),
                      "prediction": ("no_slug",), "options": ("math",)}
 _CHARS = "letters, digits, _ . : - and %-escapes"
+_SPECIALIST_CHARS = "letters, digits, _ : - and %-escapes (a dot is written %2E)"
 
 
 def explain(code) -> str | None:
@@ -156,5 +158,5 @@ def explain(code) -> str | None:
         if suffix not in ("empty", "tool_error"):
             return (f"{code!r}: after the specialist name {head!r} comes '.empty' or '.tool_error', "
                     f"not {suffix!r}")
-        return f"{code!r}: the specialist name {head!r} may only have {_CHARS}"
+        return f"{code!r}: the specialist name {head!r} may only have {_SPECIALIST_CHARS}"
     return f"{code!r}: {rest!r} is not a {family} code; the {family} codes are {known}"
