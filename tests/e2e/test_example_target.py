@@ -11,6 +11,7 @@ name, traces sample / inspect-trace --raw, the report titles.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 import re
@@ -47,6 +48,7 @@ MATRIX = {
     "refusal_exit_zero": ("O3", "fail", "guardrail.exit_code"),
 }
 SECRET = "tok-0123456789-secret"
+MDE = 0.45
 RULES = ["routing.skill_missing", "routing.skill_overload", "routing.specialist_missing",
          "routing.sequence_violation", "routing.unexpected_specialist", "trace.error_span", "guardrail.leaky",
          "specialist.tool_error", "specialist.empty", "specialist.options.math", "hub.empty_response",
@@ -79,10 +81,13 @@ def example_run(tmp_path_factory, trace_store):
     work = tmp_path_factory.mktemp("adopter")  # a team's own checkout, far from the bundle
     shutil.copy(EXAMPLE / "target.yaml", work / "target.yaml")
     (work / "cases.yaml").write_text(yaml.safe_dump(faulted_cases(), sort_keys=False))
+    # A plan of the team's own, named on the command line over the target's run.plan.
+    (work / "plan.yaml").write_text((EXAMPLE / "plan.yaml").read_text().replace("mde: 0.4\n", f"mde: {MDE}\n"))
     env = {**os.environ, "OBAI_E2E_RUNS": str(work / "runs"), "OBAI_TRACE_STORE_DIR": str(trace_store.data_dir)}
     for name in ("OBAI_E2E_TARGET", "OBAI_E2E_CASES", "LEDGER_FAULTS", "LEDGER_TIER"):
         env.pop(name, None)
-    done = obai(["run", "--target", "target.yaml", "--cases", "cases.yaml", "--jobs", "3"], work, env)
+    done = obai(["run", "--target", "target.yaml", "--cases", "cases.yaml", "--plan", "plan.yaml", "--jobs", "3"],
+                work, env)
     assert done.returncode in (0, 1), done.stderr[-3000:]
     out = json.loads(done.stdout)
     run_dir = Path(out["report_md"]).parent
@@ -116,6 +121,34 @@ def test_run_from_another_directory_with_files_outside_the_bundle(example_run):
     meta = json.loads((example_run["run_dir"] / "run.json").read_text())
     assert Path(meta["cases_file"]).resolve() == (example_run["work"] / "cases.yaml").resolve()
     assert Path(meta["target_config"]).resolve() == (example_run["work"] / "target.yaml").resolve()
+
+
+def test_the_plan_given_scores_the_run(example_run):
+    work, run_dir = example_run["work"], example_run["run_dir"]
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["loss_plan"] == str((work / "plan.yaml").resolve())
+    suite = json.loads((run_dir / "suite.json").read_text())
+    assert suite["plan_sha256"] == hashlib.sha256((work / "plan.yaml").read_bytes()).hexdigest()
+    assert suite["mde"] == MDE
+    assert [p["labels"].get("intent") for p in suite["partitions"]] == [
+        "price_lookup", "fundamentals", "mixed", "options", "off_topic", "general", None]  # None: the rest
+    # Scored again with no file named: the run's own target and plan give the same suite.json.
+    again = obai(["score-loss", "--run-dir", str(run_dir)], work, example_run["env"], timeout=120)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert json.loads((run_dir / "suite.json").read_text()) == suite
+
+
+def test_a_merged_run_keeps_the_target_name(example_run):
+    work = example_run["work"]
+    env = {**example_run["env"], "OBAI_E2E_RUNS": str(work / "shard-runs")}
+    part = obai(["run", "--target", "target.yaml", "--cases", "cases.yaml", "--id", "R1", "--shard", "1/1"],
+                work, env, timeout=300)
+    assert part.returncode == 0, part.stderr[-3000:]
+    merged = obai(["merge-runs", json.loads(part.stdout)["run_dir"], "--into", str(work / "merged")], work, env,
+                  timeout=300)
+    assert merged.returncode == 0, merged.stderr[-3000:]
+    assert (work / "merged" / "report.md").read_text().startswith("# Ledger E2E Regression — ")
+    assert "<h1>Ledger E2E Regression</h1>" in (work / "merged" / "report.html").read_text()
 
 
 def test_clean_example_passes_every_case(example_run):

@@ -120,3 +120,25 @@ def test_the_example_files_are_valid(capsys):
     cases = load_cases_for(config, EXAMPLE / "cases.yaml")
     assert config.display_name == "Ledger" and len(cases.cases) == 14
     assert cases.by_id("O1").env == {"LEDGER_TIER": "pro"}
+
+
+def test_new_run_keeps_the_files_it_was_given(tmp_path, capsys, monkeypatch):
+    """From a directory outside the bundle: paths recorded absolute, a named plan kept for scoring."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OBAI_E2E_RUNS", str(tmp_path / "runs"))
+    for name in ("target.yaml", "cases.yaml", "plan.yaml"):
+        (tmp_path / name).write_text((EXAMPLE / name).read_text())
+    (tmp_path / "bad-plan.yaml").write_text((EXAMPLE / "plan.yaml").read_text().replace("mde: 0.4", "mde: 2"))
+    base = ["new-run", "--target", "target.yaml", "--cases", "cases.yaml", "--id", "Q1"]
+
+    assert cli.main([*base, "--plan", "bad-plan.yaml"]) == 2
+    refused = json.loads(capsys.readouterr().out)
+    assert refused["message"].startswith(f"bad-plan.yaml:{line_of(tmp_path / 'bad-plan.yaml', 'mde:')}: field /mde")
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("run.json"))
+
+    assert cli.main([*base, "--plan", "plan.yaml"]) == 0
+    meta = json.loads((Path(json.loads(capsys.readouterr().out)["run_dir"]) / "run.json").read_text())
+    assert meta["target_config"] == str(tmp_path / "target.yaml")
+    assert meta["cases_file"] == str(tmp_path / "cases.yaml")
+    assert meta["loss_plan"] == str(tmp_path / "plan.yaml")
+    assert meta["target"]["display_name"] == "Ledger" and meta["units"] == ["Q1"]

@@ -70,25 +70,37 @@ def add_sample_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sample", action="store_true",
                         help="select cases and repeats by the loss plan: up to n_min cases per partition, "
                              "stochastic cases at least 3 repeats (applied after the other filters)")
-    parser.add_argument("--plan", type=Path, default=None, help="loss plan (default: run.plan of the target)")
+    parser.add_argument("--plan", type=Path, default=None,
+                        help="loss plan, recorded in run.json and used to score the run (default: run.plan of the "
+                             "target, else cases/plan.yaml)")
 
 
 def sampled(args, case_set: CaseSet, filters: Filters, config_plan: Path | None = None) -> tuple[Filters, dict | None, dict | None]:
-    """(filters, repeats, run.json extra) for a run planned by the loss plan, or unchanged."""
+    """(filters, repeats, run.json extra) for a run planned by the loss plan, or unchanged.
+
+    A plan named by --plan is recorded in run.json, so the run is scored by the same plan.
+    """
+    given = getattr(args, "plan", None)
+    recorded = {}
+    if given:
+        from ..loss.plan import load_plan
+
+        load_plan(given)  # a bad plan stops the run before its first turn, not when it is scored
+        recorded["loss_plan"] = str(Path(given).resolve())
     if not getattr(args, "sample", False):
-        return filters, None, None
+        return filters, None, recorded or None
     from ..config.selection import Filters
     from ..loss.plan import load_plan
     from ..loss.sampling import sample
 
     pool = filters.apply(case_set).cases
-    s = sample(load_plan(args.plan), pool)
+    s = sample(load_plan(given or config_plan), pool)
     if not s.units:
         from ..base.errors import UsageError
 
         raise UsageError("the loss plan selects no case from the filtered case set")
     ids = tuple(u["case_id"] for u in s.units)
-    return Filters(ids=ids), {u["case_id"]: u["repeats"] for u in s.units}, {"sampling": s.to_json()}
+    return Filters(ids=ids), {u["case_id"]: u["repeats"] for u in s.units}, {**recorded, "sampling": s.to_json()}
 
 
 def filters_from(args) -> Filters:

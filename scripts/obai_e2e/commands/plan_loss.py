@@ -14,16 +14,17 @@ def register(sub) -> None:
         "plan-loss", help="render E2E-PLAN.md from the loss plan; print n_min per partition and the budget",
         description="n_min = ceil(16·s²/mde²), at least 2, computed exactly from the plan's decimals. Also shows "
                     "how many enabled cases of the case set fall into each partition (thin: fewer than n_min).")
-    p.add_argument("--plan", type=Path, default=None, help="loss plan (default: cases/plan.yaml, or $OBAI_E2E_PLAN)")
+    p.add_argument("--plan", type=Path, default=None,
+                   help="loss plan (default: run.plan of the target, else cases/plan.yaml or $OBAI_E2E_PLAN)")
     p.add_argument("--output", type=Path, default=None, help="where to write E2E-PLAN.md (default: the bundle root)")
     add_config_args(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    plan = load_plan(args.plan)
+    config, cases = load(args)
+    plan = load_plan(args.plan or config.plan)
     path = write_plan_md(plan, args.output)
-    _, cases = load(args)
     drawn = {s.key: s for s in sample(plan, cases.cases).partitions}
     partitions = [{"partition": p.key, "labels": p.labels, "weight": p.weight, "s": float(p.s),
                    "s_from_pilot": p.s_from_pilot, "n_min": p.n_min, "available_cases": drawn[p.key].available,

@@ -7,6 +7,7 @@ from ..base.errors import Exit
 from ..base.output import emit, say
 from ..config.target import load_target_config
 from ..loss.score_run import score_run
+from ..rundir.meta import RUN_FILE, load_run, plan_of
 
 
 def register(sub) -> None:
@@ -22,16 +23,21 @@ def register(sub) -> None:
                    help="run directory or results.json to compare with (a suite.json only of the same catalog version)")
     p.add_argument("--catalog", type=Path, default=None,
                    help="loss catalog (default: run.catalog of the target configuration)")
-    p.add_argument("--plan", type=Path, default=None, help="loss plan (default: cases/plan.yaml, or $OBAI_E2E_PLAN)")
-    p.add_argument("--target", type=Path, default=None, help="target configuration (default: cases/target.yaml)")
+    p.add_argument("--plan", type=Path, default=None,
+                   help="loss plan (default: the run's own, else run.plan of the target, else cases/plan.yaml or "
+                        "$OBAI_E2E_PLAN)")
+    p.add_argument("--target", type=Path, default=None,
+                   help="target configuration (default: the run's own, else cases/target.yaml)")
     p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when TOP-REGRESSIONS.md has a row")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    config = load_target_config(args.target)
-    out = score_run(args.run_dir, config=config, baseline=args.baseline, catalog_path=args.catalog,
-                    plan_path=args.plan or config.plan)
+    meta = load_run(args.run_dir) if (args.run_dir / RUN_FILE).is_file() else None
+    recorded = Path(meta.target_config) if meta and Path(meta.target_config).is_file() else None
+    config = load_target_config(args.target or recorded)
+    plan = args.plan or (plan_of(args.run_dir) if meta else None) or config.plan
+    out = score_run(args.run_dir, config=config, baseline=args.baseline, catalog_path=args.catalog, plan_path=plan)
     emit(out)
     score = out["suite_score"]
     shown = f"{score:.4f}" if score is not None else ", ".join(

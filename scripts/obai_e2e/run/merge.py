@@ -140,7 +140,8 @@ def merge(config: TargetConfig, case_set: CaseSet, dirs: list[Path], into: Path 
         if not existing.exists():
             meta.write(into)
         stamp = parse_iso(meta.created_at).strftime("%Y-%m-%d %H:%M:%S UTC")
-        ensure_header(into / "report.md", stamp, meta.selection_filters.apply(case_set).disabled_line())
+        ensure_header(into / "report.md", stamp, meta.selection_filters.apply(case_set).disabled_line(),
+                      meta.target.get("display_name") or config.display_name)
         owner = {u: p for p in parts for u in p.meta.units}
         for unit_id in plan_units:
             src = owner[unit_id].run_dir

@@ -131,6 +131,12 @@ def latest_comparable_run(filters: Filters, cases_file: Path, root: Path | None 
     return None
 
 
+def plan_of(run_dir: Path) -> Path | None:
+    """The loss plan the run was created with (``--plan``), or None for the configured one."""
+    recorded = load_run(run_dir).extra.get("loss_plan")
+    return Path(recorded) if recorded else None
+
+
 def baseline_of(run_dir: Path) -> Path | None:
     """The baseline recorded when ``run_dir`` was created, if it still exists."""
     recorded = load_run(run_dir).baseline_run
