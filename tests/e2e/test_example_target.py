@@ -302,6 +302,12 @@ def test_specialist_names_with_a_colon_in_verdicts(example_run):
     assert obai(["run-one", "--id", "Q2", "--run-dir", run_dir], work, env, timeout=300).returncode == 0
     checked = json.loads(obai(["check-case", "--id", "Q2", "--run-dir", run_dir], work, env).stdout)
     assert checked["reasons"] == ["specialist.agent:quotes.tool_error"]
+    assert {"trace.error_span:<name>", "specialist.{agent:quotes|agent:financials|agent:derivs}.{empty|tool_error}",
+            "routing.specialist_missing"} <= set(checked["admissible"]["fail"])
+    # Read through the example's pattern, a desk may have any name.
+    by_pattern = check(example_run, "Q2", work / "target.yaml")["admissible"]
+    assert "specialist.<name>.{empty|tool_error}" in by_pattern["fail"]
+    assert "A-Za-z" not in json.dumps(by_pattern) + json.dumps(checked["admissible"])
 
     typo = {"schema_version": 1, "unit_id": "Q2", "verdict": "fail", "reasons": ["specialist.agent:quotes.tool_eror"],
             "expected": "x", "observed": "y", "judgment": "z"}
