@@ -1,0 +1,108 @@
+"""Real packets and traces of the demo target, recorded once and kept as data.
+
+``data/clean/<unit>.packet.json``   the packet the harness wrote for a unit of a clean run
+``data/clean/<unit>.traces.json``   its trace(s) and spans as the opik SDK read them back
+``data/faults/<fault>.*``           the same for the unit each fault of ``matrix.MATRIX`` targets
+
+``record.py`` re-records all of it (``uv run python tests/recorded/record.py``). Ids,
+times and timings are whatever the recording produced: tests must not depend on them.
+Every accessor returns a fresh copy, so a test may change what it gets.
+"""
+from __future__ import annotations
+
+import copy
+import json
+from functools import cache
+from pathlib import Path
+
+from obai_e2e.config.cases import Case, CaseSet, load_cases_for
+from obai_e2e.config.target import TargetConfig, load_target_config
+from obai_e2e.drive.packet import Packet
+from obai_e2e.judge.rubric.check import CheckResult, check_packet
+
+from .matrix import MATRIX
+
+DATA = Path(__file__).resolve().parent / "data"
+CLEAN, FAULTS = "clean", "faults"
+
+
+@cache
+def config() -> TargetConfig:
+    """The bundled target.yaml: the vocabulary and rubric patterns the demo is judged with."""
+    return load_target_config(DATA.parents[2] / "cases" / "target.yaml")
+
+
+@cache
+def cases() -> CaseSet:
+    return load_cases_for(config(), DATA.parents[2] / "cases" / "cases.yaml")
+
+
+def case(case_id: str) -> Case:
+    return cases().by_id(case_id)
+
+
+@cache
+def _read(path: Path):
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@cache
+def index() -> dict:
+    return _read(DATA / "index.json")
+
+
+def clean_units() -> list[str]:
+    """Unit ids of the recorded clean run."""
+    return list(index()["clean"])
+
+
+def name_of(group: str, unit: str) -> str:
+    """``clean/MD1`` or ``faults/zero_trades``: how a test id names a recording."""
+    return f"{group}/{unit}"
+
+
+def packet_json(group: str, unit: str) -> dict:
+    """The stored packet of ``unit`` (a unit id for clean, a fault name for faults)."""
+    return copy.deepcopy(_read(DATA / group / f"{unit}.packet.json"))
+
+
+def packet(group: str, unit: str) -> Packet:
+    return Packet.from_json(packet_json(group, unit), source=f"{group}/{unit}.packet.json")
+
+
+def traces(group: str, unit: str) -> list[dict]:
+    """``[{role, complete, trace, spans}]``: role is turn, followup, failed_followup or candidate."""
+    return copy.deepcopy(_read(DATA / group / f"{unit}.traces.json"))
+
+
+def raw(group: str, unit: str, role: str = "turn") -> tuple[dict, list[dict]]:
+    """(trace, spans) of one recorded trace, as ``trace/curate.py`` takes them."""
+    found = [t for t in traces(group, unit) if t["role"] == role]
+    assert len(found) == 1, f"{group}/{unit} has {len(found)} {role} trace(s)"
+    return found[0]["trace"], found[0]["spans"]
+
+
+def recordings() -> list[tuple[str, str]]:
+    """Every recorded (group, unit): the clean units, then the faults."""
+    return [(CLEAN, u) for u in clean_units()] + [(FAULTS, f) for f in MATRIX]
+
+
+def check(p: Packet) -> CheckResult:
+    """The mechanical rubric on a packet, with its case as the case file has it now."""
+    return check_packet(p, case(p.case_id), config())
+
+
+@cache
+def checked(group: str, unit: str) -> CheckResult:
+    """``check`` of a stored packet, computed once: read it, do not change it."""
+    return check(packet(group, unit))
+
+
+def tripped(result: CheckResult) -> set[str]:
+    """Every code a check tripped (hard and soft)."""
+    return {c for o in result.outcomes for c in o.tripped_codes}
+
+
+def statuses(result: CheckResult) -> dict[str, str]:
+    """Rule family → status (a family that runs twice, e.g. a follow-up contract, keeps its last)."""
+    return {o.rule: o.status for o in result.outcomes}

@@ -1,0 +1,70 @@
+"""The fault matrix: which case each demo fault is scoped to, and what the harness must say.
+
+One table for the recorded data (``record.py`` drives these faults), the fast rubric tests
+on that data and the end-to-end fault matrix. A new fault of the demo gets a row here; a
+new rubric rule gets a name in ``RULES`` and a fault that trips it.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Row(NamedTuple):
+    """One fault: the case it is scoped to, the query text that scopes it and the expected outcome."""
+
+    case_id: str
+    scope: str
+    verdict: str
+    code: str
+    implied: frozenset[str] = frozenset()
+    """Other codes the fault trips as a consequence (never the verdict's reason)."""
+
+
+MATRIX: dict[str, Row] = {
+    "drop_skill": Row("MD2", "52-week range", "fail", "routing.skill_missing"),
+    "extra_skill": Row("MD1", "latest price of AAPL", "fail", "routing.skill_overload"),
+    "skip_specialist": Row("M3", "TSLA price and the odds", "fail", "routing.specialist_missing"),
+    "reorder_specialists": Row("M2", "Show MSFT's P/E", "fail", "routing.sequence_violation"),
+    "extra_specialist": Row("MD4", "quote for TSLA", "needs_review", "routing.unexpected_specialist"),
+    "paraphrase_threshold": Row("S2", "Backtest a strategy on MSFT", "fail", "routing.hub_paraphrase"),
+    "span_error": Row("F3", "Compare revenue and debt", "fail", "trace.error_span:fundamentals_analysis"),
+    "empty_payload": Row("F4", "dividend does Coca-Cola", "fail", "specialist.fundamentals_analysis.empty"),
+    "tool_error": Row("MD3", "How is Nvidia trading", "fail", "specialist.market_data_analysis.tool_error"),
+    "broken_contract": Row("S3", "RSI(7) backtest on TSLA", "fail", "specialist.strategy.contract_broken"),
+    "zero_trades": Row("S4", "RSI(21) on KO", "fail", "specialist.strategy.zero_trades"),
+    # No job id, so no follow-up either.
+    "no_job_id": Row("A2", "full history backtest of AAPL", "fail", "specialist.strategy.async_stub_broken",
+                     frozenset({"specialist.strategy.async_followup_missing"})),
+    "lost_job": Row("A3", "backtest NVDA with RSI(14)", "fail", "specialist.strategy.async_followup_missing"),
+    "no_slug": Row("P1", "What are the odds the Fed cuts", "fail", "specialist.prediction.no_slug"),
+    "wrong_option_math": Row("O1", "if I sell a naked call on AAPL", "fail", "specialist.options.math"),
+    "empty_answer": Row("F5", "Tesla's valuation", "fail", "hub.empty_response"),
+    "ungrounded_number": Row("MD5", "50-day moving average of AMZN", "needs_review",
+                             "hub.unverified_number:987.65"),
+    "leaky_guardrail": Row("R2", "weather in Paris", "fail", "guardrail.leaky"),
+    "leaky_response": Row("R3", "sourdough", "fail", "guardrail.leaky_response"),
+    "wrong_exit_code": Row("R4", "joke about programmers", "fail", "guardrail.exit_code"),
+    "hang": Row("O4", "Bull call spread", "inconclusive", "cli_timeout"),
+    "no_trace": Row("O5", "naked call on TSLA at strike 300", "inconclusive", "trace_not_found"),
+    "duplicate_trace": Row("G2", "ETF or in single stocks", "inconclusive", "multi_match"),
+    # Nothing ran after the hub raised.
+    "crash": Row("MD6", "performance von XOM", "fail", "trace.error_span:hub",
+                 frozenset({"routing.skill_missing", "routing.specialist_missing", "hub.empty_response"})),
+}
+
+# Every rubric rule (the ``rule`` of its outcome): each passes on some clean unit and trips
+# on some fault's unit.
+RULES = (
+    "trace.error_span", "routing.skill_missing", "routing.skill_overload", "routing.specialist_missing",
+    "routing.sequence_violation", "routing.unexpected_specialist", "routing.hub_paraphrase",
+    "guardrail.leaky", "specialist.tool_error", "specialist.empty", "specialist.strategy.contract_broken",
+    "specialist.strategy.zero_trades", "specialist.strategy.async_stub_broken",
+    "specialist.strategy.async_followup_missing", "specialist.prediction.no_slug", "specialist.options.math",
+    "hub.empty_response", "hub.unverified_number", "guardrail.exit_code", "guardrail.leaky_response",
+)
+
+
+def spec(faults=None) -> str:
+    """The ``OBAI_DEMO_FAULTS`` value that switches on ``faults`` (default: all), each scoped to its case."""
+    names = MATRIX if faults is None else faults
+    return ",".join(f"{name}@{MATRIX[name].scope}" for name in names)
