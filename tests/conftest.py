@@ -13,6 +13,18 @@ from obai_e2e.tracestore import StoreInfo, ensure_running, stop
 for _name, _value in QUIET_SDK_ENV.items():
     os.environ.setdefault(_name, _value)
 
+# A slow test drives the demo end to end, and its module's fixture may drive whole runs:
+# minutes on a quiet machine, many times that on a busy one. pyproject's --timeout stays the
+# hang guard of every other test; these get a longer one, so that load slows them down
+# without failing them.
+SLOW_TIMEOUT_S = 1800
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
+
 
 @pytest.fixture(scope="session")
 def trace_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StoreInfo]:

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow
 
 PROJECT = f"obai-demo-test-{uuid.uuid4().hex[:8]}"
 WORKERS = 4
-TURN_TIMEOUT_S = 90
+TURN_TIMEOUT_S = 300  # a hang guard: a turn takes seconds, tens of seconds on a busy machine
 SPECIALISTS = ("market_data_analysis", "fundamentals_analysis", "strategy_analysis",
                "prediction_market_analysis", "options_analysis")
 
@@ -236,7 +236,7 @@ def results(trace_store, tmp_path_factory) -> dict[str, dict[str, Turn]]:
             if name == "fault:hang":
                 continue
             expect = 2 if name == "fault:duplicate_trace" else 0 if name == "fault:no_trace" else 1
-            demo.fetch(turn, expect=expect, wait_s=10 if expect else 3)
+            demo.fetch(turn, expect=expect, wait_s=30 if expect else 3)
     return done
 
 
@@ -576,5 +576,7 @@ def test_store_down_still_answers_within_bounded_extra_time(trace_store, tmp_pat
     assert "did not take the trace in time" not in up.stderr
     print(f"\nstore up {up.elapsed:.2f} s, refused {down.elapsed:.2f} s "
           f"(+{down.elapsed - up.elapsed:.2f}), silent {hung.elapsed:.2f} s (+{hung.elapsed - up.elapsed:.2f})")
-    assert down.elapsed - up.elapsed < 3.5
-    assert hung.elapsed - up.elapsed < 3.5
+    # The demo bounds its flush at 2 s; without a bound the SDK waits for ever. 20 s tells the
+    # two apart even when the three turns compete with a busy machine for the CPU.
+    assert down.elapsed - up.elapsed < 20
+    assert hung.elapsed - up.elapsed < 20

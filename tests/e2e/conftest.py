@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -26,6 +29,34 @@ def harness_env(tmp_path_factory, trace_store):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@pytest.fixture(scope="session")
+def turn_seconds(sdk_env, tmp_path_factory) -> float:
+    """Wall time of one real demo turn (its trace written to the store) on this machine, now.
+
+    A limit that must pass before something happens — a hanging turn is killed only after
+    its target timeout — is derived from it: short on a quiet machine, long enough on a
+    busy one. Limits that bound normal work are generous constants instead.
+    """
+    env = {**sdk_env, "OBAI_DEMO_HOME": str(tmp_path_factory.mktemp("turn-budget"))}
+    env.pop("OBAI_DEMO_FAULTS", None)
+    t0 = time.monotonic()
+    done = subprocess.run([shutil.which("obai-demo"), "ask", "--session", "turn-budget",
+                           "What is the latest price of AAPL?"], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return time.monotonic() - t0
+
+
+def hang_timeout(turn_seconds: float) -> float:
+    """The target timeout of a unit that is meant to hang.
+
+    The demo hangs after its guardrail, once the SDK is imported (most of a turn's time);
+    two whole turns' time lets the turn reach the hang (and spawn its SIGTERM-ignoring
+    child) before the kill. Too short would only weaken what is exercised, never fail a
+    test: the turn times out either way.
+    """
+    return round(max(5.0, 2 * turn_seconds + 2), 1)
 
 
 def target_variant(tmp_path: Path, **changes) -> Path:

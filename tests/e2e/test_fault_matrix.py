@@ -1,115 +1,100 @@
-"""The fault matrix: every fault of the demo target trips exactly the rule meant for it.
+"""The fault matrix end to end: the clean suite has no false fail, every fault gives exactly its verdict and code.
 
-Two headless runs of the whole case set against the local store: one on the clean demo,
-one with every fault switched on at once, each scoped (``fault@query text``) to the one
-case it targets. The clean run has no fail and no inconclusive and only the needs_review
-units the case set means to show; in the faulted run each targeted unit gets exactly its
-intended verdict and code, and every other unit keeps its clean verdict. Every rubric
-rule passes on some clean unit and fails on its fault's unit: each rule is tested both
-ways.
+Every case is driven clean once and every fault once, in three headless runs against the
+local store (``recorded/matrix.py`` is the table):
+
+- faulted: the whole case set, every fault but ``hang`` switched on, each scoped
+  (``fault@query text``) to the one case it targets; the other cases run clean in it;
+- clean: the cases those faults target, without faults;
+- hang: the hang fault's case alone, its target timeout derived from a measured turn (a
+  hang costs one whole timeout; a run of normal turns keeps the generous default).
+
+The same runs show what driving a unit must produce: a trace found by tag, an async job
+followed up in its session, a refusal, a trace per unit when units run in parallel, and
+trace_not_found / multi_match with their evidence. Rules are checked one by one, fast,
+on recorded packets (tests/judge); this module shows they hold on the live demo.
 """
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+from pathlib import Path
 
 import pytest
-from obai_demo.faults import FAULTS
 from obai_e2e.base.errors import Exit
 from obai_e2e.config.cases import load_cases_for
 from obai_e2e.config.selection import Filters
 from obai_e2e.config.target import load_target_config
 from obai_e2e.report.results import load_results
 from obai_e2e.run import headless
+from recorded.matrix import MATRIX, RULES, spec
 
-from .conftest import target_variant
+from .conftest import hang_timeout, target_variant
 
-pytestmark = pytest.mark.slow
+# Three runs of the whole suite's size: minutes on a quiet machine, several times that on a
+# busy one. The limit only stops a hang.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
-# fault -> (case id, query text that scopes it, verdict, code, other codes the fault implies)
-MATRIX = {
-    "drop_skill": ("MD2", "52-week range", "fail", "routing.skill_missing", set()),
-    "extra_skill": ("MD1", "latest price of AAPL", "fail", "routing.skill_overload", set()),
-    "skip_specialist": ("M3", "TSLA price and the odds", "fail", "routing.specialist_missing", set()),
-    "reorder_specialists": ("M2", "Show MSFT's P/E", "fail", "routing.sequence_violation", set()),
-    "extra_specialist": ("MD4", "quote for TSLA", "needs_review", "routing.unexpected_specialist", set()),
-    "paraphrase_threshold": ("S2", "Backtest a strategy on MSFT", "fail", "routing.hub_paraphrase", set()),
-    "span_error": ("F3", "Compare revenue and debt", "fail", "trace.error_span:fundamentals_analysis", set()),
-    "empty_payload": ("F4", "dividend does Coca-Cola", "fail", "specialist.fundamentals_analysis.empty", set()),
-    "tool_error": ("MD3", "How is Nvidia trading", "fail", "specialist.market_data_analysis.tool_error", set()),
-    "broken_contract": ("S3", "RSI(7) backtest on TSLA", "fail", "specialist.strategy.contract_broken", set()),
-    "zero_trades": ("S4", "RSI(21) on KO", "fail", "specialist.strategy.zero_trades", set()),
-    "no_job_id": ("A2", "full history backtest of AAPL", "fail", "specialist.strategy.async_stub_broken",
-                  {"specialist.strategy.async_followup_missing"}),  # no job id, so no follow-up either
-    "lost_job": ("A3", "backtest NVDA with RSI(14)", "fail", "specialist.strategy.async_followup_missing", set()),
-    "no_slug": ("P1", "What are the odds the Fed cuts", "fail", "specialist.prediction.no_slug", set()),
-    "wrong_option_math": ("O1", "if I sell a naked call on AAPL", "fail", "specialist.options.math", set()),
-    "empty_answer": ("F5", "Tesla's valuation", "fail", "hub.empty_response", set()),
-    "ungrounded_number": ("MD5", "50-day moving average of AMZN", "needs_review", "hub.unverified_number:987.65", set()),
-    "leaky_guardrail": ("R2", "weather in Paris", "fail", "guardrail.leaky", set()),
-    "leaky_response": ("R3", "sourdough", "fail", "guardrail.leaky_response", set()),
-    "wrong_exit_code": ("R4", "joke about programmers", "fail", "guardrail.exit_code", set()),
-    "hang": ("O4", "Bull call spread", "inconclusive", "cli_timeout", set()),
-    "no_trace": ("O5", "naked call on TSLA at strike 300", "inconclusive", "trace_not_found", set()),
-    "duplicate_trace": ("G2", "ETF or in single stocks", "inconclusive", "multi_match", set()),
-    "crash": ("MD6", "performance von XOM", "fail", "trace.error_span:hub",
-              {"routing.skill_missing", "routing.specialist_missing", "hub.empty_response"}),  # nothing ran after it
-}
-
-RULES = ["routing.skill_missing", "routing.skill_overload", "routing.specialist_missing",
-         "routing.sequence_violation", "routing.unexpected_specialist", "routing.hub_paraphrase",
-         "trace.error_span", "guardrail.leaky", "specialist.tool_error", "specialist.empty",
-         "specialist.strategy.contract_broken", "specialist.strategy.zero_trades",
-         "specialist.strategy.async_stub_broken", "specialist.strategy.async_followup_missing",
-         "specialist.prediction.no_slug", "specialist.options.math", "hub.empty_response",
-         "hub.unverified_number", "guardrail.exit_code", "guardrail.leaky_response"]
+HANG = "hang"
+FAULTED = [f for f in MATRIX if f != HANG]
+TARGETED = {MATRIX[f].case_id for f in FAULTED}
 
 
-def _run(config, cases, faults: str | None) -> dict:
+def _run(config, cases, filters: Filters, faults: str | None) -> dict:
     if faults:
         os.environ["OBAI_DEMO_FAULTS"] = faults
     else:
         os.environ.pop("OBAI_DEMO_FAULTS", None)
     try:
-        code, out = headless.run(config, cases, Filters(), jobs=2)
+        code, out = headless.run(config, cases, filters, jobs=2)
     finally:
         os.environ.pop("OBAI_DEMO_FAULTS", None)
-    results = load_results(out["results"])
-    return {"code": code, "units": {u["unit_id"]: u for u in results["units"]}, "summary": results["summary"]}
+    results = load_results(Path(out["results"]))
+    return {"code": code, "units": {u["unit_id"]: u for u in results["units"]}, "summary": results["summary"],
+            "run_dir": Path(out["run_dir"])}
 
 
 @pytest.fixture(scope="module")
-def runs(harness_env, tmp_path_factory):
-    target = target_variant(tmp_path_factory.mktemp("cfg"), **{"target.timeout_s": 40, "target.kill_grace_s": 1,
-                                                                "trace_backend.resolve_deadline_s": 6})
-    config = load_target_config(target)
+def runs(harness_env, tmp_path_factory, turn_seconds):
+    # Only a turn without a trace waits for the resolve deadline; every other turn's trace is there at once.
+    config = load_target_config(target_variant(tmp_path_factory.mktemp("cfg"),
+                                               **{"trace_backend.resolve_deadline_s": 6}))
     cases = load_cases_for(config)
-    clean = _run(config, cases, None)
-    spec = ",".join(f"{fault}@{scope}" for fault, (_, scope, *_rest) in MATRIX.items())
-    faulted = _run(config, cases, spec)
-    return cases, clean, faulted
+    faulted = _run(config, cases, Filters(), spec(FAULTED))
+    clean = _run(config, cases, Filters(ids=tuple(sorted(TARGETED))), None)
+    hang_config = load_target_config(target_variant(tmp_path_factory.mktemp("cfg-hang"), **{
+        "target.timeout_s": hang_timeout(turn_seconds), "target.kill_grace_s": 1}))
+    hung = _run(hang_config, cases, Filters(ids=(MATRIX[HANG].case_id,)), spec([HANG]))
+    return {"cases": cases, "faulted": faulted, "clean": clean, "hang": hung}
 
 
-def test_every_fault_of_the_demo_is_in_the_matrix():
-    assert set(MATRIX) == set(FAULTS)
+def clean_units(runs) -> dict[str, dict]:
+    """Every unit of the suite driven without a fault: the clean run, and the faulted run's untargeted units."""
+    out = {uid: u for uid, u in runs["faulted"]["units"].items() if u["case_id"] not in TARGETED}
+    out.update(runs["clean"]["units"])
+    return out
 
 
-def test_each_scope_selects_exactly_its_case():
-    cases = load_cases_for(load_target_config())
-    for fault, (case_id, scope, *_rest) in MATRIX.items():
-        hits = [c.id for c in cases.cases if not c.disabled and scope.lower() in c.query.lower()]
-        assert hits == [case_id], (fault, hits)
+def faulted_unit(runs, fault: str) -> dict:
+    row = MATRIX[fault]
+    return runs["hang" if fault == HANG else "faulted"]["units"][row.case_id]
 
 
-def test_clean_run_has_no_fail_no_inconclusive(runs):
-    cases, clean, _ = runs
-    assert clean["summary"]["fail"] == 0 and clean["summary"]["inconclusive"] == 0, clean["summary"]
-    assert clean["code"] == Exit.OK
-    for uid, unit in clean["units"].items():
-        known = set(cases.by_id(unit["case_id"]).known_needs_review)
-        if unit["verdict"] == "needs_review":
-            assert set(unit["reasons"]) <= known and known, (uid, unit["reasons"])
+def packet(runs, run: str, unit_id: str) -> dict:
+    return json.loads((runs[run]["run_dir"] / f"{unit_id}.json").read_text())
+
+
+def test_the_clean_suite_has_no_false_fail(runs):
+    units = clean_units(runs)
+    assert len(units) == len(runs["faulted"]["units"])  # every unit of the suite, once
+    for uid, unit in units.items():
+        known = set(runs["cases"].by_id(unit["case_id"]).known_needs_review)
+        if known:
+            assert unit["verdict"] == "needs_review" and set(unit["reasons"]) <= known, (uid, unit["reasons"])
         else:
-            assert unit["verdict"] == "pass" and not known, (uid, unit["verdict"], unit["reasons"])
+            assert (unit["verdict"], unit["reasons"]) == ("pass", []), (uid, unit["verdict"], unit["reasons"])
+    assert runs["clean"]["code"] == Exit.OK
 
 
 def _tripped(unit: dict) -> set[str]:
@@ -122,32 +107,86 @@ def _tripped(unit: dict) -> set[str]:
 
 @pytest.mark.parametrize("fault", sorted(MATRIX))
 def test_fault_trips_exactly_its_code(runs, fault):
-    _, clean, faulted = runs
-    case_id, _scope, verdict, code, implied = MATRIX[fault]
-    unit = faulted["units"][case_id]
-    assert unit["verdict"] == verdict, (fault, unit["verdict"], unit["reasons"])
-    assert unit["reasons"][0] == code, (fault, unit["reasons"])
-    if verdict != "inconclusive":
-        assert _tripped(unit) == {code} | implied, (fault, _tripped(unit))
-        assert clean["units"][case_id]["verdict"] == "pass"
+    row = MATRIX[fault]
+    unit = faulted_unit(runs, fault)
+    assert unit["verdict"] == row.verdict, (fault, unit["verdict"], unit["reasons"])
+    assert unit["reasons"][0] == row.code, (fault, unit["reasons"])
+    if row.verdict != "inconclusive":
+        assert _tripped(unit) == {row.code} | row.implied, (fault, _tripped(unit))
+    assert clean_units(runs)[unit["unit_id"]]["verdict"] == "pass"
 
 
-def test_no_other_unit_changes_verdict(runs):
-    _, clean, faulted = runs
-    targeted = {case_id for case_id, *_ in MATRIX.values()}
-    for uid, unit in faulted["units"].items():
-        if unit["case_id"] in targeted:
-            continue
-        assert (unit["verdict"], unit["reasons"]) == (clean["units"][uid]["verdict"], clean["units"][uid]["reasons"]), uid
-    assert faulted["code"] == Exit.UNIT_FAILED
+def test_run_exit_codes(runs):
+    assert runs["faulted"]["code"] == Exit.UNIT_FAILED
+    assert runs["hang"]["code"] == Exit.INCONCLUSIVE
 
 
 @pytest.mark.parametrize("rule", RULES)
 def test_every_rule_is_tested_both_ways(runs, rule):
-    _, clean, faulted = runs
-    passes = [u for u in clean["units"].values() if any(o["rule"] == rule and o["status"] == "pass"
-                                                        for o in u["rule_outcomes"])]
-    trips = [u for u in faulted["units"].values() if any(o["rule"] == rule and o["status"] in ("fail", "needs_review")
-                                                         for o in u["rule_outcomes"])]
+    passes = [u for u in clean_units(runs).values()
+              if any(o["rule"] == rule and o["status"] == "pass" for o in u["rule_outcomes"])]
+    trips = [u for u in runs["faulted"]["units"].values()
+             if any(o["rule"] == rule and o["status"] in ("fail", "needs_review") for o in u["rule_outcomes"])]
     assert passes, f"no clean unit passes {rule}"
     assert trips, f"no fault trips {rule}"
+
+
+# --- what driving a unit produces ------------------------------------------------------------
+
+def test_a_sync_unit_finds_its_trace_by_tag_and_curates_it(runs):
+    p = packet(runs, "clean", "MD1")
+    assert p["turn"]["exit_code"] == 0 and not p["turn"]["timed_out"]
+    assert p["trace"]["status"] == "resolved" and p["trace"]["method"] == "tag"
+    digest = p["trace"]["digest"]
+    assert p["turn"]["correlation_tag"] in digest["tags"]
+    assert [s["skill"] for s in digest["skill_loads"]] == ["market-data"]
+    assert [c["name"] for c in digest["specialist_calls"]] == ["market_data_analysis"]
+    assert digest["final_response"].strip() == p["answer"]
+    assert "SKILL LOADS:" in p["trace"]["curated"] and "MARKET_DATA_ANALYSIS CALLS" in p["trace"]["curated"]
+    assert p["harness"]["overhead_ms"] < p["harness"]["wall_ms"]
+
+
+def test_an_async_unit_waits_and_follows_up_in_the_same_session(runs):
+    p = packet(runs, "faulted", "A1")  # no fault targets A1
+    assert p["async"]["job_id"] and p["async"]["wait_s"] >= p["async"]["eta_s"]
+    follow = p["followup"]
+    assert follow is not None and "Total trades" in follow["answer"]
+    assert follow["trace"]["status"] == "resolved"
+    assert follow["trace"]["trace_id"] != p["trace"]["trace_id"]
+    assert follow["trace"]["digest"]["thread_id"] == p["trace"]["digest"]["thread_id"] == p["session"]
+
+
+def test_a_refusal_exits_1_and_calls_no_specialist(runs):
+    p = packet(runs, "faulted", "R1")
+    assert p["turn"]["exit_code"] == 1
+    digest = p["trace"]["digest"]
+    assert digest["guardrail"]["refused"] and digest["specialist_calls"] == []
+
+
+def test_units_driven_in_parallel_each_get_their_own_trace(runs):
+    packets = [packet(runs, "faulted", uid) for uid in runs["faulted"]["units"]]
+    resolved = [p for p in packets if p["trace"]["status"] == "resolved"]
+    no_single_trace = {MATRIX[f].case_id for f in ("no_trace", "duplicate_trace")}
+    assert {p["unit_id"] for p in packets} - {p["unit_id"] for p in resolved} == no_single_trace
+    assert len({p["trace"]["trace_id"] for p in resolved}) == len(resolved)
+    for p in resolved:
+        assert (p["trace"]["digest"]["final_response"] or "").strip() == p["answer"], p["unit_id"]
+        assert json.dumps(p["case"]["query"], ensure_ascii=False)[1:-1] in p["trace"]["curated"], p["unit_id"]
+
+
+def test_a_turn_without_a_trace_is_trace_not_found_after_polling(runs):
+    p = packet(runs, "faulted", MATRIX["no_trace"].case_id)
+    assert p["turn"]["exit_code"] == 0
+    assert p["trace"]["status"] == "trace_not_found" and p["trace"]["attempts"] > 1
+
+
+def test_a_duplicated_trace_is_multi_match_with_both_candidates(runs):
+    p = packet(runs, "faulted", MATRIX["duplicate_trace"].case_id)
+    assert p["trace"]["status"] == "multi_match" and len(p["trace"]["candidates"]) == 2
+
+
+def test_the_hanging_unit_is_killed_with_its_whole_process_group(runs):
+    p = packet(runs, "hang", MATRIX[HANG].case_id)
+    assert p["turn"]["timed_out"] and p["turn"]["killed"] and p["trace"]["status"] == "cli_timeout"
+    out = subprocess.run(["ps", "-eww", "-o", "pid,args"], capture_output=True, text=True).stdout
+    assert not [line for line in out.splitlines() if p["session"] in line and "obai-demo" in line]

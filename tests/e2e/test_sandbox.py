@@ -83,7 +83,7 @@ def test_sigterm_tears_everything_down(harness_env, tmp_path):
     log = (tmp_path / "hooks.log").read_text().split()
     assert log.count("restore") == 1
     assert not Path(log[1]).exists()
-    assert wait_for(lambda: not demo_processes(marker), 10), demo_processes(marker)
+    assert wait_for(lambda: not demo_processes(marker)), demo_processes(marker)
     assert not (run_dir / "MD2.json").exists()
 
 

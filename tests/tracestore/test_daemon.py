@@ -51,7 +51,7 @@ def store_dir(tmp_path):
     path = tmp_path / "store"
     yield path
     stop(path)
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + 15  # returns as soon as the server is gone
     while _servers_of(path) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _servers_of(path) == [], "a server of this store outlived stop()"
@@ -153,7 +153,8 @@ def test_concurrent_starts_share_one_server(store_dir):
 
 
 def test_visibility_delay_hides_new_entries_from_search(store_dir):
-    info = ensure_running(store_dir, visibility_delay_ms=1200)
+    delay_s = 2.0
+    info = ensure_running(store_dir, visibility_delay_ms=int(delay_s * 1000))
     with pytest.raises(StoreError, match="visibility delay"):
         ensure_running(store_dir, visibility_delay_ms=0)
     project = project_name("lag")
@@ -162,9 +163,11 @@ def test_visibility_delay_hides_new_entries_from_search(store_dir):
         trace = trace_payload(project, tags=["lag"])
         written = time.monotonic()
         api.batch("traces", [trace])
-        assert api.search("traces", project, [flt("tags", "contains", "lag")]) == []
+        hidden = api.search("traces", project, [flt("tags", "contains", "lag")])
+        # A machine so busy that the search came back after the delay proves nothing either way.
+        assert hidden == [] or time.monotonic() - written >= delay_s
         assert api.get("traces", trace["id"]).status_code == 200  # reads by id are not delayed
-        time.sleep(max(0.0, 1.3 - (time.monotonic() - written)))
+        time.sleep(max(0.0, delay_s + 0.1 - (time.monotonic() - written)))
         assert [t["id"] for t in api.search("traces", project)] == [trace["id"]]
     finally:
         api.close()
@@ -178,7 +181,7 @@ ENTRY_POINTS = {
 
 def _cli(*args: str, via: str = "cli") -> tuple[int, dict]:
     cmd = ENTRY_POINTS[via]
-    done = subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=300)  # a hang guard
     return done.returncode, json.loads(done.stdout)
 
 

@@ -63,7 +63,7 @@ def tracked(trace_store, sdk_env, tmp_path_factory):
     }
     done = subprocess.run(
         [sys.executable, str(script), run["project"], run["tag"], run["run_id"], run["thread_id"]],
-        env=sdk_env, capture_output=True, text=True, timeout=60,
+        env=sdk_env, capture_output=True, text=True, timeout=300,  # a hang guard: one turn takes seconds
     )
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
