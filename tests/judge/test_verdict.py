@@ -11,7 +11,12 @@ import copy
 import pytest
 from obai_e2e.base.errors import VerdictInvalid
 from obai_e2e.judge.rubric.codes import INFRA_REASONS
-from obai_e2e.judge.verdict import check_override, check_panel, mechanical_verdict, validate
+from obai_e2e.judge.verdict import (
+    check_override,
+    check_panel,
+    mechanical_verdict,
+    validate,
+)
 from recorded import case, checked, config, recordings
 
 # One sample code for each code pattern of the rubric.

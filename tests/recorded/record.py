@@ -32,6 +32,7 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE.parent))
 
 from obai_demo.jobs import job_id_for  # noqa: E402
+
 from recorded.matrix import MATRIX, spec  # noqa: E402
 
 UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
@@ -168,11 +169,11 @@ def drive(work: Path, jobs: int) -> dict[str, Path]:
 
 def harvest(work: Path, runs: dict[str, Path], out: Path) -> dict:
     """Packets and raw traces of both runs, renamed, written to ``out``."""
+    from obai_demo import __version__ as demo_version
     from obai_e2e.base.version import __version__
     from obai_e2e.config.target import load_target_config
     from obai_e2e.trace.backend import connect
     from obai_e2e.trace.resolve import fetch
-    from obai_demo import __version__ as demo_version
 
     backend = connect(load_target_config(work / "target.yaml"))
     renamer = Renamer()

@@ -16,7 +16,15 @@ import pytest
 from obai_e2e.base.clock import iso, parse_iso
 from obai_e2e.base.errors import StoreError
 from obai_e2e.trace.backend import Backend
-from obai_e2e.trace.resolve import MULTI_MATCH, NOT_FOUND, RESOLVED, UNREACHABLE, TurnKey, build_search, resolve
+from obai_e2e.trace.resolve import (
+    MULTI_MATCH,
+    NOT_FOUND,
+    RESOLVED,
+    UNREACHABLE,
+    TurnKey,
+    build_search,
+    resolve,
+)
 from recorded import config, packet, recordings, traces
 
 from .helpers import StoredSearch, parse

@@ -10,7 +10,17 @@ from __future__ import annotations
 import pytest
 from obai_demo.faults import FAULTS as DEMO_FAULTS
 from obai_e2e.judge.rubric import codes
-from recorded import CLEAN, FAULTS, case, cases, checked, clean_units, recordings, statuses, tripped
+from recorded import (
+    CLEAN,
+    FAULTS,
+    case,
+    cases,
+    checked,
+    clean_units,
+    recordings,
+    statuses,
+    tripped,
+)
 from recorded.matrix import MATRIX, RULES
 
 RUBRIC_FAULTS = sorted(f for f, row in MATRIX.items() if row.verdict != "inconclusive")
