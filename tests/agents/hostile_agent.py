@@ -12,6 +12,7 @@ one HTTP round trip. ``HOSTILE_AGENT`` selects behaviours, comma-separated:
   error_span:<name>  one specialist span named <name> carries error_info (Python escapes
                      such as \x1b are decoded, so a name can hold control characters)
   notrace            write no trace
+  open_span          the specialist span never ends (no end_time)
 
 Every process it starts keeps ``HOSTILE_MARK`` (when set) in its command line, so a test
 can find leftovers in the process table.
@@ -68,7 +69,7 @@ def daemonize(mark: str) -> None:
     os.wait()
 
 
-def write_trace(query: str, session: str, answer: str, error_span: str | None) -> None:
+def write_trace(query: str, session: str, answer: str, error_span: str | None, open_span: bool = False) -> None:
     api = os.environ["OPIK_URL_OVERRIDE"].rstrip("/")
     project = os.environ.get("OPIK_PROJECT_NAME", "obai-demo")
     tag = os.environ.get("OBAI_TRACE_TAG")
@@ -89,6 +90,8 @@ def write_trace(query: str, session: str, answer: str, error_span: str | None) -
         span("market_data_analysis", "tool", {"request": "latest close of AAPL"},
              {"content": [{"type": "text", "text": payload}], "isError": False}),
     ]
+    if open_span:
+        del spans[-1]["end_time"]
     if error_span is not None:
         spans.append(span(error_span, "tool", {"request": "x"}, None,
                           error_info={"exception_type": "RuntimeError", "message": "the tool raised",
@@ -124,7 +127,7 @@ def main(argv: list[str]) -> int:
         span = b.get("error_span")
         if span is not None:
             span = codecs.decode(span, "unicode_escape")
-        write_trace(query, session, answer[:2000], span)
+        write_trace(query, session, answer[:2000], span, "open_span" in b)
     sys.stdout.write(answer + ("\n" if not answer.endswith("\n") else ""))
     sys.stdout.flush()
     if "hang" in b:

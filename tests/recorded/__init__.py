@@ -3,6 +3,7 @@
 ``data/clean/<unit>.packet.json``   the packet the harness wrote for a unit of a clean run
 ``data/clean/<unit>.traces.json``   its trace(s) and spans as the opik SDK read them back
 ``data/faults/<fault>.*``           the same for the unit each fault of ``matrix.MATRIX`` targets
+``data/infra/<reason>.*``           a unit that is inconclusive for each reason of ``matrix.INFRA``
 
 ``record.py`` re-records all of it (``uv run python tests/recorded/record.py``). Ids,
 times and timings are whatever the recording produced: tests must not depend on them.
@@ -20,10 +21,11 @@ from obai_e2e.config.target import TargetConfig, load_target_config
 from obai_e2e.drive.packet import Packet
 from obai_e2e.judge.rubric.check import CheckResult, check_packet
 
+from .matrix import INFRA as INFRA_TABLE
 from .matrix import MATRIX
 
 DATA = Path(__file__).resolve().parent / "data"
-CLEAN, FAULTS = "clean", "faults"
+CLEAN, FAULTS, INFRA = "clean", "faults", "infra"
 
 
 @cache
@@ -62,7 +64,7 @@ def name_of(group: str, unit: str) -> str:
 
 
 def packet_json(group: str, unit: str) -> dict:
-    """The stored packet of ``unit`` (a unit id for clean, a fault name for faults)."""
+    """The stored packet of ``unit`` (a unit id for clean, a fault name for faults, a reason for infra)."""
     return copy.deepcopy(_read(DATA / group / f"{unit}.packet.json"))
 
 
@@ -83,8 +85,13 @@ def raw(group: str, unit: str, role: str = "turn") -> tuple[dict, list[dict]]:
 
 
 def recordings() -> list[tuple[str, str]]:
-    """Every recorded (group, unit): the clean units, then the faults."""
-    return [(CLEAN, u) for u in clean_units()] + [(FAULTS, f) for f in MATRIX]
+    """Every recorded (group, unit): the clean units, the faults, then the infra reasons."""
+    return [(CLEAN, u) for u in clean_units()] + [(FAULTS, f) for f in MATRIX] + [(INFRA, r) for r in INFRA_TABLE]
+
+
+def clean_unit(case_id: str) -> str:
+    """The recorded clean unit of a case (its first repeat for a stochastic case)."""
+    return next(u for u in clean_units() if u == case_id or u.startswith(case_id + ".r"))
 
 
 def check(p: Packet) -> CheckResult:

@@ -64,6 +64,32 @@ RULES = (
 )
 
 
+class Infra(NamedTuple):
+    """A unit whose verdict is ``inconclusive`` for a reason no demo fault produces, and how it is made."""
+
+    case_id: str
+    agent: str
+    """``demo``, or the ``HOSTILE_AGENT`` behaviour of tests/agents/hostile_agent.py."""
+    store: str = "local"
+    """``local`` (the recording's store) or ``dead`` (an address nothing listens on)."""
+
+
+INFRA: dict[str, Infra] = {
+    "target_crashed": Infra("MD1", "segv"),
+    "trace_incomplete": Infra("MD1", "open_span"),
+    "opik_unreachable": Infra("MD4", "demo", store="dead"),
+}
+
+
+# Codes no recording can trip, each with the case whose recorded clean unit is changed the way
+# the harness itself would have written it (tests/judge/rubric/test_codes.py):
+DERIVED: dict[str, str] = {
+    "hub.answer_truncated": "MD1",   # stdout over 1 MB: a recording of it would hold a megabyte
+    "hub.incomplete_answer": "MD1",  # a judgment: a judge panel's majority trips it, never a program
+    "harness_error": "MD1",          # the harness itself failed while driving the unit
+}
+
+
 def spec(faults=None) -> str:
     """The ``OBAI_DEMO_FAULTS`` value that switches on ``faults`` (default: all), each scoped to its case."""
     names = MATRIX if faults is None else faults

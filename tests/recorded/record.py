@@ -6,7 +6,10 @@ Drives the demo target through the harness against a temporary local trace store
 clean run of every enabled case but the korpus ones (their traces hold personal data that
 only the pseudonymised packet may keep), one run of the cases the fault matrix targets with
 every fault but ``hang`` switched on, each scoped to its case, and the hang alone with a
-short timeout (a hang costs one whole timeout). For every unit it keeps the packet the
+short timeout (a hang costs one whole timeout). The reasons for ``inconclusive`` that no
+demo fault produces (``matrix.INFRA``) are recorded one unit each: a target killed by a
+signal and a trace that never ends (tests/agents/hostile_agent.py), and the demo against a
+store nobody answers at. For every unit it keeps the packet the
 harness wrote and the raw trace(s) with their spans as the opik SDK reads them back (what
 ``trace/curate.py`` takes). Opaque identifiers — trace and span ids, correlation tags,
 sessions, the run id, job ids, the store's address — are renamed to stable values, order
@@ -33,13 +36,15 @@ sys.path.insert(0, str(HERE.parent))
 
 from obai_demo.jobs import job_id_for  # noqa: E402
 
-from recorded.matrix import MATRIX, spec  # noqa: E402
+from recorded.matrix import INFRA, MATRIX, spec  # noqa: E402
 
 UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
 TAG = re.compile(r"\be2e-[0-9a-f]{32}\b")
 STORE = re.compile(r"http://127\.0\.0\.1:\d+")
 STORE_B64 = re.compile(r"(?<=path=)[A-Za-z0-9+/]+=*")  # the SDK's link to the trace carries the URL in base64
 STABLE_STORE = "http://127.0.0.1:5173"
+DEAD_STORE = "http://127.0.0.1:9/api"  # the discard port: nothing listens
+AGENT = REPO / "tests" / "agents" / "hostile_agent.py"
 # Where the demo writes a job id (in answers, span inputs and the follow-up query).
 JOB_CONTEXT = r"(?:(?i:\bjob)(?: ID:)? |job_id\\*\"\s*:\s*\\*\"){}\b"
 
@@ -51,11 +56,18 @@ def say(message: str) -> None:
 HANG_TIMEOUT_S = 10  # the hanging turn times out whatever the limit; the packet is the same
 
 
-def target_file(tmp: Path, name: str = "target.yaml", **target) -> Path:
-    """The bundled target.yaml; only a turn without a trace waits for the (shortened) resolve deadline."""
+def target_file(tmp: Path, name: str = "target.yaml", hostile: str | None = None, **target) -> Path:
+    """The bundled target.yaml; only a turn without a trace waits for the (shortened) resolve deadline.
+
+    ``hostile``: drive tests/agents/hostile_agent.py with that behaviour instead of the demo.
+    """
     import yaml
 
     data = yaml.safe_load((REPO / "cases" / "target.yaml").read_text(encoding="utf-8"))
+    if hostile is not None:
+        data["target"].update(command=[sys.executable, str(AGENT), "--session", "{session}", "{query}"],
+                              version_command=[sys.executable, str(AGENT), "--version"],
+                              env={"HOSTILE_AGENT": hostile}, kill_grace_s=1)
     data["target"].update(target)
     data["trace_backend"]["resolve_deadline_s"] = 6
     path = tmp / name
@@ -86,8 +98,12 @@ class Renamer:
     def __init__(self):
         self.ids: dict[str, str] = {}
 
-    def unit(self, group: str, unit_id: str, packet: dict, traces: list[dict]) -> tuple[dict, list[dict]]:
+    def unit(self, group: str, name: str, packet: dict, traces: list[dict]) -> tuple[dict, list[dict]]:
+        """One recording (``name``: a unit id, a fault or an infra reason) with stable names."""
         text = json.dumps([packet, traces], sort_keys=True, ensure_ascii=False)
+        # The hostile agent's command line names this interpreter and this checkout.
+        for path, stable in ((sys.executable, "python"), (str(REPO), "<repo>")):
+            text = text.replace(json.dumps(path)[1:-1], stable)
         text = STORE.sub(STABLE_STORE, text)
         text = STORE_B64.sub(lambda m: _stable_b64(m.group(0)), text)
         # New ids keep the order of the old ones: curation breaks start-time ties by id.
@@ -96,9 +112,9 @@ class Renamer:
                 self.ids[old] = f"{len(self.ids) + 1:08x}-0000-7000-8000-000000000000"
         names = {old: self.ids[old] for old in set(UUID.findall(text))}
         for i, old in enumerate(dict.fromkeys(TAG.findall(text))):
-            names[old] = "e2e-" + hashlib.md5(f"{group}/{unit_id}/{i}".encode()).hexdigest()
+            names[old] = "e2e-" + hashlib.md5(f"{group}/{name}/{i}".encode()).hexdigest()
         token = packet["run_id"].replace("/", "-")
-        session = f"e2e-recorded-{group}-{unit_id}"
+        session = f"e2e-recorded-{group}-{name}"
         names[packet["session"]] = session
         names[packet["run_id"]] = f"recorded/{group}"
         names[token] = f"recorded-{group}"
@@ -163,7 +179,35 @@ def drive(work: Path, jobs: int) -> dict[str, Path]:
         finally:
             os.environ.pop("OBAI_DEMO_FAULTS", None)
         runs[group] = Path(done["run_dir"])
+    runs.update(drive_infra(work))
     (work / "runs.json").write_text(json.dumps({g: str(p) for g, p in runs.items()}))
+    return runs
+
+
+def drive_infra(work: Path) -> dict[str, Path]:
+    """One unit for each ``matrix.INFRA`` reason, each in a run of its own; their run directories."""
+    from obai_e2e.base.opik_env import local_store_env
+    from obai_e2e.config.cases import load_cases_for
+    from obai_e2e.config.selection import Filters
+    from obai_e2e.config.target import load_target_config
+    from obai_e2e.drive.packet import drive
+    from obai_e2e.run.plan import create_run, plan
+    from obai_e2e.trace.backend import Backend, connect
+
+    runs = {}
+    for reason, row in INFRA.items():
+        hostile = None if row.agent == "demo" else row.agent
+        config = load_target_config(target_file(work, f"target-{reason}.yaml", hostile))
+        cases = load_cases_for(config)
+        backend = connect(config)
+        if row.store == "dead":
+            backend = Backend(kind="local", project=backend.project, api_url=DEAD_STORE,
+                              sdk_env={**local_store_env(DEAD_STORE), "OPIK_PROJECT_NAME": backend.project})
+        say(f"recording {reason} ({row.case_id}, agent {row.agent}, store {row.store})")
+        run_dir, _ = create_run(config, cases, Filters(ids=(row.case_id,)))
+        p = plan(run_dir, cases)
+        drive(config, run_dir, p.meta, p.unit(row.case_id), backend=backend)
+        runs[f"infra/{reason}"] = Path(run_dir)
     return runs
 
 
@@ -178,10 +222,12 @@ def harvest(work: Path, runs: dict[str, Path], out: Path) -> dict:
     backend = connect(load_target_config(work / "target.yaml"))
     renamer = Renamer()
     clean = json.loads((runs["clean"] / "run.json").read_text(encoding="utf-8"))["units"]
-    units = [("clean", u, u) for u in clean] + [("faults", f, row.case_id) for f, row in MATRIX.items()]
+    units = ([("clean", u, u) for u in clean] + [("faults", f, row.case_id) for f, row in MATRIX.items()]
+             + [("infra", r, row.case_id) for r, row in INFRA.items()])
     missing, written = [], set()
     for group, name, unit_id in units:
-        path = runs["hang" if name == "hang" else group] / f"{unit_id}.json"
+        run = {"faults": "hang" if name == "hang" else group, "infra": f"infra/{name}"}.get(group, group)
+        path = runs[run] / f"{unit_id}.json"
         if not path.exists():
             missing.append(f"{group}/{unit_id}")
             continue
@@ -190,16 +236,17 @@ def harvest(work: Path, runs: dict[str, Path], out: Path) -> dict:
         for role, trace_id in trace_ids(packet):
             got = fetch(backend, trace_id)
             traces.append({"role": role, "complete": got.complete, "trace": got.trace, "spans": got.spans})
-        packet, traces = renamer.unit(group, unit_id, packet, traces)
+        packet, traces = renamer.unit(group, name, packet, traces)
         for kind, data in (("packet", packet), ("traces", traces)):
             write_json(out / group / f"{name}.{kind}.json", data)
             written.add(out / group / f"{name}.{kind}.json")
-    for group in ("clean", "faults"):
+    for group in ("clean", "faults", "infra"):
         for stale in set((out / group).glob("*.json")) - written:
             stale.unlink()  # a unit that is no longer recorded
     write_json(out / "index.json", {
         "demo_version": demo_version, "harness_version": __version__,
         "clean": clean, "faults": {f: row.case_id for f, row in MATRIX.items()},
+        "infra": {r: row.case_id for r, row in INFRA.items()},
     })
     return {"out": str(out), "units": len(written) // 2, "missing": missing,
             "bytes": sum(p.stat().st_size for p in out.rglob("*.json"))}
@@ -218,6 +265,9 @@ def record(jobs: int, out: Path, reuse: Path | None = None) -> dict:
     try:
         if reuse:
             runs = {g: Path(p) for g, p in json.loads((work / "runs.json").read_text()).items()}
+            if not all(f"infra/{r}" in runs for r in INFRA):  # recorded before these existed
+                runs.update(drive_infra(work))
+                (work / "runs.json").write_text(json.dumps({g: str(p) for g, p in runs.items()}))
         else:
             runs = drive(work, jobs)
         return harvest(work, runs, out)
