@@ -27,7 +27,9 @@ HARD = ["trace.error_span:hub", "routing.skill_missing", "routing.skill_overload
         "specialist.strategy.zero_trades", "specialist.strategy.async_stub_broken",
         "specialist.strategy.async_followup_missing", "specialist.prediction.no_slug",
         "specialist.options.math", "hub.empty_response"]
-SOFT = ["routing.unexpected_specialist", "hub.unverified_number:987.65", "hub.incomplete_answer"]
+SOFT = ["routing.unexpected_specialist", "hub.unverified_number:987.65", "hub.incomplete_answer",
+        "hub.answer_truncated"]
+ANY_CASE_SOFT = {"hub.answer_truncated"}  # a refusal's answer can be cut too
 NEVER = ["specialist.no_such_tool.empty", "trace.error_span:", "hub.unverified_number:", "routing.made_up",
          "cli_timeout"]
 
@@ -90,15 +92,15 @@ def test_fail_admits_exactly_the_hard_codes_of_its_case(case_id):
 
 
 @pytest.mark.parametrize("case_id", sorted(ADMISSIBLE))
-def test_needs_review_admits_only_soft_codes_and_none_for_a_refusal(case_id):
+def test_needs_review_admits_only_soft_codes_and_for_a_refusal_only_a_cut_answer(case_id):
     wrong = {}
     for code in HARD + SOFT + NEVER:
         got = outcome(case_id, submit(case_id, "needs_review", [code]))
-        admissible = code in SOFT and case_id != "R1"
+        admissible = code in SOFT and (case_id != "R1" or code in ANY_CASE_SOFT)
         refusal = f"/reasons/0 verdict /reasons/0: '{code}' is not admissible here"
         if (got == "admitted") != admissible or (got != "admitted" and not got.startswith(refusal)):
             wrong[code] = got
-        if case_id == "R1" and "(none: this case admits no soft code)" not in got:
+        if case_id == "R1" and not admissible and "a needs_review only soft codes hub.answer_truncated," not in got:
             wrong[code] = got
     assert not wrong, wrong
 
@@ -125,7 +127,8 @@ BAD = [
     ("needs_review without reasons", submit("MD1", "needs_review"), "/", "'reasons' is required"),
     ("unknown verdict", submit("MD1", "maybe"), "/verdict", "'maybe' is not one of ['pass', 'fail'"),
     ("another unit", {**submit("MD1", "pass"), "unit_id": "MD2"}, "/unit_id", "'MD1' was expected"),
-    ("two-line judgment", {**submit("MD1", "pass"), "judgment": "one\ntwo"}, "/judgment", "does not match"),
+    ("two-line judgment", {**submit("MD1", "pass"), "judgment": "one\ntwo"}, "/judgment",
+     "contains U+000A (LF) at character 4; control characters are not allowed here"),
     ("long judgment", {**submit("MD1", "pass"), "judgment": "x" * 401}, "/judgment", "is too long"),
     ("bad answer", submit("MD1", "pass", answers={"hub.incomplete_answer": "perhaps"}),
      "/answers/hub.incomplete_answer", "'perhaps' is not one of ['yes', 'no'"),
@@ -263,6 +266,9 @@ def test_a_panel_majority_becomes_part_of_the_mechanical_verdict():
         ("needs_review", ["hub.incomplete_answer"], "mechanical+panel")
     assert tripped["judgment"].startswith("The judge panel found the answer incomplete (complete 1, incomplete 2).")
     undecided = mechanical_verdict(result, panel(False, False))
-    assert undecided["verdict"] == "pass" and "did not agree on completeness" in undecided["judgment"]
+    assert undecided["verdict"] == "pass" and undecided["judgment"].endswith(
+        "Completeness stays undecided: no majority of the judge panel (complete 1, incomplete 2).")
+    complete = mechanical_verdict(result, panel(True, False))
+    assert (complete["verdict"], complete["reasons"], complete["judged_by"]) == ("pass", [], "mechanical+panel")
     failed = mechanical_verdict(checked("faults", "empty_answer"), panel(True, True))
     assert (failed["verdict"], failed["reasons"], failed["judged_by"]) == ("fail", ["hub.empty_response"], "mechanical")

@@ -1,0 +1,179 @@
+"""Every code of the rubric, both ways, on recorded demo data.
+
+The codes are enumerated from judge/rubric/codes.py (and references/rubric.md must list the
+same ones). Each code has a recording that trips exactly it and the recorded clean unit of
+the same case that passes it: a fault of the demo (``matrix.MATRIX``), a unit recorded to be
+inconclusive for that reason (``matrix.INFRA``), or, where no recording can show it
+(``matrix.DERIVED``), the clean unit changed the way the harness itself would have written
+it. A new code without any of them fails ``test_every_code_has_a_recording_that_trips_it``.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from markdown_it import MarkdownIt
+from obai_e2e.drive.turn import MAX_STDOUT_BYTES, run_turn
+from obai_e2e.judge.rubric import codes
+from obai_e2e.judge.rubric.check import CheckResult
+from obai_e2e.judge.verdict import PANEL_CODE, mechanical_verdict, validate
+from recorded import (
+    CLEAN,
+    FAULTS,
+    INFRA,
+    case,
+    check,
+    checked,
+    clean_unit,
+    config,
+    packet,
+    statuses,
+    tripped,
+)
+from recorded.matrix import DERIVED, MATRIX
+from recorded.matrix import INFRA as INFRA_TABLE
+
+RUBRIC_MD = Path(__file__).resolve().parents[3] / "references" / "rubric.md"
+RULE_CODES = codes.HARD_CODES + codes.SOFT_CODES
+ALL_CODES = RULE_CODES + codes.INFRA_REASONS
+
+
+def matcher(code: str) -> re.Pattern:
+    """``trace.error_span:<span_name>`` matches every code of that family."""
+    return re.compile(re.sub(r"<[a-z_]+>", ".+", re.escape(code)))
+
+
+def rule_of(code: str) -> str:
+    """The rule family that trips ``code`` (``specialist.<name>.empty`` → ``specialist.empty``)."""
+    return code.split(":")[0].replace(".<name>", "")
+
+
+def witnesses(code: str) -> list[tuple[str, str, str]]:
+    """(group, name, case id) of each recording that targets ``code``; (``derived``, unit, case id) for DERIVED."""
+    rx = matcher(code)
+    out = [(FAULTS, f, row.case_id) for f, row in MATRIX.items() if rx.fullmatch(row.code)]
+    if code in INFRA_TABLE:
+        out.append((INFRA, code, INFRA_TABLE[code].case_id))
+    if code in DERIVED:
+        out.append(("derived", DERIVED[code], DERIVED[code]))
+    return out
+
+
+def documented_codes() -> set[str]:
+    """The first cell of every table row of references/rubric.md (a code in backticks)."""
+    tokens = MarkdownIt().enable("table").parse(RUBRIC_MD.read_text(encoding="utf-8"))
+    found, in_body, first = set(), False, False
+    for t in tokens:
+        if t.type == "tbody_open":
+            in_body = True
+        elif t.type == "tbody_close":
+            in_body = False
+        elif in_body and t.type == "tr_open":
+            first = True
+        elif in_body and first and t.type == "inline":
+            code = [c.content for c in t.children if c.type == "code_inline"]
+            assert len(code) == 1, t.content
+            found.add(code[0])
+            first = False
+    return found
+
+
+# --- what a derived fault recording is -----------------------------------------------------
+
+PAD = MAX_STDOUT_BYTES + 200_000  # blanks after the answer: what is kept is the answer as recorded
+
+
+def cut_answer(unit: str, tmp_path: Path) -> CheckResult:
+    """``unit`` whose answer came with more stdout than the harness keeps, read by the real turn reader."""
+    p = packet(CLEAN, unit)
+    pad = PAD
+    script = f"import sys; sys.stdout.write(sys.argv[1] + '\\n' + ' ' * {pad})"
+    # A hang guard, not a speed limit: the child prints and exits in milliseconds.
+    turn = run_turn([sys.executable, "-c", script, p.answer], env=dict(os.environ), cwd=tmp_path, timeout_s=600)
+    assert turn.exit_code == 0 and turn.stdout_truncated, turn
+    p.turn, p.answer = turn, turn.stdout.strip()
+    return check(p)
+
+
+def harness_failed(unit: str) -> CheckResult:
+    """``unit`` driven by a harness that raised after the turn (build_packet records it so)."""
+    p = packet(CLEAN, unit)
+    p.harness.error = "OSError: [Errno 28] No space left on device"
+    return check(p)
+
+
+def panel(trips: bool) -> dict:
+    """A judge panel's decided majority on the completeness question."""
+    votes = {"complete": 1, "incomplete": 2} if trips else {"complete": 2, "incomplete": 1}
+    return {"questions": {PANEL_CODE: {"decided": True, "trips": trips, "majority": "2 of 3", "votes": votes}}}
+
+
+# --- the tests -------------------------------------------------------------------------------
+
+def test_the_rubric_page_lists_exactly_the_rule_codes():
+    assert documented_codes() == set(RULE_CODES)
+
+
+def test_every_infrastructure_reason_is_documented():
+    text = RUBRIC_MD.with_name("verdict-format.md").read_text(encoding="utf-8")
+    assert all(f"`{r}`" in text for r in codes.INFRA_REASONS)
+
+
+def test_every_code_has_a_recording_that_trips_it():
+    lacking = [c for c in ALL_CODES if not witnesses(c)]
+    assert not lacking, f"codes without a recording (a demo fault, matrix.INFRA or matrix.DERIVED): {lacking}"
+    assert set(INFRA_TABLE) <= set(codes.INFRA_REASONS) and set(DERIVED) <= set(ALL_CODES)
+
+
+@pytest.mark.parametrize("code", ALL_CODES)
+def test_the_recording_that_targets_a_code_trips_exactly_it(code, tmp_path):
+    for group, name, _ in witnesses(code):
+        if group == FAULTS:
+            row, result = MATRIX[name], checked(FAULTS, name)
+            assert matcher(code).fullmatch(result.reasons[0]) and result.reasons[0] == row.code, result.reasons
+            if row.verdict != "inconclusive":
+                assert tripped(result) == {row.code} | row.implied
+        elif group == INFRA:
+            result = checked(INFRA, name)
+            assert (result.verdict, result.reasons) == ("inconclusive", [code]), result.judgment
+        elif code == "hub.answer_truncated":
+            result = cut_answer(name, tmp_path)
+            assert (result.verdict, result.reasons) == ("needs_review", [code]) and tripped(result) == {code}
+            cut = next(o for o in result.outcomes if o.rule == code)
+            total = len(packet(CLEAN, name).answer.encode("utf-8")) + 1 + PAD
+            assert cut.evidence[0].excerpt == f"answer cut after {MAX_STDOUT_BYTES} bytes of {total}"
+        elif code == "harness_error":
+            result = harness_failed(name)
+            assert (result.verdict, result.reasons) == ("inconclusive", [code])
+            assert "No space left on device" in result.judgment
+        elif code == PANEL_CODE:
+            result = checked(CLEAN, name)
+            value = mechanical_verdict(result, panel(trips=True))
+            assert (value["verdict"], value["reasons"]) == ("needs_review", [code])
+            validate(value, case(name), config(), name)  # the contract admits it
+        else:
+            pytest.fail(f"{code}: a derived recording without a way to make it")
+
+
+@pytest.mark.parametrize("code", ALL_CODES)
+def test_the_same_case_clean_passes_the_code(code):
+    for group, name, case_id in witnesses(code):
+        result = checked(CLEAN, clean_unit(case_id))
+        known = set(case(case_id).known_needs_review)
+        if code in codes.INFRA_REASONS:
+            assert result.verdict != "inconclusive", (case_id, result.reasons)
+            continue
+        if known:
+            assert result.verdict == "needs_review" and set(result.reasons) <= known, result.reasons
+        else:
+            assert (result.verdict, result.reasons) == ("pass", []), result.reasons
+        status = statuses(result)[rule_of(code)]
+        if code == PANEL_CODE:  # a question for the judge; the panel's "complete" majority passes it
+            assert status == "needs_judgment"
+            value = mechanical_verdict(result, panel(trips=False))
+            assert (value["verdict"], value["reasons"]) == ("pass", [])
+        else:
+            assert status == "pass", (case_id, rule_of(code), status)
