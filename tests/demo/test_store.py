@@ -166,7 +166,7 @@ def results(trace_store, tmp_path_factory) -> dict[str, dict[str, Turn]]:
     for name, turns in done.items():
         if name != "fault:hang":
             for turn in turns.values():
-                demo.fetch(turn, wait_s=30)
+                demo.fetch(turn, wait_s=30)  # returns once the trace is there; the limit bounds a lost one
     return done
 
 
