@@ -111,7 +111,8 @@ def test_window_filter_has_the_slack_and_a_fragment_of_the_query():
 
 def test_a_trace_outside_the_window_is_not_found():
     key = key_of("clean", "MD1", tag=False)
-    late = parse_iso(key.ended_at) + timedelta(seconds=config().correlation.window_slack_s + 60)
+    # A day later: after every recorded trace (the recordings of one session span minutes).
+    late = parse_iso(key.ended_at) + timedelta(days=1, seconds=config().correlation.window_slack_s)
     moved = dataclasses.replace(key, started_at=iso(late), ended_at=iso(late + timedelta(seconds=5)))
     res = resolve(BACKEND, configured("none"), moved, deadline_s=FAST, search=StoredSearch(STORE))
     assert res.status == NOT_FOUND and res.attempts > 1
