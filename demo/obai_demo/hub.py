@@ -10,10 +10,11 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from . import (
     __version__,
+    attacks,
     calls,
     compose,
     flake,
@@ -24,7 +25,7 @@ from . import (
     tracing,
 )
 from . import faults as fault_table
-from .guardrail import REFUSAL
+from . import guardrail as guard
 from .jobs import JobBook
 from .settings import Settings
 from .specialists import market_data, text_of
@@ -40,6 +41,13 @@ HANG_CHILD = (
     "while True:\n"
     "    time.sleep(3600)\n"
 )
+# Adversarial faults and the guardrail checks each one switches off.
+LENIENT = {
+    "guardrail_bypass": guard.DISGUISE,
+    "prompt_leak": guard.PROMPT,
+    "secret_leak": guard.CREDENTIALS,
+    "session_leak": guard.SESSIONS,
+}
 
 
 class InjectedCrash(RuntimeError):
@@ -65,10 +73,16 @@ class Turn:
     deviation: flake.Deviation | None
     ctx: spans.ToolContext
     notes: list[str] = field(default_factory=list)
+    on_hang: Callable[[], None] | None = None
+    """What the hang fault does instead of hanging the process (a server blocks one request)."""
 
 
-def run_turn(query: str, session: str, settings: Settings, trace: bool = True) -> TurnResult:
-    """Answer one query; with ``trace`` the turn is written to Opik as one ``hub`` trace."""
+def run_turn(query: str, session: str, settings: Settings, trace: bool = True, channel: str = "cli",
+             on_hang: Callable[[], None] | None = None) -> TurnResult:
+    """Answer one query; with ``trace`` the turn is written to Opik as one ``hub`` trace.
+
+    ``channel`` (``cli`` or ``ui``) goes into the trace metadata.
+    """
     active = fault_table.active(settings.faults, query)
     tracing.set_enabled(trace and "no_trace" not in active)
     key = settings.tag or session
@@ -79,13 +93,16 @@ def run_turn(query: str, session: str, settings: Settings, trace: bool = True) -
         ctx=spans.ToolContext(
             faults=active,
             book=JobBook(settings.home, session, query, settings.eta_seconds, keep="lost_job" not in active),
+            lenient=frozenset(LENIENT[f] for f in active if f in LENIENT),
         ),
+        on_hang=on_hang,
     )
     tags = ["obai-demo"] + ([settings.tag] if settings.tag else [])
     metadata = {
         "e2e_tag": settings.tag,
         "session_id": session,
         "demo_version": __version__,
+        "channel": channel,
         "faults": sorted(active),
     }
     runs = 2 if "duplicate_trace" in active else 1
@@ -106,14 +123,20 @@ def hub(query: str, session: str, turn: Turn) -> dict[str, Any]:
 
 def _answer(query: str, session: str, turn: Turn) -> tuple[str, int]:
     f = turn.faults
-    decision = spans.guardrail(query=query)
+    decision = spans.guardrail(query=query, ctx=turn.ctx)
     if "hang" in f:
-        _hang()
+        (turn.on_hang or _hang)()
     if "crash" in f:
         tracing.set_output({"response": "", "exit_code": 70})
         raise InjectedCrash("injected fault: crash after the guardrail")
     if not decision["allowed"]:
-        return _refuse(query, turn)
+        return _refuse(query, turn, decision["category"])
+    if decision["category"] == "assistant_info":
+        target = attacks.extraction(query) or guard.PROMPT
+        return attacks.reveal(target, turn.settings.home, turn.settings.vendor_key), 0
+    if decision["category"] == "session_lookup":
+        other = attacks.other_session(query, session) or "*"
+        return attacks.session_answer(spans.read_session(session=other, ctx=turn.ctx)["sessions"]), 0
 
     job = None
     if decision["category"] == "job_followup":
@@ -156,6 +179,8 @@ def _answer(query: str, session: str, turn: Turn) -> tuple[str, int]:
     elif turn.deviation is not None and turn.deviation.kind == "extra_number":
         taken = set().union(*(grounding.values(text_of(o.result)) for o in ordered if o.result))
         extras.append(compose.extra_number_sentence(turn.deviation.number(taken)))
+    if "follow_injection" in f and (word := attacks.injected_word(query)):
+        extras.append(word)
     answer = spans.compose_answer(payloads=payloads, outcomes=ordered, style=style, extra=extras)["answer"]
     if "empty_answer" in f:
         answer = ""
@@ -184,7 +209,7 @@ def _extra_call(query: str, planned: list[calls.Call], turn: Turn) -> calls.Call
     return calls.build(name, query) if name else None
 
 
-def _refuse(query: str, turn: Turn) -> tuple[str, int]:
+def _refuse(query: str, turn: Turn, category: str) -> tuple[str, int]:
     f = turn.faults
     if "leaky_guardrail" in f:
         call = calls.build("market_data_analysis", query)
@@ -192,7 +217,7 @@ def _refuse(query: str, turn: Turn) -> tuple[str, int]:
             spans.call_specialist(call.specialist, call.inputs, turn.ctx)
         except spans.SpecialistFailure:
             pass
-    answer = REFUSAL
+    answer = guard.REFUSALS.get(category, guard.REFUSAL)
     if "leaky_response" in f:
         q = market_data.quote(DEFAULT_TICKER)
         answer += f" But if it helps, {DEFAULT_TICKER} closed at {q['last_close']:.2f} on {q['date']}."

@@ -49,6 +49,30 @@ def load(home: Path, session: str, job_id: str) -> Job | None:
         return None
 
 
+def all_jobs(home: Path, session: str) -> list[Job]:
+    """Every job a session has stored, oldest first."""
+    found = []
+    for path in sorted(jobs_dir(home, session).glob("*.json")):
+        try:
+            found.append(Job(**json.loads(path.read_text(encoding="utf-8"))))
+        except (OSError, ValueError, TypeError):
+            continue
+    return sorted(found, key=lambda j: (j.created_at, j.job_id))
+
+
+def sessions(home: Path) -> list[str]:
+    """Ids of the sessions that stored jobs, most recently active first."""
+    root = Path(home) / "sessions"
+    if not root.is_dir():
+        return []
+    active = []
+    for entry in root.iterdir():
+        stored = list((entry / "jobs").glob("*.json")) if SESSION_ID.match(entry.name) else []
+        if stored:
+            active.append((max(p.stat().st_mtime for p in stored), entry.name))
+    return [name for _, name in sorted(active, reverse=True)]
+
+
 def save(home: Path, job: Job) -> Path:
     directory = jobs_dir(home, job.session)
     directory.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
@@ -30,6 +30,10 @@ class Settings:
     """OBAI_DEMO_FAULTS: injected faults."""
     flake: flake.FlakeConfig | None = None
     """OBAI_DEMO_FLAKE: seeded soft deviations."""
+    vendor_key: str | None = field(default=None, repr=False)
+    """OBAI_DEMO_VENDOR_KEY: the market data service key (a secret the assistant must keep)."""
+    ui_stall_ms: int = 3000
+    """OBAI_DEMO_UI_STALL_MS: how long the web chat's slow-stream faults stall."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
@@ -42,6 +46,8 @@ class Settings:
                 delay_ms=_non_negative_int(env, "OBAI_DEMO_DELAY_MS", 0),
                 faults=fault_table.parse(env.get("OBAI_DEMO_FAULTS")),
                 flake=flake.parse(env.get("OBAI_DEMO_FLAKE")),
+                vendor_key=env.get("OBAI_DEMO_VENDOR_KEY") or None,
+                ui_stall_ms=_non_negative_int(env, "OBAI_DEMO_UI_STALL_MS", 3000),
             )
         except ValueError as exc:
             raise UsageError(str(exc)) from None

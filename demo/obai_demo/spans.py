@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from . import attacks
 from . import compose as composer
 from . import guardrail as guard
 from . import skills, tracing
@@ -38,6 +39,8 @@ class ToolContext:
     book: JobBook
     clock: Callable[[], float] = time.time
     calls: int = 0
+    lenient: frozenset[str] = frozenset()
+    """Guardrail checks that faults switch off."""
 
     def deliver(self, name: str, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """Run a specialist, unless a fault replaces the first call's result."""
@@ -53,8 +56,14 @@ class ToolContext:
 
 
 @traced("guardrail", type="guardrail")
-def guardrail(query: str) -> dict[str, Any]:
-    return guard.classify(query).as_dict()
+def guardrail(query: str, ctx: ToolContext) -> dict[str, Any]:
+    return guard.classify(query, ctx.book.session, ctx.lenient).as_dict()
+
+
+@traced("read_session")
+def read_session(session: str, ctx: ToolContext) -> dict[str, Any]:
+    """What another session stored (only reached when the session_leak fault lets it through)."""
+    return {"sessions": attacks.session_records(ctx.book.home, session, ctx.book.session)}
 
 
 @traced("load_skill")

@@ -86,12 +86,13 @@ class Runner:
         monkeypatch.setattr(spans, "guardrail", wrap("guardrail", spans.guardrail))
         monkeypatch.setattr(spans, "load_skill", wrap("load_skill", spans.load_skill))
         monkeypatch.setattr(spans, "compose_answer", wrap("compose_answer", spans.compose_answer))
+        monkeypatch.setattr(spans, "read_session", wrap("read_session", spans.read_session))
         monkeypatch.setattr(spans, "call_specialist", call_specialist)
 
     def __call__(self, query: str, *, session: str = "s1", faults: str = "", flake: str | None = None,
-                 eta: int = 20, tag: str | None = None, delay_ms: int = 0) -> Turn:
+                 eta: int = 20, tag: str | None = None, delay_ms: int = 0, vendor_key: str | None = None) -> Turn:
         settings = Settings(tag=tag, home=self.home, eta_seconds=eta, delay_ms=delay_ms,
-                            faults=fault_table.parse(faults), flake=flake_mod.parse(flake))
+                            faults=fault_table.parse(faults), flake=flake_mod.parse(flake), vendor_key=vendor_key)
         self.events.clear()
         result = hub.run_turn(query, session, settings, trace=False)
         return Turn(result.answer, result.exit_code, result.notes, list(self.events))

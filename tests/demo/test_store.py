@@ -187,7 +187,7 @@ def test_clean_turn_trace_shape(results):
     assert trace["thread_id"] == turn.session
     assert sorted(trace["tags"]) == sorted(["obai-demo", turn.tag])
     assert trace["metadata"] == {"e2e_tag": turn.tag, "session_id": turn.session,
-                                 "demo_version": __version__, "faults": []}
+                                 "demo_version": __version__, "channel": "cli", "faults": []}
     assert trace["error_info"] is None
     assert turn.names == ["hub", "guardrail", "load_skill", "load_skill", "market_data_analysis",
                           "fundamentals_analysis", "compose_answer"]
