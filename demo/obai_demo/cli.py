@@ -1,7 +1,9 @@
-"""The ``obai-demo`` command line: ``obai-demo ask [--session SID] QUERY``.
+"""The ``obai-demo`` command line: ``obai-demo ask [--session SID] QUERY`` and ``obai-demo serve``.
 
-stdout carries the final answer only; diagnostics go to stderr. Exit codes: 0 answered,
-1 refused by the guardrail, 2 usage error, 4 unknown job, 70 internal error.
+``ask``: stdout carries the final answer only; diagnostics go to stderr. Exit codes: 0
+answered, 1 refused by the guardrail, 2 usage error, 4 unknown job, 70 internal error.
+``serve``: one JSON line on stdout once the web chat listens; exit 0 after SIGTERM or
+SIGINT, 2 usage error, 3 the port is taken.
 """
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from . import __version__
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 70
+DEFAULT_PORT = 8765
+OUTAGE_FILE = "backend-down"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,6 +32,16 @@ def build_parser() -> argparse.ArgumentParser:
     ask = sub.add_parser("ask", help="answer one query (one turn, one trace)")
     ask.add_argument("--session", metavar="SID", help="session id (default: a new random id)")
     ask.add_argument("query", nargs="+", metavar="QUERY", help="the question")
+    serve = sub.add_parser(
+        "serve", help="a local web chat over the same hub (127.0.0.1 only; one trace per question)",
+        description="Serve the web chat on 127.0.0.1 until SIGTERM or SIGINT. Prints one JSON line "
+                    '({"status": "serving", "url", "health", "port", "pid", "outage_file"}) once it listens.',
+    )
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT, metavar="N",
+                       help=f"TCP port on 127.0.0.1 (default {DEFAULT_PORT}; 0 picks a free one)")
+    serve.add_argument("--outage-file", metavar="PATH",
+                       help="while this file exists the backend counts as down: questions get HTTP 503 and "
+                            "/healthz reports down (default: $OBAI_DEMO_HOME/backend-down)")
     return parser
 
 
@@ -36,7 +50,26 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
+    if args.command == "serve":
+        return serve(args)
     return ask(args)
+
+
+def serve(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .settings import Settings, UsageError
+    from .web.server import serve as run_server
+
+    try:
+        settings = Settings.from_env()
+        if not 0 <= args.port <= 65535:
+            raise UsageError(f"--port must be between 0 and 65535, got {args.port}")
+    except UsageError as exc:
+        print(f"obai-demo: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    outage = Path(args.outage_file).expanduser() if args.outage_file else settings.home / OUTAGE_FILE
+    return run_server(args.port, settings, outage)
 
 
 def ask(args: argparse.Namespace) -> int:

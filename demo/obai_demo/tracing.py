@@ -7,6 +7,7 @@ error reporting, and a bounded flush at exit so that a dead backend cannot hold 
 """
 from __future__ import annotations
 
+import contextvars
 import functools
 import os
 import threading
@@ -22,16 +23,16 @@ SDK_DEFAULTS = {
     "OPIK_SENTRY_ENABLE": "false",
 }
 
-_enabled = False
+# Per thread (and asyncio task): a server traces each request's turn on its own thread.
+_enabled: contextvars.ContextVar[bool] = contextvars.ContextVar("obai_demo_tracing", default=False)
 
 
 def set_enabled(enabled: bool) -> None:
-    global _enabled
-    _enabled = enabled
+    _enabled.set(enabled)
 
 
 def is_enabled() -> bool:
-    return _enabled
+    return _enabled.get()
 
 
 def sdk_environment(environ: MutableMapping[str, str]) -> None:
@@ -58,7 +59,7 @@ def traced(name: str, type: str = "general", ignore: tuple[str, ...] = ("ctx",))
         @functools.wraps(fn)
         def call(*args: Any, **kwargs: Any) -> Any:
             nonlocal tracked
-            if not _enabled:
+            if not _enabled.get():
                 kwargs.pop("opik_args", None)
                 return fn(*args, **kwargs)
             if tracked is None:
@@ -77,7 +78,7 @@ def trace_args(thread_id: str, tags: list[str], metadata: dict[str, Any]) -> dic
 
 def set_output(output: dict[str, Any]) -> None:
     """Set the current span's and trace's output (kept even if the call then raises)."""
-    if not _enabled:
+    if not _enabled.get():
         return
     context = _opik().opik_context
     context.update_current_span(output=output)
@@ -92,7 +93,7 @@ PRICE_PER_1K_TOKENS = 0.002
 
 def record_usage(prompt_text: str, completion_text: str) -> None:
     """Put token usage and a cost on the current (llm) span."""
-    if not _enabled:
+    if not _enabled.get():
         return
     prompt, completion = -(-len(prompt_text) // 4), -(-len(completion_text) // 4)
     total = prompt + completion
@@ -106,6 +107,18 @@ def _flush_budget() -> float:
         return max(0.1, float(os.environ.get("OPIK_DEFAULT_FLUSH_TIMEOUT") or SDK_DEFAULTS["OPIK_DEFAULT_FLUSH_TIMEOUT"]))
     except ValueError:
         return float(SDK_DEFAULTS["OPIK_DEFAULT_FLUSH_TIMEOUT"])
+
+
+def warm_up() -> None:
+    """Import the SDK and create its client now rather than in the first traced turn."""
+    _opik().get_global_client()
+
+
+def flush() -> bool:
+    """Deliver what the SDK holds, within the flush timeout; False when it could not."""
+    if _opik.cache_info().currsize == 0:
+        return True
+    return bool(_opik().get_global_client().flush(timeout=_flush_budget()))
 
 
 def finish() -> bool:

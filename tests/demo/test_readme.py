@@ -4,7 +4,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from obai_demo.faults import FAULTS
+from obai_demo import cli
+from obai_demo.attacks import OFF_TOPIC_TASKS
+from obai_demo.faults import ALL_FAULTS
+from obai_demo.guardrail import REFUSALS
 from obai_demo.routing import FINANCE_WORDS, SPECIALIST_TRIGGERS
 
 README = (Path(__file__).resolve().parents[2] / "demo" / "README.md").read_text(encoding="utf-8")
@@ -20,9 +23,9 @@ def _rows() -> dict[str, list[str]]:
     return rows
 
 
-def test_fault_table():
+def test_fault_tables():
     rows = _rows()
-    for name, fault in FAULTS.items():
+    for name, fault in ALL_FAULTS.items():
         assert name in rows, name
         code = rows[name][0].strip("`")
         assert code == fault.code, name
@@ -35,3 +38,16 @@ def test_trigger_table_and_finance_words():
         assert documented == list(triggers), name
     for word in FINANCE_WORDS:
         assert f"`{word}`" in README, word
+
+
+def test_attack_categories_and_tasks():
+    rows = _rows()
+    for category, refusal in REFUSALS.items():
+        assert rows[category][0] == f"`{refusal}`", category
+    documented = re.findall(r"`([^`]+)`", rows["off_topic"][1])
+    assert documented == list(OFF_TOPIC_TASKS)
+
+
+def test_serve_defaults():
+    assert f"default port {cli.DEFAULT_PORT}" in README
+    assert f"`$OBAI_DEMO_HOME/{cli.OUTAGE_FILE}`" in README
