@@ -188,7 +188,7 @@ def test_korpus_and_synthetic_aggregate_separately(scored):
 
 def test_suite_figures(scored):
     s = scored.suite
-    assert s["counts"] == {"planned": 34, "completed": 30, "aborted": 3, "not_judged": 1, "units": 31}
+    assert s["counts"] == {"planned": 34, "completed": 30, "aborted": 3, "outage": 0, "not_judged": 1, "units": 31}
     assert s["completion_rate"] == pytest.approx(30 / 34)
     assert s["abort_rate"] == pytest.approx(3 / 33)
     # covered: a (n 4 ≥ 3), c (8 ≥ 2), d (9 ≥ 2), korpus (2 ≥ 2); not b (3 < 16)

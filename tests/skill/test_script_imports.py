@@ -52,6 +52,10 @@ def test_help_does_not_import_the_sdk(tmp_path, script):
 def test_scripts_that_read_no_trace_never_import_the_sdk(tmp_path, trace_store):
     run = tmp_path / "run"
     shutil.copytree(DEMO_RUN, run)
+    # The stored run names the files of the checkout it was recorded in; read this checkout's.
+    meta = json.loads((run / "run.json").read_text())
+    meta.update(target_config=str(REPO / "cases" / "target.yaml"), cases_file=str(REPO / "cases" / "cases.yaml"))
+    (run / "run.json").write_text(json.dumps(meta, indent=2))
     (run / "MD1.verdict.json").unlink()
     (run / "results.json").unlink()
     env = {**os.environ, "OBAI_E2E_RUNS": str(tmp_path / "runs"), "OBAI_TRACE_STORE_DIR": str(trace_store.data_dir)}

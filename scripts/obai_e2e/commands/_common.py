@@ -64,6 +64,9 @@ def add_filter_args(parser: argparse.ArgumentParser) -> None:
                         help="only cases of this feature (repeatable, or comma-separated)")
     parser.add_argument("--id", action="append", default=[], metavar="ID", dest="ids",
                         help="only these case ids (repeatable, or comma-separated); names disabled cases too")
+    parser.add_argument("--channel", action="append", default=[], metavar="CH", dest="channels",
+                        help="only units on this channel: cli or ui (repeatable, or comma-separated; default: "
+                             "every channel a case lists)")
 
 
 def add_sample_args(parser: argparse.ArgumentParser) -> None:
@@ -100,7 +103,8 @@ def sampled(args, case_set: CaseSet, filters: Filters, config_plan: Path | None 
 
         raise UsageError("the loss plan selects no case from the filtered case set")
     ids = tuple(u["case_id"] for u in s.units)
-    return Filters(ids=ids), {u["case_id"]: u["repeats"] for u in s.units}, {**recorded, "sampling": s.to_json()}
+    return (Filters(ids=ids, channels=filters.channels), {u["case_id"]: u["repeats"] for u in s.units},
+            {**recorded, "sampling": s.to_json()})
 
 
 def filters_from(args) -> Filters:
@@ -108,7 +112,8 @@ def filters_from(args) -> Filters:
 
     def split(values):
         return tuple(v.strip() for item in values for v in item.split(",") if v.strip())
-    return Filters(smoke=bool(args.smoke), features=split(args.feature), ids=split(args.ids))
+    return Filters(smoke=bool(args.smoke), features=split(args.feature), ids=split(args.ids),
+                   channels=split(getattr(args, "channels", [])))
 
 
 def run_dir_of(args) -> Path | None:

@@ -30,7 +30,7 @@ def run(args) -> int:
     if packet is None:
         raise UsageError(f"no packet for {unit.id} in {args.run_dir}: run run_one.py --id {unit.id} first")
     result = check_packet(packet, unit.case, config).to_json()
-    hard, soft = applicable_codes(unit.case, config)
+    hard, soft = applicable_codes(unit.case, config, unit.channel)
     result["judge_panel"] = panel_for_unit(args.run_dir, unit.id)
     result["admissible"] = {"fail": [readable([p]) for p in hard], "needs_review": [readable([p]) for p in soft]}
     emit(result)

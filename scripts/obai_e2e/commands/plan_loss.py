@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..base.output import emit, say
+from ..loss.catalog import load_catalog
 from ..loss.plan import decimal_text, load_plan, write_plan_md
 from ..loss.sampling import sample
 from ._common import add_config_args, load
@@ -24,13 +25,16 @@ def register(sub) -> None:
 def run(args) -> int:
     config, cases = load(args)
     plan = load_plan(args.plan or config.plan)
-    path = write_plan_md(plan, args.output)
+    catalog = load_catalog(config.catalog) if config.catalog else None
+    cap = catalog.cap_adversarial if catalog else None
+    path = write_plan_md(plan, args.output, cap)
     drawn = {s.key: s for s in sample(plan, cases.cases).partitions}
     partitions = [{"partition": p.key, "labels": p.labels, "weight": p.weight, "s": float(p.s),
                    "s_from_pilot": p.s_from_pilot, "n_min": p.n_min, "available_cases": drawn[p.key].available,
                    "thin": drawn[p.key].thin} for p in plan.partitions]
     emit({"status": "planned", "plan": str(plan.path), "e2e_plan": str(path), "mde": plan.mde,
-          "sample_budget": plan.budget, "partitions": partitions})
+          "sample_budget": plan.budget, "adversarial_cap": float(cap) if cap is not None else None,
+          "partitions": partitions})
     say(f"mde {decimal_text(plan.mde_exact)}: sample budget {plan.budget} units over {len(partitions)} partitions; "
         f"{sum(p['thin'] for p in partitions)} partition(s) have fewer cases than n_min; wrote {path}")
     return 0

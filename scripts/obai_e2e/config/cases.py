@@ -15,6 +15,11 @@ from .target import TargetConfig
 
 DEFAULT_STOCHASTIC_REPEATS = 3
 SKILL_PREFIX = "skill:"
+CLI, UI = "cli", "ui"
+CHANNELS = (CLI, UI)
+# Facets the harness sets on every unit; a case's labels may not say otherwise.
+CHANNEL_FACET, KIND_FACET = "channel", "kind"
+EVERYDAY, ADVERSARIAL = "everyday", "adversarial"
 
 
 def default_cases_path() -> Path:
@@ -47,7 +52,15 @@ class Case:
     known_needs_review: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     timeout_s: float | None = None
+    channels: tuple[str, ...] = (CLI,)
+    adversarial: bool = False
+    attack: str | None = None
+    markers: tuple[str, ...] = ()
     line: int | None = None
+
+    @property
+    def kind(self) -> str:
+        return ADVERSARIAL if self.adversarial else EVERYDAY
 
     def expected_summary(self) -> dict[str, Any]:
         """The expectation fields, as the report and results show them."""
@@ -62,6 +75,11 @@ class Case:
                 out[key] = True
         if self.expect_options_shape:
             out["expect_options_shape"] = self.expect_options_shape
+        if self.adversarial:
+            out["adversarial"] = True
+            out["attack"] = self.attack
+            if self.markers:
+                out["markers"] = list(self.markers)
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -75,6 +93,8 @@ class Case:
         if self.disabled:
             out["disabled"] = True
         out["repeats"] = self.repeats
+        if self.channels != (CLI,):
+            out["channels"] = list(self.channels)
         return out
 
 
@@ -114,7 +134,8 @@ def _case_label(data: Any) -> Any:
 
 
 def _semantic_checks(raw: dict, lines: Lines, source: str, specialists: Iterable[str] | None,
-                     strategy: str | None, options: str | None, correlation_var: str | None = None) -> None:
+                     strategy: str | None, options: str | None, correlation_var: str | None = None,
+                     has_ui: bool | None = None) -> None:
     seen: dict[str, int] = {}
     known = set(specialists) if specialists is not None else None
     for index, c in enumerate(raw["cases"]):
@@ -159,11 +180,27 @@ def _semantic_checks(raw: dict, lines: Lines, source: str, specialists: Iterable
         both = set(c.get("expected_skills", [])) & set(c.get("expected_skills_absent", []))
         if both:
             fail("expected_skills_absent", f"{sorted(both)} is both expected and banned")
+        channels = c.get("channels", [CLI])
+        labels = c.get("labels", {})
+        if CHANNEL_FACET in labels and [labels[CHANNEL_FACET]] != channels:
+            fail("labels", f"labels.channel is {labels[CHANNEL_FACET]!r} but the case runs on {channels}: the "
+                           "channel facet of a unit is its channel; set channels and drop labels.channel")
+        if KIND_FACET in labels:
+            fail("labels", "labels.kind is set by the harness (adversarial or everyday); drop it and use "
+                           "adversarial: true for an attack")
+        if UI in channels and has_ui is False:
+            fail("channels", "the case runs on the ui channel but the target configuration has no ui section "
+                             "(url and driver selectors)")
+        if c.get("adversarial") and c.get("expect_rejection"):
+            fail("expect_rejection", "an adversarial case is judged by the adversarial rules; for an attack "
+                                     "that must be refused use attack: guardrail_bypass instead of expect_rejection")
+        if c.get("markers") and c.get("attack") != "injection":
+            fail("markers", "markers belong to injection attacks (attack: injection)")
 
 
 def load_cases(path: Path | None = None, *, specialists: Iterable[str] | None = None,
                strategy: str | None = None, options: str | None = None, allow_holdout: bool = False,
-               correlation_var: str | None = None) -> CaseSet:
+               correlation_var: str | None = None, has_ui: bool | None = None) -> CaseSet:
     """Read and check a cases file (parsed once); specialist names are checked when ``specialists`` is given.
 
     A file marked ``holdout: true`` is the sealed holdout set: it is refused unless the
@@ -180,7 +217,7 @@ def load_cases(path: Path | None = None, *, specialists: Iterable[str] | None = 
             f"{path} is the sealed holdout set: it is never planned, run, listed or shown by the normal flow. "
             "It opens once, through freeze_audit.py open-holdout, after the development gate passed.")
     schema.check(data, "cases.schema.json", source=source, lines=lines, item_label=_case_label(data))
-    _semantic_checks(data, lines, source, specialists, strategy, options, correlation_var)
+    _semantic_checks(data, lines, source, specialists, strategy, options, correlation_var, has_ui)
     cases = []
     for index, c in enumerate(data["cases"]):
         stochastic = bool(c.get("stochastic", False))
@@ -206,6 +243,10 @@ def load_cases(path: Path | None = None, *, specialists: Iterable[str] | None = 
             known_needs_review=tuple(c.get("known_needs_review", [])),
             env=dict(c.get("env", {})),
             timeout_s=float(c["timeout_s"]) if "timeout_s" in c else None,
+            channels=tuple(c.get("channels", [CLI])),
+            adversarial=bool(c.get("adversarial", False)),
+            attack=c.get("attack"),
+            markers=tuple(c.get("markers", [])),
             line=lines.get(("cases", index)),
         ))
     return CaseSet(path=path, sha256=sha256_file(path), holdout=bool(data.get("holdout", False)),
@@ -217,4 +258,4 @@ def load_cases_for(config: TargetConfig, path: Path | None = None, *, allow_hold
     v = config.vocabulary
     return load_cases(path, specialists=v.specialists, strategy=v.strategy_specialist,
                       options=v.options_specialist, allow_holdout=allow_holdout,
-                      correlation_var=config.correlation.env_var)
+                      correlation_var=config.correlation.env_var, has_ui=config.ui is not None)

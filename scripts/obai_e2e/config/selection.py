@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from ..base.errors import UsageError
-from .cases import Case, CaseSet
+from .cases import CHANNELS, Case, CaseSet
 
 
 @dataclass(frozen=True)
@@ -15,16 +15,29 @@ class Filters:
     smoke: bool = False
     features: tuple[str, ...] = ()
     ids: tuple[str, ...] = ()
+    channels: tuple[str, ...] = ()
+    """Only units on these channels (all of a case's channels when empty)."""
 
     def to_json(self) -> dict:
-        return {"smoke": self.smoke, "features": list(self.features), "ids": list(self.ids)}
+        out = {"smoke": self.smoke, "features": list(self.features), "ids": list(self.ids)}
+        if self.channels:
+            out["channels"] = list(self.channels)
+        return out
 
     @classmethod
     def from_json(cls, data: dict) -> "Filters":
-        return cls(bool(data.get("smoke")), tuple(data.get("features", [])), tuple(data.get("ids", [])))
+        return cls(bool(data.get("smoke")), tuple(data.get("features", [])), tuple(data.get("ids", [])),
+                   tuple(data.get("channels", [])))
 
     def apply(self, case_set: CaseSet) -> "Selection":
-        return select(case_set, smoke=self.smoke, features=self.features, ids=self.ids)
+        unknown = [c for c in self.channels if c not in CHANNELS]
+        if unknown:
+            raise UsageError(f"unknown channel(s): {', '.join(unknown)}; known: {', '.join(CHANNELS)}")
+        selection = select(case_set, smoke=self.smoke, features=self.features, ids=self.ids)
+        if not self.channels:
+            return selection
+        return Selection(tuple(c for c in selection.cases if set(c.channels) & set(self.channels)),
+                         selection.skipped_disabled, self.channels)
 
 
 @dataclass(frozen=True)
@@ -33,6 +46,8 @@ class Selection:
 
     cases: tuple[Case, ...]
     skipped_disabled: tuple[Case, ...]
+    channels: tuple[str, ...] = ()
+    """The channels the units are limited to (all when empty)."""
 
     def disabled_line(self) -> str | None:
         if not self.skipped_disabled:

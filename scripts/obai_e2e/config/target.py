@@ -11,7 +11,9 @@ from ..base import jsonptr, schema
 from ..base.errors import ConfigError
 from ..base.paths import bundle_root, cases_file
 from ..base.yamlio import Lines, line_for, load_yaml
+from .adversarial import Canary, parse_canaries
 from .shapes import ErrorShape, SpanPattern, span_pattern
+from .ui import UiConfig, parse_ui
 
 DEFAULT_REDACT = ["*KEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*"]
 # The demo's English option labels; a target with other wording sets rubric.options_labels.
@@ -199,6 +201,8 @@ class TargetConfig:
     report: ReportSettings = field(default_factory=ReportSettings)
     options_labels: OptionsLabels | None = field(default=None)
     failure_ack_patterns: tuple[re.Pattern, ...] = ()
+    ui: UiConfig | None = field(default=None)  # None: the target has no ui channel
+    canaries: tuple[Canary, ...] = field(default=())
     lines: Lines = field(default_factory=dict, repr=False)
 
     @property
@@ -424,5 +428,7 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
         report=report,
         options_labels=options_labels,
         failure_ack_patterns=ack,
+        ui=parse_ui(data.get("ui"), source),
+        canaries=parse_canaries(data.get("adversarial")),
         lines=lines,
     )

@@ -28,9 +28,11 @@ from ..rundir.meta import RunMeta
 from ..trace.backend import Backend, connect, is_unreachable_error, warm_up
 from ..trace.curate import TraceDigest, curate, dumps
 from ..trace.resolve import INCOMPLETE, RESOLVED, TurnKey, fetch, resolve
+from .canaries import CanaryFinding, Planted, plant
 from .privacy import protect_packet
 from .sandbox import Sandbox
 from .turn import TurnResult, fill, run_turn
+from .ui import UiObservation, channel_for
 
 PACKET_SCHEMA_VERSION = 1
 
@@ -90,6 +92,13 @@ class Followup(Record):
     turn: TurnResult
     answer: str
     trace: TraceBlock
+    ui: UiObservation | None = None
+
+    def to_json(self) -> dict:
+        out = super().to_json()
+        if self.ui is None:
+            out.pop("ui")  # only on the ui channel
+        return out
 
 
 @dataclass
@@ -133,6 +142,17 @@ class Packet(Record):
     followup_error: str | None = None
     sandbox: SandboxInfo = field(default_factory=SandboxInfo)
     harness: HarnessInfo = field(default_factory=HarnessInfo)
+    channel: str = "cli"
+    ui: UiObservation | None = None
+    canaries: list[CanaryFinding] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        out = super().to_json()
+        if self.ui is None:
+            out.pop("ui")  # only on the ui channel
+        if not self.canaries:
+            out.pop("canaries")  # only for adversarial units with planted canaries
+        return out
 
     @property
     def query(self) -> str:
@@ -187,11 +207,15 @@ def _trace_block(backend: Backend, config: TargetConfig, key: TurnKey) -> TraceB
 
 
 def _one_turn(config: TargetConfig, backend: Backend, box: Sandbox, query: str, session: str,
-              case: Case) -> tuple[TurnResult, TraceBlock]:
+              case: Case, channel: str = "cli", extra_env: dict[str, str] | None = None
+              ) -> tuple[TurnResult, TraceBlock, UiObservation | None]:
     tag = f"e2e-{uuid.uuid4().hex}"
+    if channel == "ui":
+        return _one_ui_turn(config, backend, query, session, tag)
     argv = fill(config.target.command, {"query": query, "session": session})
     env = box.env()
     env.update(case.env)
+    env.update(extra_env or {})
     env[config.correlation.env_var] = tag
     timeout_s = case.timeout_s or config.target.timeout_s
     try:
@@ -210,7 +234,21 @@ def _one_turn(config: TargetConfig, backend: Backend, box: Sandbox, query: str, 
         key = TurnKey(query=query, started_at=turn.started_at, ended_at=turn.ended_at,
                       tag=tag if config.correlation.match != "none" else None)
         trace = _trace_block(backend, config, key)
-    return turn, trace
+    return turn, trace, None
+
+
+def _one_ui_turn(config: TargetConfig, backend: Backend, query: str, session: str,
+                 tag: str) -> tuple[TurnResult, TraceBlock, UiObservation]:
+    """Ask through the web UI; the trace is found by the tag the page passed on."""
+    turn, obs = channel_for(config, backend).ask(query, session, tag)
+    if obs.state == "not_loaded":
+        # The question never left the browser: there is no trace to look for.
+        trace = TraceBlock("not_sent", message=f"the question was not sent: {obs.outage_reason or 'the page did not load'}")
+    else:
+        key = TurnKey(query=query, started_at=turn.started_at, ended_at=turn.ended_at,
+                      tag=tag if config.correlation.match != "none" else None)
+        trace = _trace_block(backend, config, key)
+    return turn, trace, obs
 
 
 def parse_job(config: TargetConfig, text: str) -> tuple[str | None, float | None]:
@@ -269,16 +307,23 @@ def build_packet(config: TargetConfig, backend: Backend, run_dir: Path, meta: Ru
     redactor = Redactor({**os.environ, **config.target.env, **case.env}, config.redact_patterns)
     token = f"{run_token}-{unit.id}-{uuid.uuid4().hex[:6]}"
     packet = Packet(unit_id=unit.id, case_id=case.id, run_id=meta.run_id, repeat=unit.repeat,
-                    case=case.to_json(), session=session,
+                    case=case.to_json(), session=session, channel=unit.channel,
                     trace=TraceBlock("harness_error", message="the turn did not start"))
     target_ms = 0
+    planted = Planted()
     with Sandbox(config, token, base_env, defer_removal=defer_removal) as box:
         try:
-            packet.turn, packet.trace = _one_turn(config, backend, box, case.query, session, case)
+            if case.adversarial and config.canaries:
+                planted = (channel_for(config, backend).planted if unit.channel == "ui"
+                           else plant(config.canaries, box.dir))
+                redactor = Redactor({**os.environ, **config.target.env, **case.env, **planted.env},
+                                    config.redact_patterns)
+            packet.turn, packet.trace, packet.ui = _one_turn(config, backend, box, case.query, session, case,
+                                                             unit.channel, planted.env)
             packet.answer = answer_of(config, packet.turn, packet.trace)
             target_ms += packet.turn.wall_ms
             if case.expect_async_job and not packet.turn.timed_out:
-                target_ms += _follow_job(config, backend, box, session, packet, case)
+                target_ms += _follow_job(config, backend, box, session, packet, case, planted.env)
         except ObaiError:
             raise
         except Exception as exc:  # noqa: BLE001 - kept apart from the target's own faults
@@ -287,6 +332,10 @@ def build_packet(config: TargetConfig, backend: Backend, run_dir: Path, meta: Ru
     packet.sandbox = SandboxInfo(enabled=config.sandbox.enabled, restore_error=box.restore_error)
     for turn in _turns(packet):
         turn.env = redactor.env(turn.env, config.redact_patterns)
+    if planted.canaries:
+        # Scanned before redaction, which would mask a leaked secret-named variable.
+        packet.canaries = planted.scan({"answer": packet.answer,
+                                        "followup_answer": packet.followup.answer if packet.followup else ""})
     wall_ms = int((time.monotonic() - t0) * 1000)
     waited_ms = int(packet.async_job.wait_s * 1000) if packet.async_job else 0
     packet.harness = HarnessInfo(version=__version__, started_at=iso(started), ended_at=iso(utc_now()),
@@ -313,7 +362,7 @@ def answer_of(config: TargetConfig, turn: TurnResult, trace: TraceBlock) -> str:
 
 
 def _follow_job(config: TargetConfig, backend: Backend, box: Sandbox, session: str, packet: Packet,
-                case: Case) -> int:
+                case: Case, extra_env: dict[str, str] | None = None) -> int:
     """Wait for the announced job and ask for its result in the same session; the follow-up's wall time."""
     job_id, eta = parse_job(config, packet.answer)
     if job_id is None:
@@ -323,12 +372,13 @@ def _follow_job(config: TargetConfig, backend: Backend, box: Sandbox, session: s
     if STOPPING.wait(packet.async_job.wait_s):
         raise Interrupted("the run was stopped while waiting for an async job")
     query = config.async_jobs.followup_query.replace("{job_id}", job_id)
-    f_turn, f_trace = _one_turn(config, backend, box, query, session, case)
-    if f_turn.timed_out or f_turn.exit_code != 0:
+    f_turn, f_trace, f_ui = _one_turn(config, backend, box, query, session, case, packet.channel, extra_env)
+    if f_turn.timed_out or (f_turn.exit_code is not None and f_turn.exit_code != 0) or (
+            f_ui is not None and f_ui.state != "done"):
         how = "timed out" if f_turn.timed_out else f"exited {f_turn.exit_code}"
         packet.followup_error = f"the follow-up turn {how}: {f_turn.stderr_tail.strip()[-300:]}"
         packet.async_job.failed_followup = FailedFollowup(turn=f_turn, trace=f_trace)
     else:
         packet.followup = Followup(query=query, turn=f_turn, answer=answer_of(config, f_turn, f_trace),
-                                   trace=f_trace)
+                                   trace=f_trace, ui=f_ui)
     return f_turn.wall_ms

@@ -116,6 +116,18 @@ class _Reader(threading.Thread):
         return b"".join(self.chunks).decode("utf-8", errors="replace")
 
 
+def track_group(pgid: int) -> None:
+    """Count a long-lived process group (a web UI server) among those a signal handler kills."""
+    entry = procs.stat(pgid)
+    with _LIVE_LOCK:
+        _LIVE[pgid] = _Live(pgid, None, None, entry.start_ticks if entry else 0)
+
+
+def untrack_group(pgid: int) -> None:
+    with _LIVE_LOCK:
+        _LIVE.pop(pgid, None)
+
+
 def _kill_group(pgid: int, sig: int) -> None:
     try:
         os.killpg(pgid, sig)

@@ -1,9 +1,12 @@
-"""The loss catalog (``catalogs/loss-catalog.vN.json``): categories, weights, rubric codes.
+"""The loss catalog (``catalogs/loss-catalog.vN.json``): categories, weights, rubric codes, the cap.
 
 Besides the JSON Schema, a catalog must have unique category ids, code patterns that can
 match at least one rubric code, and model_judged weights that sum to at most 0.30. The
 sum is taken over the decimal text of the weights as fractions, so that 0.1 + 0.2 is
-exactly 0.3 and a catalog at the limit is not refused by a rounding error.
+exactly 0.3 and a catalog at the limit is not refused by a rounding error. A category's
+``scope`` (``ui``, ``adversarial``) limits it to the units where a rule feeding it ran;
+``cap.adversarial`` bounds the adversarial partitions' share of the suite score (the
+schema requires it as soon as a category is adversarial).
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from ..judge.rubric.codes import HARD_CODES, SOFT_CODES
 
 DETERMINISTIC = "deterministic"
 MODEL_JUDGED = "model_judged"
+SCOPE_ALL, SCOPE_UI, SCOPE_ADVERSARIAL = "all", "ui", "adversarial"
 MODEL_JUDGED_LIMIT = Fraction(3, 10)
 SCHEMA = "loss-catalog.schema.json"
 
@@ -43,6 +47,7 @@ class Category:
     codes: tuple[str, ...]
     needs_execution: bool = False
     description: str = ""
+    scope: str = SCOPE_ALL
 
     @property
     def model_judged(self) -> bool:
@@ -60,6 +65,7 @@ class Catalog:
     version: str
     sha256: str
     categories: tuple[Category, ...]
+    cap_adversarial: Fraction | None = None
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -149,7 +155,7 @@ def parse_catalog(text: str, source: str) -> Catalog:
         categories.append(Category(
             id=c["id"], index=i, type=c["type"], weight=float(c["weight"]), weight_exact=Fraction(e["weight"]),
             max=float(c["max"]), codes=tuple(c["codes"]), needs_execution=bool(c.get("needs_execution", False)),
-            description=c.get("description", ""),
+            description=c.get("description", ""), scope=c.get("scope", SCOPE_ALL),
         ))
     judged = [c for c in categories if c.model_judged]
     total = sum((c.weight_exact for c in judged), Fraction(0))
@@ -158,8 +164,9 @@ def parse_catalog(text: str, source: str) -> Catalog:
         raise _fail(source, "/categories",
                     f"the model_judged weights sum to {_fraction_text(total)} ({parts}); they must not exceed 0.30 "
                     "(lower them or make a category deterministic)")
+    cap = exact.get("cap", {}).get("adversarial")
     return Catalog(path=Path(source), version=data["version"], sha256=sha256_bytes(text.encode("utf-8")),
-                   categories=tuple(categories))
+                   categories=tuple(categories), cap_adversarial=Fraction(cap) if cap is not None else None)
 
 
 def load_catalog(path: Path) -> Catalog:
@@ -172,4 +179,5 @@ def load_catalog(path: Path) -> Catalog:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     catalog = parse_catalog(text, str(path))
-    return Catalog(path=path, version=catalog.version, sha256=catalog.sha256, categories=catalog.categories)
+    return Catalog(path=path, version=catalog.version, sha256=catalog.sha256, categories=catalog.categories,
+                   cap_adversarial=catalog.cap_adversarial)

@@ -27,6 +27,9 @@ DEFAULT_S = Fraction(3, 10)
 DEFAULT_SEED = "obai-e2e"
 N_MIN_FLOOR = 2
 PROVENANCES = ("synthetic", "korpus")
+# Facets every unit has; a partition that does not name one takes only units with its default,
+# so cli and ui units, and everyday and adversarial units, never share a partition by accident.
+IMPLICIT_FACETS = {"channel": "cli", "kind": "everyday"}
 PLAN_MD = "E2E-PLAN.md"
 
 
@@ -118,7 +121,19 @@ class Partition:
         return float(self.weight_exact)
 
     def contains(self, unit_labels: dict) -> bool:
-        return all(unit_labels.get(k) == v for k, v in self.labels.items())
+        for k, v in self.labels.items():
+            if unit_labels.get(k, IMPLICIT_FACETS.get(k)) != v:
+                return False
+        return all(unit_labels.get(k, d) == d for k, d in IMPLICIT_FACETS.items() if k not in self.labels)
+
+    @property
+    def effective_labels(self) -> dict:
+        """Its labels with the implicit facets it does not name (channel=cli, kind=everyday)."""
+        return {**IMPLICIT_FACETS, **self.labels}
+
+    @property
+    def adversarial(self) -> bool:
+        return self.effective_labels["kind"] == "adversarial"
 
 
 @dataclass(frozen=True)
@@ -228,7 +243,7 @@ def parse_plan(data, lines: Lines, text: str, source: str, path: Path) -> Plan:
         for j, other in enumerate(partitions):
             if other.labels == labels:
                 raise fail(("partitions", i, "labels"), f"the same labels as /partitions/{j}; each partition once")
-            if not _disjoint(other.labels, labels):
+            if not _disjoint(other.effective_labels, {**IMPLICIT_FACETS, **labels}):
                 raise fail(("partitions", i, "labels"),
                            f"{{{labels_key(labels)}}} can hold the same units as /partitions/{j} "
                            f"{{{labels_key(other.labels)}}}: partitions must differ in the value of a shared facet, "
@@ -262,8 +277,8 @@ def _head(columns) -> str:
     return _row(columns) + "|" + "---|" * len(columns) + "\n"
 
 
-def render_plan_md(plan: Plan) -> str:
-    """E2E-PLAN.md: deterministic for a given plan file."""
+def render_plan_md(plan: Plan, cap: Fraction | None = None) -> str:
+    """E2E-PLAN.md: deterministic for a given plan file (and the catalog's adversarial cap)."""
     mde = decimal_text(plan.mde_exact)
     s0 = decimal_text(plan.default_s)
     try:
@@ -288,7 +303,8 @@ def render_plan_md(plan: Plan) -> str:
         out.append(_row([h.id, h.source, h.target, h.signal, h.correct, h.flake, h.real_error]))
     out.append("\n## Partitions\n\n")
     out.append("Weight = frequency × damage. Provenance is always a facet: synthetic and korpus units are "
-               "aggregated separately.\n\n")
+               "aggregated separately. So are the channel (cli, ui) and the kind (everyday, adversarial): a "
+               "partition that does not name them holds only cli units of everyday cases.\n\n")
     default_n = plan.default_n_min()
     out.append(f"n_min is shown for the partition's s and, beside it, for the default s = {s0} "
                f"(n_min {default_n}).\n\n")
@@ -303,6 +319,7 @@ def render_plan_md(plan: Plan) -> str:
                          decimal_text(p.s), "pilot" if p.s_from_pilot else "default", p.n_min, default_n]))
     out.append(f"\nSample budget: Σ n_min = {plan.budget} units over {len(plan.partitions)} partitions "
                f"({default_n * len(plan.partitions)} at the default s).\n\n")
+    out.append(_cap_section(plan, cap))
     out.append("## A note on the seed's arithmetic\n\n")
     out.append(f"The original instructions say that s = 0.3 gives n_min ≈ 58. That is an arithmetic slip: "
                f"16 · 0.3² / 0.05² = 16 · 0.09 / 0.0025 = {n_min('0.3', '0.05')}. (About 58 is what a spread of "
@@ -311,7 +328,42 @@ def render_plan_md(plan: Plan) -> str:
     return "".join(out)
 
 
-def write_plan_md(plan: Plan, path: Path | None = None) -> Path:
+def _cap_section(plan: Plan, cap: Fraction | None) -> str:
+    """How much the adversarial partitions may weigh in the suite score, with the plan's own numbers."""
+    adversarial = [p for p in plan.partitions if p.adversarial]
+    if cap is None and not adversarial:
+        return ""
+    out = ["## Adversarial cap\n\n"]
+    if cap is None:
+        out.append("The loss catalog sets no cap: the adversarial partitions below weigh what the plan gives them.\n\n")
+        return "".join(out)
+    c = decimal_text(cap)
+    out.append(f"Attacks are weighed by the catalog's cap: the adversarial partitions together weigh at most {c} of "
+               "the suite score, so a red-team set cannot drown the everyday signal. When their share of the weight "
+               "of the partitions with a loss is higher, each adversarial weight is multiplied by "
+               "f = cap · W_everyday / ((1 − cap) · W_adversarial), which makes the share exactly the cap; "
+               "suite.json shows the factor and each partition's effective weight.\n\n")
+    for prov in PROVENANCES:
+        parts = [p for p in plan.partitions if p.labels.get("provenance") == prov]
+        adv = [p for p in parts if p.adversarial]
+        if not adv:
+            continue
+        w_a = sum((p.weight_exact for p in adv), Fraction(0))
+        w_e = sum((p.weight_exact for p in parts if not p.adversarial), Fraction(0))
+        share = w_a / (w_a + w_e)
+        factor = cap * w_e / ((1 - cap) * w_a) if share > cap and w_e else Fraction(1)
+        out.append(f"With every {prov} partition scored: adversarial weight {decimal_text(w_a)} of "
+                   f"{decimal_text(w_a + w_e)} (share {decimal_text(share, 4)}); "
+                   + (f"above the cap, so f = {decimal_text(factor, 4)}.\n\n" if factor != 1 else
+                      "within the cap, so nothing is scaled.\n\n"))
+        out.append(_head(["partition", "weight", "effective weight"]))
+        for p in adv:
+            out.append(_row([p.key, decimal_text(p.weight_exact), decimal_text(p.weight_exact * factor, 6)]))
+        out.append("\n")
+    return "".join(out)
+
+
+def write_plan_md(plan: Plan, path: Path | None = None, cap: Fraction | None = None) -> Path:
     path = Path(path) if path else bundle_root() / PLAN_MD
-    atomic_write_text(path, render_plan_md(plan))
+    atomic_write_text(path, render_plan_md(plan, cap))
     return path

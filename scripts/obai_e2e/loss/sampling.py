@@ -18,11 +18,27 @@ from .plan import Plan
 MIN_STOCHASTIC_REPEATS = 3
 
 
-def unit_labels(labels: dict, provenance: str) -> dict:
-    """A unit's facets as partitions see them: its labels plus its provenance."""
+def unit_labels(labels: dict, provenance: str, channel: str | None = None, kind: str | None = None) -> dict:
+    """A unit's facets as partitions see them: its labels plus provenance, channel and kind.
+
+    A unit from before channels and kinds existed has neither: partitions read it as cli
+    and everyday.
+    """
     out = dict(labels)
     out["provenance"] = provenance
+    if channel:
+        out["channel"] = channel
+    if kind:
+        out["kind"] = kind
     return out
+
+
+def case_units(case) -> list[tuple[str, dict]]:
+    """(unit key, facets) for each channel of a case."""
+    channels = getattr(case, "channels", ("cli",))
+    kind = getattr(case, "kind", "everyday")
+    return [(case.id if ch == "cli" else f"{case.id}.{ch}", unit_labels(case.labels, case.provenance, ch, kind))
+            for ch in channels]
 
 
 def repeats_for(case) -> int:
@@ -73,16 +89,21 @@ def _order(seed: str, key: str, case_id: str) -> str:
 
 
 def sample(plan: Plan, cases: Iterable) -> Sample:
-    """Select up to n_min enabled cases per partition; returns units ``[{case_id, repeats}]``."""
-    pool = [c for c in cases if not c.disabled]
-    parts, units = [], []
+    """Select up to n_min enabled units per partition; returns the cases they need ``[{case_id, repeats}]``.
+
+    A unit is a case on one of its channels; a case selected on any channel runs on all of
+    the run's channels (a case is what a run selects).
+    """
+    pool = [(c, key, labels) for c in cases if not c.disabled for key, labels in case_units(c)]
+    parts, units, taken = [], [], set()
     for p in plan.partitions:
-        eligible = [c for c in pool if p.contains(unit_labels(c.labels, c.provenance))]
-        eligible.sort(key=lambda c: _order(plan.seed, p.key, c.id))
+        eligible = [(c, key) for c, key, labels in pool if p.contains(labels)]
+        eligible.sort(key=lambda ck: _order(plan.seed, p.key, ck[1]))
         chosen = eligible[:p.n_min]
-        parts.append(PartitionSample(p.key, dict(p.labels), p.n_min, len(eligible), tuple(c.id for c in chosen)))
-        for c in chosen:
-            units.append({"case_id": c.id, "repeats": repeats_for(c)})
-    unassigned = tuple(c.id for c in pool
-                       if not any(p.contains(unit_labels(c.labels, c.provenance)) for p in plan.partitions))
+        parts.append(PartitionSample(p.key, dict(p.labels), p.n_min, len(eligible), tuple(k for _, k in chosen)))
+        for c, _ in chosen:
+            if c.id not in taken:
+                taken.add(c.id)
+                units.append({"case_id": c.id, "repeats": repeats_for(c)})
+    unassigned = tuple(key for _, key, labels in pool if not any(p.contains(labels) for p in plan.partitions))
     return Sample(units=tuple(units), partitions=tuple(parts), unassigned=unassigned)

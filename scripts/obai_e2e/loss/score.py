@@ -18,17 +18,19 @@ import gc
 import math
 from array import array
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
 from ..base import schema
+from ..config.units import unit_key
 from ..report.rows import ResultsRows, from_data
 from .catalog import Catalog
 from .detect import POWER, POWER_Z, SQRT2, detectable_effect, needs_units, sentence
 from .plan import Plan
 from .sampling import unit_labels
 from .stats import mean, pooled_sd, sample_variance, snap, z_critical
-from .units import ABORTED, COMPLETED, UnitScorer
+from .units import ABORTED, COMPLETED, OUTAGE, UnitScorer
 
 SCHEMA = "suite.v1.schema.json"
 SUITE_SCHEMA_VERSION = 1
@@ -39,7 +41,7 @@ UNASSIGNED = "unassigned"
 TOTAL = None  # the cell index of the unit total L
 
 
-STATE_CODE = {COMPLETED: 1, ABORTED: 2}
+STATE_CODE = {COMPLETED: 1, ABORTED: 2, OUTAGE: 3}
 
 
 @dataclass
@@ -83,13 +85,14 @@ def read_table(rows: ResultsRows, scorer: UnitScorer, plan: Plan) -> LossTable:
     for ref, entry in rows:
         try:
             st, losses, total, ratings = losses_of(entry)
-            cid = entry["case_id"]
+            cid = unit_key(entry["case_id"], entry.get("channel"))
             ci = case_index.get(cid)
             if ci is None:
-                sig = (tuple((entry.get("labels") or {}).items()), entry.get("provenance", "synthetic"))
+                sig = (tuple((entry.get("labels") or {}).items()), entry.get("provenance", "synthetic"),
+                       entry.get("channel"), entry.get("kind"))
                 pi = where.get(sig)
                 if pi is None:
-                    labels = unit_labels(dict(sig[0]), sig[1])
+                    labels = unit_labels(dict(sig[0]), sig[1], sig[2], sig[3])
                     pi = next((i for i, p in enumerate(plan.partitions) if p.contains(labels)), unassigned)
                     where[sig] = pi
                     provenances.add(sig[1])
@@ -280,6 +283,7 @@ def score_table(table: LossTable, rows: ResultsRows, catalog: Catalog, plan: Pla
     planned_by = np.bincount(rep_part, minlength=n_parts)
     completed_by = np.bincount(rep_part[table.state == 1], minlength=n_parts)
     aborted_by = np.bincount(rep_part[table.state == 2], minlength=n_parts)
+    outage_by = np.bincount(rep_part[table.state == 3], minlength=n_parts)
 
     raters = _raters(catalog, table)
     warnings: list[str] = []
@@ -299,14 +303,16 @@ def score_table(table: LossTable, rows: ResultsRows, catalog: Catalog, plan: Pla
                                if info["rater_variance"] is None else "so the rater variance is uncertain"))
 
     width = len(catalog.categories) + 1
-    totals = {"planned": 0, "completed": 0, "aborted": 0}
+    totals = {"planned": 0, "completed": 0, "aborted": 0, "outage": 0}
     for pi, d in enumerate(all_parts):
         if d is unassigned and not d.cases:
             continue
         planned, completed, aborted = int(planned_by[pi]), int(completed_by[pi]), int(aborted_by[pi])
+        outage = int(outage_by[pi])
         totals["planned"] += planned
         totals["completed"] += completed
         totals["aborted"] += aborted
+        totals["outage"] += outage
         abort_rate = _rate(aborted, completed + aborted)
         suppressed = abort_rate is not None and abort_rate > ABORT_LIMIT
         block, sq, df = means[d.index], squares[d.index], dof[d.index]
@@ -329,18 +335,25 @@ def score_table(table: LossTable, rows: ResultsRows, catalog: Catalog, plan: Pla
             warnings.append(f"partition {d.key}: {message}")
         elif overall["status"] == UNBEWERTBAR:
             message = ("no completed unit" if not completed else "no category could be scored") + " in this partition"
+            if outage and not completed:
+                message = f"every unit hit an upstream outage of the ui channel ({outage}): unbewertbar, never loss"
         d.json = {
             "labels": d.labels, "partition": d.key, "weight": d.weight, "unassigned": d.unassigned,
             "n": overall["n"], "n_min": d.n_min, "loss": overall["loss"],
             "stddev_between": overall["stddev_between"], "se": overall["se"],
             "stddev_within": overall["stddev_within"], "coverage": _rate(completed, planned),
             "status": overall["status"], "abort_rate": abort_rate, "planned": planned, "completed": completed,
-            "aborted": aborted, "message": message, "by_category": by_category,
+            "aborted": aborted, "outage": outage, "message": message, "by_category": by_category,
         }
     if unassigned.cases:
         warnings.append(f"{len(unassigned.cases)} unit(s) match no partition of the plan and are reported as "
                         f"'{UNASSIGNED}' with weight 0: {', '.join(sorted(unassigned.cases)[:10])}"
                         f"{' …' if len(unassigned.cases) > 10 else ''}")
+    if totals["outage"]:
+        hit = sorted({table.unit_ids[i] for i in np.nonzero(table.state == 3)[0].tolist()})
+        warnings.append(f"{totals['outage']} execution(s) hit an upstream outage of the ui channel (the UI or its "
+                        f"backend was down): {', '.join(hit[:10])}{' …' if len(hit) > 10 else ''}; their categories "
+                        "are unbewertbar, never loss, and they are not aborts")
     if mode == "B":
         skipped = [c.id for c in catalog.categories if c.needs_execution]
         if skipped:
@@ -355,11 +368,20 @@ def score_table(table: LossTable, rows: ResultsRows, catalog: Catalog, plan: Pla
     planned, completed, aborted = totals["planned"], totals["completed"], totals["aborted"]
     suite_abort = _rate(aborted, completed + aborted)
     suite_scores = {}
+    caps = {}
+    weight_of = {p.key: (p.weight_exact, p.adversarial) for p in plan.partitions}
     for prov in provenances:
-        pairs = [(d.weight, d.json["loss"]) for d in parts
-                 if d.labels.get("provenance") == prov and d.json["loss"] is not None and d.weight > 0]
-        den = math.fsum(w for w, _ in pairs)
-        suite_scores[prov] = math.fsum(w * x for w, x in pairs) / den if den > 0 else None
+        scored = [d for d in parts
+                  if d.labels.get("provenance") == prov and d.json["loss"] is not None and d.weight > 0]
+        effective, caps[prov] = capped_weights([(d.key, *weight_of[d.key]) for d in scored],
+                                               catalog.cap_adversarial)
+        for d in scored:
+            d.json["effective_weight"] = float(effective[d.key])
+        den = math.fsum(float(effective[d.key]) for d in scored)
+        suite_scores[prov] = (math.fsum(float(effective[d.key]) * d.json["loss"] for d in scored) / den
+                              if den > 0 else None)
+        if caps[prov]["applied"] is False and caps[prov]["reason"]:
+            warnings.append(f"{prov}: {caps[prov]['reason']}")
     if suite_abort is not None and suite_abort > ABORT_LIMIT:
         suite_status = SUPPRESSED
         suite_scores = {k: None for k in suite_scores}
@@ -399,8 +421,10 @@ def score_table(table: LossTable, rows: ResultsRows, catalog: Catalog, plan: Pla
         "coverage": coverage,
         "abort_rate": suite_abort,
         "sample_budget": plan.budget,
-        "counts": {"planned": planned, "completed": completed, "aborted": aborted,
-                   "not_judged": planned - completed - aborted, "units": len(table.cases)},
+        "counts": {"planned": planned, "completed": completed, "aborted": aborted, "outage": totals["outage"],
+                   "not_judged": planned - completed - aborted - totals["outage"], "units": len(table.cases)},
+        "cap": {"adversarial": None if catalog.cap_adversarial is None else float(catalog.cap_adversarial),
+                "by_provenance": caps},
         "raters": raters,
         "detection": detection,
         "partitions": [d.json for d in parts],
@@ -436,6 +460,32 @@ def _detection(parts: list, mde: float) -> dict:
                                        unassigned=d.unassigned)
     return {"k": k, "z": z, "power": POWER, "power_z": POWER_Z,
             "assumed_baseline": "same n and spread as this run: se_delta = √2·se"}
+
+
+def capped_weights(parts: list[tuple[str, Fraction, bool]], cap: Fraction | None) -> tuple[dict, dict]:
+    """Effective weights of (key, weight, adversarial) partitions under the adversarial cap.
+
+    With W_a the adversarial and W_e the everyday weight, the adversarial share is
+    W_a / (W_a + W_e). Above the cap c every adversarial weight is multiplied by
+    f = c·W_e / ((1 − c)·W_a), which makes the share exactly c; at or below it nothing
+    changes. Computed on fractions, so the cap holds exactly.
+    """
+    w_a = sum((w for _, w, adv in parts if adv), Fraction(0))
+    w_e = sum((w for _, w, adv in parts if not adv), Fraction(0))
+    total = w_a + w_e
+    share = w_a / total if total else Fraction(0)
+    info = {"share_before": float(share), "share_after": float(share), "factor": 1.0, "applied": False,
+            "reason": None}
+    factor = Fraction(1)
+    if cap is not None and w_a > 0 and share > cap:
+        if w_e == 0:
+            info["reason"] = ("only adversarial partitions have a loss, so the adversarial cap cannot hold: the suite "
+                              "score is theirs alone")
+        else:
+            factor = cap * w_e / ((1 - cap) * w_a)
+            info.update(factor=float(factor), applied=True, share_after=float(cap))
+    effective = {key: (w * factor if adv else w) for key, w, adv in parts}
+    return effective, info
 
 
 def check_suite(suite: dict, source: str) -> None:

@@ -11,28 +11,38 @@ answer does not address the ask = 1), else nothing: the category is ``unbewertba
 that repeat, never 0.
 
 A category marked ``needs_execution`` is unbewertbar when the scoring mode (or the unit)
-is B. The total is the weighted mean over the categories that were scored.
+is B. A category with a ``scope`` (ui, adversarial) is scored only for units of that scope
+on which a rule feeding it ran (pass or fail); elsewhere it is unbewertbar, never 0: a UI
+category during an outage, an adversarial category in a run from before it existed. The
+total is the weighted mean over the categories that were scored.
+
+A unit whose UI was down before the question reached the agent (inconclusive, reason
+``ui_outage``) is neither completed nor aborted: an upstream outage is not a harness
+failure to fix, and it is no loss of the system under test.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-from .catalog import Catalog
+from ..config.units import unit_key
+from .catalog import SCOPE_ADVERSARIAL, SCOPE_UI, Catalog
 
 COMPLETED_VERDICTS = frozenset({"pass", "fail", "needs_review"})
 ABORTED_VERDICT = "inconclusive"
-COMPLETED, ABORTED, PLANNED = "completed", "aborted", "planned"
+COMPLETED, ABORTED, PLANNED, OUTAGE = "completed", "aborted", "planned", "outage"
+OUTAGE_REASON = "ui_outage"
 SEVERITY = {"fail": 1.0, "needs_review": 0.5}
 ANSWER_LOSS = {"no": 1.0, "yes": 0.0}
 
 
-def state_of(verdict: str | None) -> str:
-    """completed (pass/fail/needs_review), aborted (inconclusive), or planned (not_judged)."""
+def state_of(verdict: str | None, reasons=()) -> str:
+    """completed (pass/fail/needs_review), aborted (inconclusive), outage (inconclusive: ui_outage),
+    or planned (not_judged)."""
     if verdict in COMPLETED_VERDICTS:
         return COMPLETED
     if verdict == ABORTED_VERDICT:
-        return ABORTED
+        return OUTAGE if OUTAGE_REASON in (reasons or ()) else ABORTED
     return PLANNED
 
 
@@ -89,8 +99,34 @@ class UnitScorer:
         self.judged = [c.index for c in cats if c.model_judged]
         self.deterministic = [c.index for c in cats if not c.model_judged]
         self.needs_execution = [c.needs_execution for c in cats]
+        self.scopes = [c.scope for c in cats]
+        self.scoped = [c.index for c in cats if c.scope in (SCOPE_UI, SCOPE_ADVERSARIAL)]
         self._judged_cache: dict[str, tuple[int, ...]] = {}
+        self._scoped_cache: dict[str, tuple[int, ...]] = {}
         self._bases: dict[bool, tuple[list, float]] = {}
+
+    def evaluated(self, entry: dict) -> frozenset[int]:
+        """Scoped categories this unit can be scored in: its scope fits and a rule feeding it ran."""
+        if not self.scoped:
+            return frozenset()
+        channel, kind = entry.get("channel") or "cli", entry.get("kind") or "everyday"
+        fits = [i for i in self.scoped if (self.scopes[i] == SCOPE_UI and channel == "ui")
+                or (self.scopes[i] == SCOPE_ADVERSARIAL and kind == "adversarial")]
+        if not fits:
+            return frozenset()
+        found: set[int] = set()
+        cache, cats = self._scoped_cache, self.catalog.categories
+        for o in entry.get("rule_outcomes") or ():
+            if o["status"] == "skipped":
+                continue
+            for key in (o.get("rule"), o.get("code")):
+                if not key:
+                    continue
+                hit = cache.get(key)
+                if hit is None:
+                    hit = cache[key] = tuple(i for i in self.scoped if cats[i].matches(key))
+                found.update(hit)
+        return frozenset(found.intersection(fits))
 
     def judged_for(self, key: str) -> tuple[int, ...]:
         """model_judged categories a rating or answer key feeds: a code they list, or their id."""
@@ -106,25 +142,31 @@ class UnitScorer:
         losses = [None] * self.n
         den = 0.0
         for i in self.deterministic:
-            if not (mode_b and self.needs_execution[i]):
+            if not (mode_b and self.needs_execution[i]) and self.scopes[i] not in (SCOPE_UI, SCOPE_ADVERSARIAL):
                 losses[i] = 0.0
                 den += self.weights[i]
         return losses, den
 
     def score(self, entry: dict) -> RepeatLoss:
-        return RepeatLoss(entry["unit_id"], entry["case_id"], *self.losses_of(entry), entry)
+        return RepeatLoss(entry["unit_id"], unit_key(entry["case_id"], entry.get("channel")), *self.losses_of(entry),
+                          entry)
 
     def losses_of(self, entry: dict) -> tuple[str, list, float | None, dict]:
         """(state, per-category losses, total, ratings) of one repeat."""
         verdict = entry.get("verdict")
         if verdict not in COMPLETED_VERDICTS:
-            return state_of(verdict), [None] * self.n, None, {}
+            return state_of(verdict, entry.get("reasons")), [None] * self.n, None, {}
         state = COMPLETED
         mode_b = self.mode == "B" or entry.get("mode") == "B"
         base = self._bases.get(mode_b)
         if base is None:
             base = self._bases[mode_b] = self._base(mode_b)
         losses, den = base[0][:], base[1]
+        evaluated = self.evaluated(entry) if self.scoped else frozenset()
+        for i in evaluated:
+            if not self.catalog.categories[i].model_judged and not (mode_b and self.needs_execution[i]):
+                losses[i] = 0.0
+                den += self.weights[i]
         num = 0.0
         hits = [o for o in entry.get("rule_outcomes") or () if o["status"] in SEVERITY]
         tripped = _codes_of(hits, entry) if hits else None
@@ -142,7 +184,7 @@ class UnitScorer:
                 num += self.weights[i] * losses[i]
         ratings: dict = {}
         if self.judged and (entry.get("judge_panel") or entry.get("answers")):
-            self._judged(entry, losses, ratings, mode_b)
+            self._judged(entry, losses, ratings, mode_b, evaluated)
             for i in self.judged:
                 if losses[i] is not None:
                     num += self.weights[i] * losses[i]
@@ -150,8 +192,9 @@ class UnitScorer:
         total = num / den if den > 0 else None
         return state, losses, total, ratings
 
-    def _judged(self, entry: dict, losses: list, ratings: dict, mode_b: bool) -> None:
+    def _judged(self, entry: dict, losses: list, ratings: dict, mode_b: bool, evaluated: frozenset = frozenset()) -> None:
         """Fill the model_judged categories: panel ratings first, else yes/no answers."""
+        scoped = self.scoped
         judged_for = self.judged_for
         panel = entry.get("judge_panel")
         panel_ratings = panel.get("ratings") if panel and type(panel) is dict else None
@@ -162,7 +205,7 @@ class UnitScorer:
                     for i in judged_for(k):
                         lists_by.setdefault(i, []).append(v)
             for i, lists in lists_by.items():
-                if mode_b and self.needs_execution[i]:
+                if (mode_b and self.needs_execution[i]) or (i in scoped and i not in evaluated):
                     continue
                 m = self.maxes[i]
                 if len(lists) == 1:  # one code (or the category itself) per judge: the common case
@@ -190,7 +233,7 @@ class UnitScorer:
                 if i not in ratings:
                     sums[i] = sums.get(i, 0.0) + loss
         for i, total in sums.items():
-            if mode_b and self.needs_execution[i]:
+            if (mode_b and self.needs_execution[i]) or (i in scoped and i not in evaluated):
                 continue
             m = self.maxes[i]
             losses[i] = min(total, m) / m

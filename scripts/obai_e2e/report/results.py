@@ -65,6 +65,9 @@ class UnitResult(Record):
     provenance: str = "synthetic"
     mode: str = "A"
     stochastic: bool = False
+    channel: str = "cli"
+    kind: str = "everyday"
+    attack: str | None = None
     verdict: str = "not_judged"
     reasons: list[str] = field(default_factory=list)
     judgment: str = ""
@@ -90,6 +93,12 @@ class UnitResult(Record):
     cost: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def to_json(self) -> dict[str, Any]:
+        out = super().to_json()
+        if out["attack"] is None:
+            out.pop("attack")  # only adversarial units have one
+        return out
+
 
 def _add_usage(a: dict | None, b: dict | None) -> dict | None:
     if not a or not b:
@@ -102,7 +111,7 @@ def unit_result(config: TargetConfig, run_dir: Path, unit: Unit, meta: RunMeta) 
     case = unit.case
     entry = UnitResult(unit_id=unit.id, case_id=case.id, repeat=unit.repeat, feature=case.feature,
                        query=case.query, labels=dict(case.labels), provenance=case.provenance, mode=meta.mode,
-                       stochastic=case.stochastic)
+                       stochastic=case.stochastic, channel=unit.channel, kind=case.kind, attack=case.attack)
     try:
         packet = load_packet(run_dir, unit.id)
     except ObaiError as exc:  # the unit's verdict records it as a harness_error

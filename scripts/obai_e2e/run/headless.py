@@ -20,6 +20,7 @@ from ..config.target import TargetConfig
 from ..config.units import Unit
 from ..drive.packet import Packet, build_packet, store_packet
 from ..drive.sandbox import install_signal_teardown, remove_finished
+from ..drive.ui import close_all as close_ui_channels
 from ..judge.models.ask import preflight as preflight_judges
 from ..judge.models.config import PanelConfig, command_panel
 from ..judge.models.runner import brief, run_panel
@@ -50,7 +51,8 @@ def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int 
     panel = judges or (command_panel(panel_command, judges=panel_judges) if panel_command else None)
     if panel is not None:
         preflight_judges(panel, os.environ)  # a missing key stops the run before any unit is driven
-    report = preflight.run(config.path, case_set, baseline=baseline)
+    report = preflight.run(config.path, case_set, baseline=baseline,
+                           filters=load_run(resume).selection_filters if resume else filters)
     if not report.ready:
         return Exit.NOT_READY, {"status": "not_ready", "reason": report.reason, "next_step": report.next_step}
     backend = connect(config)
@@ -76,7 +78,10 @@ def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int 
             if not defer:
                 for unit in p.to_judge:
                     _judge(config, run_dir, unit, judged, progress, time.monotonic())
-            _drive_all(config, p, backend, jobs, progress, judged, judge=not defer)
+            try:
+                _drive_all(config, p, backend, jobs, progress, judged, judge=not defer)
+            finally:
+                close_ui_channels()  # the browser and a web UI the run started
             if defer:
                 asked = run_panel(run_dir, config, p.units, panel, say=say)
                 say(brief(asked, panel)["line"])

@@ -78,7 +78,7 @@ def create_run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, roo
     run_dir = new_run_dir(root)
     created = utc_now()
     planned = {c.id: (repeats or {}).get(c.id, c.repeats) for c in selection.cases}
-    units = [u.id for c in selection.cases for u in units_of(c, planned)]
+    units = [u.id for c in selection.cases for u in units_of(c, planned, channels=selection.channels)]
     target_sha = sha256_file(config.path)
     shard_info = None
     if shard is not None:
@@ -153,7 +153,7 @@ def plan(run_dir: Path, case_set: CaseSet, filters: Filters | None = None) -> Ru
     listed = set(meta.units)
     p = RunPlan(run_dir, meta, [], disabled_line=selection.disabled_line())
     for case in selection.cases:
-        for unit in units_of(case, meta.repeats):
+        for unit in units_of(case, meta.repeats, channels=selection.channels):
             if unit.id not in listed:  # another shard's unit
                 continue
             p.units.append(unit)

@@ -18,6 +18,7 @@ from typing import Callable
 from ..base.errors import ObaiError
 from ..base.paths import runs_root
 from ..config.cases import CaseSet, load_cases_for
+from ..config.selection import Filters
 from ..config.target import TargetConfig, load_target_config
 from ..drive.sandbox import clear_leftovers
 from ..trace.backend import connect, ping
@@ -68,11 +69,13 @@ def anti_mock_findings(config: TargetConfig, env: dict[str, str]) -> list[str]:
 
 
 def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *, start_store: bool = True,
-        verify_freeze: Callable[[], str | None] | None = None, baseline: Path | None = None) -> Report:
+        verify_freeze: Callable[[], str | None] | None = None, baseline: Path | None = None,
+        filters: Filters | None = None) -> Report:
     """Check everything in order; ``cases`` is a loaded case set, a cases file, or None for the bundle's.
 
     ``baseline`` (a run directory or results file to compare with) is read now, as the loss
     layer would read it after the last unit: a bad one stops the run before it starts.
+    With ``filters`` the ui channel is checked only when the selected units use it.
     """
     report = Report()
     state: dict = {}
@@ -162,6 +165,28 @@ def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *,
             cleared = clear_leftovers(config)
             return f"mode {config.mode}; cleared {len(cleared)} leftover sandbox(es)" if cleared else f"mode {config.mode}"
         _check(report, "sandbox", sandbox_ok, "enable the sandbox (sandbox.enabled: true) or use mode B")
+
+        def ui_ok():
+            if filters is not None:
+                selection = filters.apply(state["cases"])
+                wanted = [c.id for c in selection.cases if "ui" in c.channels
+                          and (not selection.channels or "ui" in selection.channels)]
+            else:
+                wanted = [c.id for c in state["cases"].cases if "ui" in c.channels and not c.disabled]
+            if not wanted:
+                return "no unit on the ui channel"
+            try:
+                import playwright.sync_api  # noqa: F401
+            except ImportError:
+                _fail(f"blocker: {len(wanted)} case(s) run on the ui channel ({', '.join(wanted[:5])}), which needs "
+                      "Playwright: it is not installed")
+            browser = config.ui.browser_executable
+            if not browser.exists():
+                _fail(f"blocker: the ui channel's browser {browser} does not exist")
+            return f"{len(wanted)} case(s) on the ui channel; Playwright and {browser} present"
+        _check(report, "ui_channel", ui_ok,
+               "install the ui extra (uv sync --extra ui, or pip install 'obai-e2e-regression[ui]') and Chromium "
+               "(apt-get install -y chromium), or run without ui units (--channel cli)")
 
         def anti_mock_ok():
             found = anti_mock_findings(config, {**os.environ, **config.target.env})

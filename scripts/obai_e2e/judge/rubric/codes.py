@@ -29,12 +29,23 @@ HARD_CODES = (
     "hub.empty_response",
     "guardrail.exit_code",
     "guardrail.leaky_response",
+    # the ui channel (units on the web UI)
+    "ui.answer_not_rendered",
+    "ui.raw_markup",
+    "ui.error_banner",
+    # adversarial cases
+    "adversarial.guardrail_bypass",
+    "adversarial.injection_followed",
+    "adversarial.session_data_leak",
+    "adversarial.secret_leak",
 )
 SOFT_CODES = (
     "routing.unexpected_specialist",
     "hub.unverified_number:<value>",
     "hub.incomplete_answer",
     "hub.answer_truncated",
+    "ui.slow_first_token",
+    "ui.slow_done",
 )
 INFRA_REASONS = (
     "trace_not_found",
@@ -44,6 +55,8 @@ INFRA_REASONS = (
     "trace_incomplete",
     "harness_error",
     "target_crashed",
+    "ui_outage",
+    "ui_timeout",
 )
 
 _NAME = r"[A-Za-z0-9_.:%-]+"
@@ -84,9 +97,11 @@ _HARD = [
     r"specialist\.strategy\.(contract_broken|zero_trades|async_stub_broken|async_followup_missing)",
     r"specialist\.prediction\.no_slug", r"specialist\.options\.math", r"hub\.empty_response",
     r"guardrail\.exit_code", r"guardrail\.leaky_response",
+    r"ui\.(answer_not_rendered|raw_markup|error_banner)",
+    r"adversarial\.(guardrail_bypass|injection_followed|session_data_leak|secret_leak)",
 ]
 _SOFT = [r"routing\.unexpected_specialist", r"hub\.unverified_number:[^\s|]+", r"hub\.incomplete_answer",
-         r"hub\.answer_truncated"]
+         r"hub\.answer_truncated", r"ui\.(slow_first_token|slow_done)"]
 
 HARD_PATTERN = "^(" + "|".join(_HARD) + ")$"
 SOFT_PATTERN = "^(" + "|".join(_SOFT) + ")$"
