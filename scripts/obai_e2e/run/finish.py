@@ -53,7 +53,7 @@ def after_run(config: TargetConfig, case_set: CaseSet, *, html: bool = True, ope
             base = baseline or baseline_of(run_dir)
             scored = score_run(run_dir, config=config, baseline=base, plan_path=plan_of(run_dir) or config.plan)
             out["loss"] = {k: scored[k] for k in ("suite_score", "suite_status", "findings", "top_findings",
-                                                 "suite_json", "top_regressions", "baseline")}
+                                                 "suite_json", "top_regressions", "baseline", "warnings")}
 
         if config.report.feedback_scores:
             out["feedback_scores"] = write_feedback(config, run_dir)

@@ -36,7 +36,7 @@ from ...rundir.meta import load_run
 from ..rubric import check_packet
 from ..rubric.outcome import NEEDS_JUDGMENT
 from . import schema
-from .questions import NOT_APPLICABLE_NOTE, QuestionDef, plan_questions
+from .questions import NOT_APPLICABLE_NOTE, STANDING_QUESTIONS, QuestionDef, plan_questions
 from .rounds import check_round, round_dir
 
 MANIFEST_VERSION = 1
@@ -171,7 +171,8 @@ def _select(run_dir: Path, config: TargetConfig, units: list[Unit], codes: dict,
         cats = [q for q in sampled if uid in chosen[q.feeds]]
         if not code_ok[uid] and not cats:
             continue
-        per_unit[uid] = [(q, feeds in code_ok[uid]) for feeds, q in sorted(codes.items())] + \
+        per_unit[uid] = [(q, feeds in code_ok[uid]) for feeds, q in sorted(codes.items())
+                         if feeds in STANDING_QUESTIONS or feeds in code_ok[uid]] + \
                         [(q, answer_ok[uid]) for q in cats]
     for q in [*codes.values(), *sampled]:
         asked = [u for u, qs in per_unit.items() if any(x.feeds == q.feeds for x, _ in qs)]

@@ -121,7 +121,8 @@ def _infra(packet: Packet, case: Case) -> dict | None:
     if ui_obs is not None and trace.status != "resolved":
         # Without a trace nothing can be judged; an outage is named as such (UI categories unbewertbar).
         if ui_obs.outage:
-            return {"reason": "ui_outage", "message": ui_obs.outage_reason or "the UI or its backend is down"}
+            return {"reason": "ui_outage", "message": f"{ui_obs.outage_reason or 'the UI or its backend is down'} "
+                                                      f"(an upstream outage: unbewertbar, never loss)"}
         if ui_obs.state == "timeout":
             return {"reason": "ui_timeout", "message": "the answer never finished on the page"}
         if ui_obs.state == "not_loaded":
@@ -209,5 +210,8 @@ def check_packet(packet: Packet, case: Case, config: TargetConfig) -> CheckResul
         verdict, reasons = PASS_V, []
         applied = sum(1 for o in outcomes if o.status not in ("skipped", NEEDS_JUDGMENT))
         judgment = f"All {applied} applicable rules passed."
+    if packet.ui is not None and packet.ui.outage:
+        judgment += (f" The UI rules were not scored (unbewertbar, never loss): upstream outage, "
+                     f"{packet.ui.outage_reason or 'the UI or its backend was down'}.")
     return CheckResult(unit_id, case.id, verdict, reasons, outcomes, questions_for(outcomes),
                        expected, observed, judgment)
