@@ -127,9 +127,9 @@ def clocks() -> tuple[float, float]:
     return time.perf_counter(), time.process_time()
 
 
-def measure(folder: Path, partitions: int) -> dict:
+def measure(folder: Path, partitions: int, catalog_name: str = "loss-catalog.v1.json") -> dict:
     """Read, score and compare the two runs in ``folder``; runs in its own process for a clean peak RSS."""
-    catalog = load_catalog(catalogs_dir() / "loss-catalog.v1.json")
+    catalog = load_catalog(catalogs_dir() / catalog_name)
     plan = plan_for(partitions)
     gc.collect()
     rss_start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -167,11 +167,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--units", type=int, nargs="+", default=[10_000, 100_000], help="units per run, one size each")
     ap.add_argument("--partitions", type=int, default=20)
+    ap.add_argument("--catalog", default="loss-catalog.v1.json", help="a catalog of catalogs/ (default v1)")
     ap.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # the measuring child process
     ap.add_argument("--write", type=Path, help=argparse.SUPPRESS)    # the writing child process
     args = ap.parse_args()
     if args.measure:
-        print(json.dumps(measure(args.measure, args.partitions)))
+        print(json.dumps(measure(args.measure, args.partitions, args.catalog)))
         return
     if args.write:
         w0, c0 = clocks()
@@ -191,7 +192,8 @@ def main() -> None:
             written = json.loads(writer.stdout.strip().splitlines()[-1])
             size_mb = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 1e6
             child = subprocess.run([sys.executable, __file__, "--measure", str(folder), "--partitions",
-                                    str(args.partitions)], capture_output=True, text=True, check=True)
+                                    str(args.partitions), "--catalog", args.catalog], capture_output=True, text=True,
+                                   check=True)
             figures = json.loads(child.stdout.strip().splitlines()[-1])
         figures.update(written, units_per_run=n, partitions=args.partitions, categories=8,
                        files_mb=round(size_mb), calibration_sum_range_1e6_ms=round(calibration_ms, 1),

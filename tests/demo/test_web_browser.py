@@ -8,7 +8,7 @@ import pytest
 from obai_demo.guardrail import REFUSAL
 from obai_demo.web import server as web
 
-from .web_helpers import BANNER, CHROMIUM, CHROMIUM_ARGS, FINISHED, LAST_TURN, start_chat
+from .web_helpers import BANNER, CHROMIUM, CHROMIUM_ARGS, LAST_TURN, start_chat
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -66,5 +66,4 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
 LAST_TURN = "#chat .turn:last-child"
-FINISHED = f"{LAST_TURN}[data-state=done], {LAST_TURN}[data-state=error]"
 BANNER = "#error-banner:not([hidden])"
