@@ -312,3 +312,21 @@ def test_a_v3_run_against_a_v1_baseline_compares_only_what_both_have(tmp_path):
     cmp = compare(new, base)
     compared = {(c.partition, c.category) for c in cmp.cells}
     assert not any(cat_id in UI_CATS + ADV_CATS for _, cat_id in compared)
+
+
+def test_v2_baseline_rescored_under_v3():
+    """A v2-era baseline (ui units with their outcomes, no kinds): the ui cells are unbewertbar
+    in mode B like any category that needs execution, the adversarial cells because no
+    adversarial rule ran; v1 cells and the suite score are as under v2."""
+    units = [unit("MD1", labels={"intent": "price_lookup"}),
+             ui_unit("MD1.ui", {"ui.raw_markup": "fail"}, labels={"intent": "price_lookup"})]
+    for u in units:
+        u.pop("kind", None)
+    p = load_plan()
+    under_v2 = score(results(copy.deepcopy(units)), V2, p, mode="B").suite
+    under_v3 = score(results(copy.deepcopy(units)), V3, p, mode="B").suite
+    assert under_v3["suite_score"] == under_v2["suite_score"]
+    ui = cell(under_v3, "channel=ui,provenance=synthetic")
+    assert ui["n"] == 1 and all(ui["by_category"][c]["status"] == "unbewertbar" for c in (*UI_CATS, *ADV_CATS))
+    in_mode_a = score(results(copy.deepcopy(units)), V3, p, mode="A").suite
+    assert cell(in_mode_a, "channel=ui,provenance=synthetic", "ui_display")["loss"] == 1
