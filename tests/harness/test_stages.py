@@ -335,3 +335,28 @@ def test_unused_canary_kinds_add_no_rule():
     assert outcomes(check_packet(packet, case, CONFIG), 5) == {"adversarial.injection_followed": "pass",
                                                               "adversarial.secret_leak": "pass"}
     assert Canary("k", "secret", env="X").env == "X"
+
+
+def test_a_web_ui_left_by_a_killed_run_is_ended(tmp_path, monkeypatch):
+    import subprocess
+    import time
+
+    from obai_e2e.drive.sandbox import clear_leftovers, record_group, sandboxes_root
+
+    monkeypatch.setenv("OBAI_E2E_RUNS", str(tmp_path / "runs"))
+    box = sandboxes_root() / "ui-left-behind"
+    box.mkdir(parents=True)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (box / "owner.json").write_text(json.dumps({"pid": dead.pid, "created": 0}))
+    server = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        record_group(box, server.pid)
+        assert clear_leftovers(CONFIG) == ["ui-left-behind"]
+        deadline = time.monotonic() + 10
+        while server.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.returncode == -9 and not box.exists()
+    finally:
+        if server.poll() is None:
+            server.kill()

@@ -201,12 +201,34 @@ def clear_leftovers(config: TargetConfig) -> list[str]:
         if owned:
             continue
         enabled = owner.get("enabled", True) if isinstance(owner, dict) else True
+        _end_leftover_group(box)
         procs.end_all(mark=f"{box.name.removeprefix(DONE_PREFIX)}:", under=box)
         if enabled and not box.name.startswith(DONE_PREFIX):  # a finished one was restored already
             _run_hook(config.sandbox.restore, box, config.sandbox.hook_timeout_s)
         shutil.rmtree(box, ignore_errors=True)
         cleared.append(box.name)
     return cleared
+
+
+GROUP_FILE = "group.json"
+
+
+def record_group(box_dir: Path, pgid: int) -> None:
+    """Note a long-lived process group started in a sandbox (a web UI server), for leftover cleanup."""
+    atomic_write_json(Path(box_dir) / GROUP_FILE, {"pgid": pgid})
+
+
+def _end_leftover_group(box: Path) -> None:
+    """Kill the process group a crashed run left running in ``box`` (it still leads its own group)."""
+    try:
+        pgid = int(json.loads((box / GROUP_FILE).read_text())["pgid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    try:
+        if os.getpgid(pgid) == pgid:
+            os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def install_signal_teardown() -> None:

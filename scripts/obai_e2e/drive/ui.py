@@ -33,7 +33,7 @@ from ..config.target import TargetConfig
 from ..config.ui import UiConfig
 from ..trace.backend import Backend
 from .canaries import Planted, plant
-from .sandbox import Sandbox
+from .sandbox import Sandbox, record_group
 from .turn import TurnResult, track_group, untrack_group
 
 SETTLE_MS = 300          # after the answer is done, how long late events (a banner) may take to show
@@ -177,6 +177,7 @@ class _Server:
                            "ui.server.command in the target configuration") from None
         log.close()
         track_group(self.proc.pid)
+        record_group(self.box.dir, self.proc.pid)
         found: Future = Future()
         threading.Thread(target=self._read, args=(found,), name="ui-server-stdout", daemon=True).start()
         try:
