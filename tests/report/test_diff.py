@@ -97,3 +97,14 @@ def test_hostile_ids_and_codes_cannot_break_the_markdown():
     new = [entry("X", "fail", ["trace.error_span:a|b`<img src=x onerror=alert(1)>"])]
     line = markdown_lines(build_diff("r", new, base))[0]
     assert "|" not in line.replace("\\|", "") and "<img" not in line and "`" not in line.replace("\\`", "")
+
+
+def test_a_channel_of_its_own_is_no_flake():
+    cli = [entry(f"S.r{k}", "pass", case="S", stochastic=True) for k in (1, 2, 3)]
+    ui = [dict(entry(f"S.ui.r{k}", "fail", ["ui.raw_markup"], case="S", stochastic=True), channel="ui")
+          for k in (1, 2, 3)]
+    diff = build_diff("2026-01-02/000000", cli + ui, None)
+    assert set(classes(diff).values()) == {"new_case"}
+    assert [(c["case_id"], c["flaky"], c["pass_rate"]) for c in diff["stochastic_cases"]] == [
+        ("S", False, 1.0), ("S.ui", False, 0.0)]
+    jsonschema.validate(diff, load_schema("diff.v1.schema.json"))

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..base.fsutil import dumps_json, write_once
 from ..base.mdtable import inline
+from ..config.units import unit_key
 
 DIFF_SCHEMA_VERSION = 1
 CLASSES = ("new_fail", "fixed", "new_inconclusive", "still_failing", "flaky", "changed", "new_case",
@@ -72,19 +73,23 @@ def _pass_rate(entries: list[dict]) -> float | None:
     return round(sum(e["verdict"] == "pass" for e in judged) / len(judged), 4) if judged else None
 
 
+def _key(entry: dict) -> str:
+    return unit_key(entry["case_id"], entry.get("channel"))
+
+
 def build_diff(run_id: str, entries: list[dict], baseline: dict | None) -> dict:
     """diff.json for this run's ``entries`` against the ``baseline`` results (None: no baseline)."""
     base_entries = {e["unit_id"]: e for e in (baseline or {}).get("units") or []}
     units = []
     by_case: dict[str, list[dict]] = defaultdict(list)
-    for e in entries:
-        by_case[e["case_id"]].append(e)
+    for e in entries:  # a case on each of its channels: a channel's own failure is no flakiness
+        by_case[_key(e)].append(e)
     flaky_cases = {cid for cid, es in by_case.items()
                    if len(es) > 1 and any(e.get("stochastic") for e in es)
                    and len({e["verdict"] for e in es if e["verdict"] not in ("inconclusive", "not_judged")}) > 1}
     for e in entries:
         b = base_entries.get(e["unit_id"]) if baseline is not None else None
-        cls = "flaky" if e["case_id"] in flaky_cases else classify(e, b if baseline is not None else None)
+        cls = "flaky" if _key(e) in flaky_cases else classify(e, b if baseline is not None else None)
         item: dict[str, Any] = {
             "unit_id": e["unit_id"], "case_id": e["case_id"], "feature": e.get("feature", ""), "class": cls,
             "verdict": e["verdict"], "reasons": _codes(e),
@@ -106,7 +111,7 @@ def build_diff(run_id: str, entries: list[dict], baseline: dict | None) -> dict:
                               "baseline_verdict": b["verdict"], "baseline_reasons": _codes(b)})
     base_by_case: dict[str, list[dict]] = defaultdict(list)
     for b in base_entries.values():
-        base_by_case[b["case_id"]].append(b)
+        base_by_case[_key(b)].append(b)
     cases = [{"case_id": cid, "repeats": len(es), "flaky": cid in flaky_cases, "pass_rate": _pass_rate(es),
               "baseline_pass_rate": _pass_rate(base_by_case[cid]) if cid in base_by_case else None}
              for cid, es in by_case.items() if any(e.get("stochastic") for e in es)]
