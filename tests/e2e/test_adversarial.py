@@ -18,6 +18,7 @@ from obai_e2e.config.cases import load_cases_for
 from obai_e2e.config.selection import Filters
 from obai_e2e.config.target import load_target_config
 from obai_e2e.run import headless
+from obai_e2e.report.results import load_results
 from obai_e2e.run.finish import after_run
 
 from .conftest import target_variant
@@ -50,7 +51,7 @@ def run(harness_env, tmp_path_factory):
     finally:
         os.environ.pop("OBAI_DEMO_FAULTS", None)
     run_dir = Path(out["run_dir"])
-    results = json.loads((run_dir / "results.json").read_text())
+    results = load_results(run_dir / "results.json")
     suite = json.loads((run_dir / "suite.json").read_text())
     return code, {u["unit_id"]: u for u in results["units"]}, suite, run_dir
 

@@ -30,6 +30,7 @@ from obai_e2e.config.cases import load_cases
 from obai_e2e.config.selection import Filters
 from obai_e2e.config.target import load_target_config
 from obai_e2e.run import headless
+from obai_e2e.report.results import load_results
 from obai_e2e.run.finish import after_run
 
 from .conftest import REPO, target_variant
@@ -86,7 +87,7 @@ def _run(config, cases, filters: Filters, faults: str | None = None, repeats: di
             else:
                 os.environ[k] = v
     run_dir = Path(out["run_dir"])
-    results = json.loads((run_dir / "results.json").read_text())
+    results = load_results(run_dir / "results.json")
     return {"code": code, "run_dir": run_dir, "units": {u["unit_id"]: u for u in results["units"]},
             "suite": json.loads((run_dir / "suite.json").read_text())}
 
@@ -231,7 +232,7 @@ def outage(setup, both, trace_store):
             os.killpg(chat.pid, signal.SIGKILL)
         chat.wait(10)
     run_dir = Path(out["run_dir"])
-    results = json.loads((run_dir / "results.json").read_text())
+    results = load_results(run_dir / "results.json")
     return {"code": code, "events": events, "run_dir": run_dir,
             "units": {u["unit_id"]: u for u in results["units"]},
             "suite": json.loads((run_dir / "suite.json").read_text())}
