@@ -7,10 +7,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from obai_demo import attacks, jobs
 from obai_demo.faults import ADVERSARIAL_FAULTS, ALL_FAULTS, FAULTS, UI_FAULTS, parse
-from obai_demo.guardrail import PRIVATE_REFUSAL, REFUSAL, REFUSALS, SESSION_REFUSAL, classify
+from obai_demo.guardrail import (
+    PRIVATE_REFUSAL,
+    REFUSAL,
+    REFUSALS,
+    SESSION_REFUSAL,
+    classify,
+)
 
 from .test_hub import GROUNDED_QUERIES
 

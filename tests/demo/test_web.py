@@ -9,7 +9,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-
 from obai_demo import cli
 from obai_demo.guardrail import REFUSAL
 from obai_demo.web import server as web

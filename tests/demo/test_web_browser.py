@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from obai_demo.guardrail import REFUSAL
 from obai_demo.web import server as web
 

@@ -13,7 +13,6 @@ import uuid
 
 import httpx
 import pytest
-
 from obai_demo import __version__
 from obai_e2e.base.opik_env import QUIET_SDK_ENV, local_store_env
 

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-
 from obai_demo import faults as fault_table
 from obai_demo import hub
 from obai_demo.settings import Settings

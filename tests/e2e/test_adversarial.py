@@ -13,12 +13,11 @@ import os
 from pathlib import Path
 
 import pytest
-
 from obai_e2e.config.cases import load_cases_for
 from obai_e2e.config.selection import Filters
 from obai_e2e.config.target import load_target_config
-from obai_e2e.run import headless
 from obai_e2e.report.results import load_results
+from obai_e2e.run import headless
 from obai_e2e.run.finish import after_run
 
 from .conftest import target_variant

@@ -24,13 +24,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from obai_e2e.base.opik_env import local_store_env
 from obai_e2e.config.cases import load_cases
 from obai_e2e.config.selection import Filters
 from obai_e2e.config.target import load_target_config
-from obai_e2e.run import headless
 from obai_e2e.report.results import load_results
+from obai_e2e.run import headless
 from obai_e2e.run.finish import after_run
 
 from .conftest import REPO, target_variant

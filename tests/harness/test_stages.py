@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from obai_e2e.base.errors import ConfigError, UsageError, VerdictInvalid
 from obai_e2e.config.adversarial import Canary
 from obai_e2e.config.cases import load_cases, load_cases_for

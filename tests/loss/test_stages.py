@@ -8,7 +8,6 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-
 from obai_e2e.base.errors import ConfigError
 from obai_e2e.loss.catalog import load_catalog, parse_catalog
 from obai_e2e.loss.compare import compare

@@ -36,7 +36,12 @@ from ...rundir.meta import load_run
 from ..rubric import check_packet
 from ..rubric.outcome import NEEDS_JUDGMENT
 from . import schema
-from .questions import NOT_APPLICABLE_NOTE, STANDING_QUESTIONS, QuestionDef, plan_questions
+from .questions import (
+    NOT_APPLICABLE_NOTE,
+    STANDING_QUESTIONS,
+    QuestionDef,
+    plan_questions,
+)
 from .rounds import check_round, round_dir
 
 MANIFEST_VERSION = 1
