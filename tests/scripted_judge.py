@@ -1,7 +1,8 @@
 """A scripted judge for tests: reads a judge bundle on stdin, prints a JSON answer.
 
 It behaves like a careful judge that needs no model: every question of every packet gets
-a choice, the first payload's span id as evidence and a one-sentence rationale. Which
+a choice, the first payload's span id as evidence (a packet without payloads: a quote of
+its answer) and a one-sentence rationale. Which
 choice is decided by ``SCRIPTED_JUDGE_PLAN``, a JSON object ``{"<label>": {"<query
 substring>": "<choice>"}}`` keyed by the judge label in ``OBAI_JUDGE_LABEL``; the default
 choice is "complete". No model is called.
@@ -30,7 +31,10 @@ def answer(bundle: str, label: str, plan: dict) -> dict:
                                 "rationale": "The question does not apply to this packet."})
                 continue
             pick = choice if choice in q["choices"] else q["choices"][0]
-            answers.append({"question": q["id"], "choice": pick, "evidence": {"spans": spans, "numbers": []},
+            evidence = {"spans": spans, "numbers": []}
+            if not spans and pick != "abstain":  # no payload to cite (a refusal): quote the answer
+                evidence["quotes"] = [" ".join((packet.get("final_answer") or packet["query"]).split())[:60]]
+            answers.append({"question": q["id"], "choice": pick, "evidence": evidence,
                             "rationale": f"Scripted judge {label}: {pick} for this answer."})
         out.append({"packet_id": packet["packet_id"], "answers": answers})
     return {"packets": out}

@@ -83,8 +83,11 @@ def aggregate(rnd: Round, responses: dict[str, dict]) -> dict:
                     stats[j]["applicable_answered"] += 1
                     stats[j]["abstained"] += a["choice"] == ABSTAIN
                 ev = a.get("evidence") or {"spans": [], "numbers": []}
-                if ev["spans"] or ev["numbers"]:
-                    evidence.append({"judge": j, "spans": ev["spans"], "numbers": ev["numbers"]})
+                if ev["spans"] or ev["numbers"] or ev.get("quotes"):
+                    cited = {"judge": j, "spans": ev["spans"], "numbers": ev["numbers"]}
+                    if ev.get("quotes"):
+                        cited["quotes"] = ev["quotes"]
+                    evidence.append(cited)
                 if a.get("rationale"):
                     rationale.append({"judge": j, "text": a["rationale"]})
             votes = Counter(c for c in choices.values() if c is not None)

@@ -6,8 +6,10 @@ only ``null`` as its choice, and a decisive choice (anything but abstain) needs 
 evidence and a rationale. A stored packet without that field is an older context; it is
 validated with the older, more permissive rules it was written under (any listed choice
 or null, evidence and rationale optional) and stays valid as it was. Membership (every
-cited span id exists in the packet, every cited number occurs in its text), one answer
-per question and no missing answer hold for every version.
+cited span id exists in the packet, every cited number occurs in its text, every quote is
+a passage of its text), one answer per question and no missing answer hold for every
+version. Quotes are optional: they are the evidence of a packet without payloads or
+numbers (a refused attack).
 
 Exactly one repair is listed: ``non_applicable_rating:/answers/<i>/choice`` — a known
 choice given for a question that does not apply, in an answer that is otherwise valid,
@@ -28,6 +30,7 @@ VERSIONS = (LEGACY_VERSION, CURRENT_VERSION)
 REPAIR_ID = "non_applicable_rating:/answers/<i>/choice"
 MAX_CITES = 20
 MAX_RATIONALE = 600
+MIN_QUOTE = 4  # characters, so that a quote says something about the text
 
 
 def context_version(packet: dict) -> int:
@@ -48,8 +51,9 @@ def entry_schema(packet: dict) -> dict:
     version = context_version(packet)
     questions = packet["questions"]
     cites = {"type": "array", "maxItems": MAX_CITES, "items": {"type": "string", "minLength": 1, "maxLength": 200}}
+    quotes = {**cites, "items": {**cites["items"], "minLength": MIN_QUOTE}}
     evidence = {"type": "object", "additionalProperties": False, "required": ["spans", "numbers"],
-                "properties": {"spans": cites, "numbers": cites}}
+                "properties": {"spans": cites, "numbers": cites, "quotes": quotes}}
     branches = []
     for q in questions:
         if not applies(q, version):
@@ -92,16 +96,28 @@ def envelope_schema() -> dict:
 
 @dataclass(frozen=True)
 class Context:
-    """What membership is checked against: the packet's span ids and the numbers of its text."""
+    """What membership is checked against: the packet's span ids, the numbers of its text and the text."""
 
     packet: dict
     version: int
     span_ids: frozenset
     pool: Pool
+    texts: tuple
 
     @classmethod
     def of(cls, packet: dict) -> "Context":
-        return cls(packet, context_version(packet), frozenset(span_ids(packet)), Pool(packet_texts(packet)))
+        texts = packet_texts(packet)
+        return cls(packet, context_version(packet), frozenset(span_ids(packet)), Pool(texts),
+                   tuple(_flat(t) for t in texts if t))
+
+    def quoted(self, quote: str) -> bool:
+        quote = _flat(quote)
+        return bool(quote) and any(quote in t for t in self.texts)
+
+
+def _flat(text: str) -> str:
+    """Whitespace runs as one space: a quote may wrap where the text does not."""
+    return " ".join(text.split())
 
 
 def span_ids(packet: dict) -> list[str]:
@@ -129,9 +145,9 @@ def _checks(entry: dict, ctx: Context) -> list[Problem]:
         first_at[q] = i
         ev = a.get("evidence") or {"spans": [], "numbers": []}
         decisive = a["choice"] not in (None, ABSTAIN)
-        if ctx.version >= 1 and decisive and not (ev["spans"] or ev["numbers"]):
-            out.append(Problem(f"/answers/{i}/evidence", f"the choice {a['choice']!r} needs at least one cited span id "
-                               "or number from this packet (or choose abstain)"))
+        if ctx.version >= 1 and decisive and not (ev["spans"] or ev["numbers"] or ev.get("quotes")):
+            out.append(Problem(f"/answers/{i}/evidence", f"the choice {a['choice']!r} needs at least one cited span id, "
+                               "number or quote from this packet (or choose abstain)"))
         if ctx.version >= 1 and decisive and not a["rationale"].strip():
             out.append(Problem(f"/answers/{i}/rationale", "a one-sentence rationale is required for a decisive choice"))
         for k, s in enumerate(ev["spans"]):
@@ -146,6 +162,10 @@ def _checks(entry: dict, ctx: Context) -> list[Problem]:
             elif not all(ctx.pool.contains(n) for n in found):
                 out.append(Problem(f"/answers/{i}/evidence/numbers/{k}",
                                    f"the number {s!r} does not occur in this packet's text"))
+        for k, s in enumerate(ev.get("quotes", [])):
+            if not ctx.quoted(s):
+                out.append(Problem(f"/answers/{i}/evidence/quotes/{k}",
+                                   f"the quote {s[:60]!r} is not a passage of this packet's query or answers"))
     for q in ctx.packet["questions"]:
         if q["id"] not in first_at:
             out.append(Problem("/answers", f"no answer to question {q['id']}; every question needs exactly one "
