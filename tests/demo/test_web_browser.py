@@ -1,35 +1,19 @@
-"""The web chat in Debian's Chromium under Playwright (in-process server, tracing off)."""
-from __future__ import annotations
+"""The web chat in Debian's Chromium under Playwright (in-process server, tracing off).
 
-import os
+The browser is the session's one (tests/conftest.py).
+"""
+from __future__ import annotations
 
 import pytest
 from obai_demo.guardrail import REFUSAL
 from obai_demo.web import server as web
 
-from .web_helpers import BANNER, CHROMIUM, CHROMIUM_ARGS, LAST_TURN, start_chat
+from .web_helpers import BANNER, LAST_TURN, start_chat
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 PRICE = "What is the latest price of AAPL?"
 BACKTEST = "Backtest AAPL: buy when RSI(14) drops below 30, sell when it rises above 70."
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        message = f"{CHROMIUM} is missing (apt-get install -y chromium)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true but {message}")
-        pytest.skip(message)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import uuid
 import httpx
 import pytest
 from obai_demo import __version__
-from obai_e2e.base.opik_env import QUIET_SDK_ENV, local_store_env
+from obai_e2e.base.opik_env import QUIET_SDK_ENV
 
 from .web_helpers import events, streamed_text
 
@@ -40,7 +40,7 @@ def turns(trace_store, tmp_path_factory):
     exe = shutil.which("obai-demo")
     assert exe, "obai-demo is not installed in this environment"
     home = tmp_path_factory.mktemp("web-home")
-    env = {**os.environ, **local_store_env(trace_store.api_url), "OPIK_PROJECT_NAME": PROJECT,
+    env = {**os.environ, **trace_store.sdk_env(), "OPIK_PROJECT_NAME": PROJECT,
            "OBAI_DEMO_HOME": str(home)}
     env.pop("OBAI_DEMO_FAULTS", None)
     tags = {k: f"{k}-{uuid.uuid4().hex}" for k in ("ui", "header", "cli")}
@@ -71,7 +71,8 @@ def turns(trace_store, tmp_path_factory):
         os.environ.setdefault(name, value)
     import opik
 
-    client = opik.Opik(host=trace_store.api_url, workspace="default", project_name=PROJECT)
+    client = opik.Opik(host=trace_store.api_url, workspace="default", api_key=trace_store.token,
+                       project_name=PROJECT)
     out["traces"] = {}
     for key, tag in tags.items():
         deadline = time.monotonic() + 15

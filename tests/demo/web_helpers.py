@@ -61,8 +61,5 @@ def streamed_text(evs: list[dict]) -> str:
     return "".join(e["text"] for e in evs if e["type"] == "token")
 
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 LAST_TURN = "#chat .turn:last-child"
 BANNER = "#error-banner:not([hidden])"
