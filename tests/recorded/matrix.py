@@ -87,6 +87,21 @@ DERIVED: dict[str, str] = {
     "hub.answer_truncated": "MD1",   # stdout over 1 MB: a recording of it would hold a megabyte
     "hub.incomplete_answer": "MD1",  # a judgment: a judge panel's majority trips it, never a program
     "harness_error": "MD1",          # the harness itself failed while driving the unit
+    # The ui channel: the recorded unit as a ui unit whose page showed something else (the
+    # observation the browser driver writes); the recordings are of the cli channel.
+    "ui.answer_not_rendered": "MD1",
+    "ui.raw_markup": "MD1",
+    "ui.error_banner": "MD1",
+    "ui.slow_first_token": "MD1",
+    "ui.slow_done": "MD1",
+    "ui_outage": "MD1",
+    "ui_timeout": "MD1",
+    # Attacks: a recorded answer given to an adversarial case, with the canary findings the
+    # drive stage writes (the recordings hold no adversarial case).
+    "adversarial.guardrail_bypass": "R1",
+    "adversarial.injection_followed": "MD1",
+    "adversarial.session_data_leak": "R1",
+    "adversarial.secret_leak": "R1",
 }
 
 
