@@ -309,7 +309,10 @@ def test_store_down_still_answers_within_bounded_extra_time(trace_store, tmp_pat
     assert up.exit_code == 0 and up.answer.startswith("AAPL (Apple) last closed at ")
     for turn in (down, hung):
         assert turn.exit_code == 0 and turn.answer == up.answer
-        assert "did not take the trace in time" in turn.stderr
+    # A silent backend holds the SDK's requests past the flush budget, so the demo leaves
+    # without its trace and says so. Against a refused port the SDK may give its batch up
+    # at once and report the flush done: either way the answer came and the exit was bounded.
+    assert "did not take the trace in time" in hung.stderr
     assert "did not take the trace in time" not in up.stderr
     print(f"\nstore up {up.elapsed:.2f} s, refused {down.elapsed:.2f} s "
           f"(+{down.elapsed - up.elapsed:.2f}), silent {hung.elapsed:.2f} s (+{hung.elapsed - up.elapsed:.2f})")
