@@ -97,7 +97,8 @@ def test_recursive_alias_is_refused(tmp_path, libyaml):
 
 
 @pytest.mark.parametrize("libyaml", PARSERS)
-@pytest.mark.parametrize("depth", [yamlio.MAX_DEPTH + 1, 900, 5000])
+# 5000 levels take the pure-Python parser seconds to reject: part of the full suite only.
+@pytest.mark.parametrize("depth", [yamlio.MAX_DEPTH + 1, 900, pytest.param(5000, marks=pytest.mark.slow)])
 def test_deep_flow_nesting_is_refused(tmp_path, libyaml, depth):
     message = refused(write(tmp_path, "x: " + "[" * depth + "]" * depth + "\n"), libyaml)
     assert "nested" in message and "deep" in message
