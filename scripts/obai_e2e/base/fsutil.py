@@ -16,8 +16,9 @@ import hashlib
 import json
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Iterator
 
 from .errors import WriteOnceViolation
 
@@ -44,15 +45,22 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
-    """Replace ``path`` with ``data`` atomically; ``durable=False`` skips both fsyncs (scratch files)."""
+@contextmanager
+def atomic_writer(path: Path, *, durable: bool = True, mode: int | None = FILE_MODE) -> Iterator[BinaryIO]:
+    """A binary file that replaces ``path`` atomically when the block ends without an error.
+
+    It is written beside ``path`` and renamed over it, so ``path`` is either the old file or
+    the complete new one; on an error the temporary file is removed. ``durable=False`` skips
+    both fsyncs (scratch files); ``mode=None`` keeps the temporary file's 0600.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, FILE_MODE)
+        if mode is not None:
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            yield fh
             fh.flush()
             if durable:
                 os.fsync(fh.fileno())
@@ -65,6 +73,12 @@ def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None
         raise
     if durable:
         fsync_dir(path.parent)
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` atomically; ``durable=False`` skips both fsyncs (scratch files)."""
+    with atomic_writer(path, durable=durable) as fh:
+        fh.write(data)
 
 
 def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:

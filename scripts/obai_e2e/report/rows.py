@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -35,6 +33,7 @@ from jsonschema import Draft202012Validator
 
 from ..base import schema
 from ..base.errors import ConfigError
+from ..base.fsutil import atomic_writer
 
 UNITS_FILE = "results.units.jsonl"
 RESULTS_V1 = "results.v1.schema.json"
@@ -251,24 +250,12 @@ def write_rows(path: Path, units) -> dict:
     path = Path(path)
     digest = hashlib.sha256()
     count = 0
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            for u in units:
-                line = orjson.dumps(u, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS) + b"\n"
-                digest.update(line)
-                fh.write(line)
-                count += 1
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    with atomic_writer(path) as fh:
+        for u in units:
+            line = orjson.dumps(u, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS) + b"\n"
+            digest.update(line)
+            fh.write(line)
+            count += 1
     return {"path": path.name, "count": count, "sha256": digest.hexdigest()}
 
 

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import secrets
-import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,6 +20,7 @@ from typing import Any, Iterator
 
 from ..base import paths
 from ..base.errors import StoreError
+from ..base.fsutil import atomic_writer
 from ..base.opik_env import local_store_env
 
 STATE_FILE = "store.json"
@@ -120,25 +119,9 @@ def read_state(store_dir: Path) -> dict | None:
 
 def write_state(store_dir: Path, state: dict) -> None:
     """Replace the state file atomically; the new file is private to its owner from the start."""
-    path = store_dir / STATE_FILE
-    fd, tmp = tempfile.mkstemp(prefix=f".{STATE_FILE}.", suffix=".tmp", dir=store_dir)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:  # mkstemp creates the file with mode 0600
-            json.dump(state, fh, ensure_ascii=False, indent=2)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    dir_fd = os.open(store_dir, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    # mode=None: the file keeps the temporary file's 0600 from the start.
+    with atomic_writer(store_dir / STATE_FILE, mode=None) as fh:
+        fh.write(json.dumps(state, ensure_ascii=False, indent=2).encode("utf-8"))
 
 
 def remove_state(store_dir: Path, pid: int | None) -> None:
