@@ -46,7 +46,8 @@ from obai_e2e.loss.catalog import load_catalog  # noqa: E402
 from obai_e2e.loss.compare import compare  # noqa: E402
 from obai_e2e.loss.plan import parse_plan  # noqa: E402
 from obai_e2e.loss.reports import top_regressions_md  # noqa: E402
-from obai_e2e.loss.score import check_suite, read_table, score_table  # noqa: E402
+from obai_e2e.loss.score import check_suite, score_table  # noqa: E402
+from obai_e2e.loss.table import read_table  # noqa: E402
 from obai_e2e.loss.units import UnitScorer  # noqa: E402
 from obai_e2e.report.rows import STREAMED_VERSION, open_results, write_rows  # noqa: E402
 

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .cells import SCORED, SUPPRESSED, UNBEWERTBAR
 from .detect import POWER, POWER_Z, detectable_effect, needs_units, sentence
-from .score import SCORED, SUPPRESSED, UNBEWERTBAR, Scored
+from .score import Scored
 from .stats import snap, z_critical
 
 

@@ -34,8 +34,9 @@ from ..base.errors import UsageError
 from ..base.fsutil import atomic_write_text
 from ..report.rows import open_results
 from .catalog import Catalog
+from .cells import SUPPRESSED
 from .plan import decimal_text, exact, labels_key, load_plan, parse_plan, write_plan_md
-from .score import SUPPRESSED, Scored, score
+from .score import Scored, score
 
 POOLS = ("max", "rms")
 DECIMALS = 3

@@ -20,8 +20,9 @@ from ..base.fsutil import append_text, dumps_json, write_once
 from ..base.mdtable import row, table_rows
 from ..base.paths import runs_root
 from ..base.pii import QUOTE_WITHHELD, may_quote
+from .cells import UNTERBELEGT, count_cells
 from .compare import Comparison
-from .score import UNTERBELEGT, Scored, count_cells
+from .score import Scored
 from .units import SEVERITY, tripped_codes
 
 SEED_TOP_COLUMNS = ["partition", "kategorie", "delta", "ci_low", "ci_high", "n", "run_id", "log_zitat"]

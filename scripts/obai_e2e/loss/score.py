@@ -1,157 +1,43 @@
 """suite.json: per partition and per partition × category, the loss and its spreads.
 
-A unit is one case in one run; its repeats are the results.json entries with that case id.
-Per cell: the unit mean m_u over the unit's completed repeats that scored the category;
-loss = mean of the m_u; stddev_between = sample SD of the m_u; stddev_within = SD of the
-repeats around their unit means, pooled (flake detector, never compared); se = s/√n with
-s = stddev_between, or √(stddev_between² + σ_r²) for a model_judged category (σ_r²: rater
-variance of the run). See references/loss-layer.md for the status rules.
-
-The rows are read once, in order: each becomes one row of a loss table (its case, state
-and losses) and is then dropped, so memory follows the number of units, not the size of
-the file. The statistics are taken over the table's columns; every sum is ``math.fsum``,
-so the result does not depend on the order of the rows.
+A run's results (rows, or a document in memory), the catalog and the plan go in; a
+``Scored`` comes out: the suite.json document plus what comparison and citations need.
+A unit is one case in one run; its repeats are the results.json entries with that case
+id. The rows become a loss table (``table.py``), each cell's statistics come from its
+unit means (``cells.py``), and the partitions' losses are weighted into the suite score
+under the adversarial cap. See references/loss-layer.md for the status rules.
 """
 from __future__ import annotations
 
 import gc
 import math
-from array import array
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
 
 from ..base import schema
-from ..config.units import unit_key
 from ..report.rows import ResultsRows, from_data
 from .catalog import Catalog
-from .detect import POWER, POWER_Z, SQRT2, detectable_effect, needs_units, sentence
+from .cells import (
+    SCORED,
+    SUPPRESSED,
+    UNBEWERTBAR,
+    cell_stats,
+    detection_of,
+    rate,
+    raters_of,
+)
 from .plan import Plan
-from .sampling import unit_labels
-from .stats import mean, pooled_sd, sample_variance, snap, z_critical
-from .units import ABORTED, COMPLETED, OUTAGE, UnitScorer
+from .table import LossTable, read_table, unit_means
+from .units import UnitScorer
 
 SCHEMA = "suite.v1.schema.json"
 SUITE_SCHEMA_VERSION = 1
 ABORT_LIMIT = 0.10
 DOUBLE_RATED_SHARE = 0.20
-SCORED, UNTERBELEGT, SUPPRESSED, UNBEWERTBAR = "scored", "unterbelegt", "suppressed", "unbewertbar"
 UNASSIGNED = "unassigned"
 TOTAL = None  # the cell index of the unit total L
-
-
-STATE_CODE = {COMPLETED: 1, ABORTED: 2, OUTAGE: 3}
-
-
-@dataclass
-class LossTable:
-    """One row per repeat: its case, state, unit id, ref (to read the unit again) and losses.
-
-    ``losses`` has one column per category and a last one for the total L; NaN where the
-    repeat did not score it (unbewertbar, or not completed).
-    """
-
-    unit_ids: list
-    refs: np.ndarray
-    case_of: np.ndarray
-    state: np.ndarray
-    losses: np.ndarray
-    cases: list                     # case ids in order of first appearance
-    case_part: np.ndarray           # partition index per case
-    rated: list                     # per category: repeats with a rating (model_judged only)
-    double_rated: list
-    rater_variances: list           # per category: sample variance of each double-rated repeat's ratings
-    provenances: set
-
-
-def read_table(rows: ResultsRows, scorer: UnitScorer, plan: Plan) -> LossTable:
-    """Score every row into the loss table; partitions are assigned per case from its first row."""
-    width = scorer.n + 1
-    nan = math.nan
-    empty = [nan] * width
-    flat, refs, case_of, state = array("d"), array("q"), array("l"), array("b")
-    unit_ids: list[str] = []
-    cases: list[str] = []
-    case_index: dict[str, int] = {}
-    case_part: list[int] = []
-    where: dict[tuple, int] = {}
-    provenances: set[str] = set()
-    unassigned = len(plan.partitions)
-    rated = [0] * scorer.n
-    double = [0] * scorer.n
-    variances: list[list] = [[] for _ in range(scorer.n)]
-    losses_of = scorer.losses_of
-    for ref, entry in rows:
-        try:
-            st, losses, total, ratings = losses_of(entry)
-            cid = unit_key(entry["case_id"], entry.get("channel"))
-            ci = case_index.get(cid)
-            if ci is None:
-                sig = (tuple((entry.get("labels") or {}).items()), entry.get("provenance", "synthetic"),
-                       entry.get("channel"), entry.get("kind"))
-                pi = where.get(sig)
-                if pi is None:
-                    labels = unit_labels(dict(sig[0]), sig[1], sig[2], sig[3])
-                    pi = next((i for i, p in enumerate(plan.partitions) if p.contains(labels)), unassigned)
-                    where[sig] = pi
-                    provenances.add(sig[1])
-                ci = case_index[cid] = len(cases)
-                cases.append(cid)
-                case_part.append(pi)
-            unit_ids.append(entry["unit_id"])
-        except (KeyError, TypeError, AttributeError, ValueError):
-            raise rows.explain(ref, entry) from None
-        refs.append(ref)
-        case_of.append(ci)
-        if st == COMPLETED:
-            state.append(1)
-            flat.extend([nan if x is None else x for x in losses])
-            flat.append(nan if total is None else total)
-        else:
-            state.append(STATE_CODE.get(st, 0))
-            flat.extend(empty)
-        if ratings:
-            for i, rs in ratings.items():
-                rated[i] += 1
-                if len(rs) >= 2:
-                    double[i] += 1
-                    variances[i].append(sample_variance(rs))
-    matrix = np.frombuffer(flat, dtype=np.float64).reshape(-1, width) if len(flat) else np.empty((0, width))
-    return LossTable(unit_ids=unit_ids, refs=np.frombuffer(refs, dtype=np.int64) if len(refs) else np.empty(0, np.int64),
-                     case_of=np.asarray(case_of, dtype=np.int64), state=np.asarray(state, dtype=np.int8),
-                     losses=matrix, cases=cases, case_part=np.asarray(case_part, dtype=np.int64),
-                     rated=rated, double_rated=double, rater_variances=variances, provenances=provenances)
-
-
-def unit_means(table: LossTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per case and column: the unit mean m_u (NaN when none), Σ_r (x_ur − m_u)² and its degrees of freedom."""
-    n_cases, width = len(table.cases), table.losses.shape[1]
-    means = np.full((n_cases, width), np.nan)
-    squares = np.zeros((n_cases, width))
-    dof = np.zeros((n_cases, width), dtype=np.int64)
-    if not n_cases:
-        return means, squares, dof
-    repeats = np.bincount(table.case_of, minlength=n_cases)
-    single = repeats[table.case_of] == 1
-    means[table.case_of[single]] = table.losses[single]      # one repeat: its losses are the unit means
-    multi = np.nonzero(~single)[0]
-    if len(multi):
-        order = multi[np.argsort(table.case_of[multi], kind="stable")]
-        groups = np.split(order, np.nonzero(np.diff(table.case_of[order]))[0] + 1)
-        fsum = math.fsum
-        for rows in groups:
-            ci = table.case_of[rows[0]]
-            for j, column in enumerate(table.losses[rows].T.tolist()):
-                vals = [x for x in column if x == x]
-                if len(vals) == 1:
-                    means[ci, j] = vals[0]
-                elif vals:
-                    m = fsum(vals) / len(vals)
-                    means[ci, j] = m
-                    squares[ci, j] = fsum([(x - m) * (x - m) for x in vals])
-                    dof[ci, j] = len(vals) - 1
-    return means, squares, dof
 
 
 @dataclass
@@ -199,51 +85,6 @@ def _abort_message(rate: float) -> str:
     return (f"abort rate {rate:.1%} exceeds 10 %: too many units ended inconclusive (no trace, timeout, store "
             "down, harness error); the score is withheld: fix the harness, not the system under test")
 
-
-def _cell(values: np.ndarray, sum_sq: float, dof: int, n_min: int, suppressed: bool, rater_var: float | None,
-          judged: bool) -> dict:
-    """The statistics of one cell from the unit means present (no NaN)."""
-    n = len(values)
-    out = {"n": n, "loss": None, "stddev_between": None, "se": None, "stddev_within": None}
-    if judged:
-        out["rater_variance"] = rater_var
-    if suppressed:
-        out["status"] = SUPPRESSED
-        return out
-    if n == 0:
-        out["status"] = UNBEWERTBAR
-        return out
-    loss = math.fsum(values.tolist()) / n
-    out["loss"] = loss
-    sb = None
-    if n >= 2:
-        d = values - loss
-        sb = snap(math.sqrt(math.fsum((d * d).tolist()) / (n - 1)))
-    out["stddev_between"] = sb
-    out["stddev_within"] = pooled_sd(sum_sq, dof)
-    if n >= 2:
-        s = math.sqrt(sb * sb + (rater_var or 0.0)) if judged else sb
-        out["se"] = snap(s / math.sqrt(n))
-    out["status"] = UNTERBELEGT if n < n_min else SCORED
-    return out
-
-
-def _rate(num: int, den: int) -> float | None:
-    return num / den if den else None
-
-
-def _raters(catalog: Catalog, table: LossTable) -> dict:
-    """Per model_judged category: repeats rated, double-rated, and the rater variance σ_r²."""
-    out = {}
-    for c in catalog.categories:
-        if not c.model_judged:
-            continue
-        rated, double, variances = table.rated[c.index], table.double_rated[c.index], table.rater_variances[c.index]
-        out[c.id] = {"rated": rated, "double_rated": double, "share": _rate(double, rated),
-                     "rater_variance": snap(mean(variances)) if variances else None}
-    return out
-
-
 def score(results, catalog: Catalog, plan: Plan, *, mode: str | None = None) -> Scored:
     """Score a run's results (ResultsRows, or a results document in memory); ``mode`` B re-scores without
     execution (baselines)."""
@@ -285,7 +126,7 @@ def score_table(table: LossTable, rows: ResultsRows, catalog: Catalog, plan: Pla
     aborted_by = np.bincount(rep_part[table.state == 2], minlength=n_parts)
     outage_by = np.bincount(rep_part[table.state == 3], minlength=n_parts)
 
-    raters = _raters(catalog, table)
+    raters = raters_of(catalog, table)
     warnings: list[str] = []
     rater_var = {}
     for c in catalog.categories:
@@ -313,7 +154,7 @@ def score_table(table: LossTable, rows: ResultsRows, catalog: Catalog, plan: Pla
         totals["completed"] += completed
         totals["aborted"] += aborted
         totals["outage"] += outage
-        abort_rate = _rate(aborted, completed + aborted)
+        abort_rate = rate(aborted, completed + aborted)
         suppressed = abort_rate is not None and abort_rate > ABORT_LIMIT
         block, sq, df = means[d.index], squares[d.index], dof[d.index]
         cells = []
@@ -321,8 +162,8 @@ def score_table(table: LossTable, rows: ResultsRows, catalog: Catalog, plan: Pla
             col = block[:, j]
             present = col[~np.isnan(col)]
             judged = j < width - 1 and catalog.categories[j].model_judged
-            cells.append(_cell(present, math.fsum(sq[:, j].tolist()), int(df[:, j].sum()), d.n_min, suppressed,
-                               rater_var.get(j), judged))
+            cells.append(cell_stats(present, math.fsum(sq[:, j].tolist()), int(df[:, j].sum()), d.n_min,
+                                    suppressed, rater_var.get(j), judged))
         by_category = {}
         for c in catalog.categories:
             d.columns[c.id] = block[:, c.index]
@@ -341,7 +182,7 @@ def score_table(table: LossTable, rows: ResultsRows, catalog: Catalog, plan: Pla
             "labels": d.labels, "partition": d.key, "weight": d.weight, "unassigned": d.unassigned,
             "n": overall["n"], "n_min": d.n_min, "loss": overall["loss"],
             "stddev_between": overall["stddev_between"], "se": overall["se"],
-            "stddev_within": overall["stddev_within"], "coverage": _rate(completed, planned),
+            "stddev_within": overall["stddev_within"], "coverage": rate(completed, planned),
             "status": overall["status"], "abort_rate": abort_rate, "planned": planned, "completed": completed,
             "aborted": aborted, "outage": outage, "message": message, "by_category": by_category,
         }
@@ -358,7 +199,7 @@ def score_table(table: LossTable, rows: ResultsRows, catalog: Catalog, plan: Pla
         skipped = [c.id for c in catalog.categories if c.needs_execution]
         if skipped:
             warnings.append(f"mode B (no re-execution): {', '.join(skipped)} need execution and are unbewertbar")
-    detection = _detection(parts, plan.mde)
+    detection = detection_of(parts, plan.mde)
 
     provenances = sorted(table.provenances)
     if provenances:
@@ -366,7 +207,7 @@ def score_table(table: LossTable, rows: ResultsRows, catalog: Catalog, plan: Pla
     else:  # a run without units
         provenance = run.get("provenance") or "synthetic"
     planned, completed, aborted = totals["planned"], totals["completed"], totals["aborted"]
-    suite_abort = _rate(aborted, completed + aborted)
+    suite_abort = rate(aborted, completed + aborted)
     suite_scores = {}
     caps = {}
     weight_of = {p.key: (p.weight_exact, p.adversarial) for p in plan.partitions}
@@ -417,7 +258,7 @@ def score_table(table: LossTable, rows: ResultsRows, catalog: Catalog, plan: Pla
         "suite_score": suite_score,
         "suite_scores": suite_scores,
         "suite_status": suite_status,
-        "completion_rate": _rate(completed, planned),
+        "completion_rate": rate(completed, planned),
         "coverage": coverage,
         "abort_rate": suite_abort,
         "sample_budget": plan.budget,
@@ -431,35 +272,6 @@ def score_table(table: LossTable, rows: ResultsRows, catalog: Catalog, plan: Pla
         "warnings": warnings,
     }
     return Scored(suite=suite, partitions=parts, table=table, rows=rows, catalog=catalog, plan=plan, mode=mode)
-
-
-def _detection(parts: list, mde: float) -> dict:
-    """Per cell and partition, what a comparison with a like-for-like baseline could detect (see detect.py)."""
-    listable = [c for d in parts if not d.unassigned for c in d.json["by_category"].values()
-                if c["status"] == SCORED and c["se"] is not None]
-    k = len(listable)
-    z = z_critical(k) if k else None
-    for d in parts:
-        short = {}
-        effects = []
-        for cat, c in d.json["by_category"].items():
-            effect = None
-            if not d.unassigned and z is not None and c["status"] == SCORED and c["se"] is not None:
-                effect = detectable_effect(mde, z, SQRT2 * c["se"])
-                effects.append(effect)
-            c["detectable_effect"] = effect
-            c["needs_units"] = needs_units(c["n"], d.n_min) if c["status"] in (SCORED, UNTERBELEGT) else None
-            if c["status"] == UNTERBELEGT and d.json["n"] >= d.n_min:
-                short[cat] = c["needs_units"]
-        status = d.json["status"]
-        needs = needs_units(d.json["n"], d.n_min) if status in (SCORED, UNTERBELEGT) else None
-        effect = max(effects) if effects else None
-        d.json["detectable_effect"] = None if d.unassigned else effect
-        d.json["needs_units"] = None if d.unassigned else needs
-        d.json["detection"] = sentence(status=status, effect=effect, needs=needs, short_categories=short,
-                                       unassigned=d.unassigned)
-    return {"k": k, "z": z, "power": POWER, "power_z": POWER_Z,
-            "assumed_baseline": "same n and spread as this run: se_delta = √2·se"}
 
 
 def capped_weights(parts: list[tuple[str, Fraction, bool]], cap: Fraction | None) -> tuple[dict, dict]:
@@ -492,6 +304,3 @@ def check_suite(suite: dict, source: str) -> None:
     """Validate against schemas/suite.v1.schema.json (a bare scalar or a missing table fails)."""
     schema.check(suite, SCHEMA, source=source)
 
-
-def count_cells(suite: dict, status: str) -> int:
-    return sum(1 for p in suite["partitions"] for c in p["by_category"].values() if c["status"] == status)
