@@ -16,7 +16,8 @@ from obai_e2e.base.pii import (
     withhold_quotes,
 )
 from obai_e2e.config.cases import Case
-from obai_e2e.config.target import Privacy, load_target_config
+from obai_e2e.config.sections import Privacy
+from obai_e2e.config.target import load_target_config
 from obai_e2e.drive.privacy import protect_packet
 from obai_e2e.judge.rubric.numbers import extract
 from obai_e2e.loss.retention import prune_korpus

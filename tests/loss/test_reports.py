@@ -4,7 +4,7 @@ import json
 import pytest
 from markdown_it import MarkdownIt
 from obai_e2e.base.errors import WriteOnceViolation
-from obai_e2e.config.target import Privacy
+from obai_e2e.config.sections import Privacy
 from obai_e2e.loss.compare import compare
 from obai_e2e.loss.reports import (
     HISTORY_COLUMNS,

@@ -14,8 +14,8 @@ from typing import Any
 from ..base import jsonptr
 from ..base.clock import parse_iso
 from ..base.record import Record
+from ..config.sections import Vocabulary
 from ..config.shapes import same_json, suspect_error
-from ..config.target import Vocabulary
 
 MAX_VALUE_CHARS = 2000
 

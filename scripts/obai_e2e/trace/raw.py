@@ -12,7 +12,7 @@ from typing import Any
 
 from ..base.clock import parse_iso
 from ..base.errors import TraceNotFound
-from ..config.target import Vocabulary
+from ..config.sections import Vocabulary
 from .backend import Backend, client
 from .curate import _duration, _ms, dig, guardrail_decision
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...config.cases import Case
-from ...config.target import TargetConfig, Vocabulary
+from ...config.sections import Vocabulary
+from ...config.target import TargetConfig
 from ...drive.packet import Packet
 from ...trace.curate import TraceDigest
 
