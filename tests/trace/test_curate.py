@@ -10,14 +10,9 @@ import random
 import re
 
 import pytest
-from obai_e2e.trace.curate import (
-    MAX_VALUE_CHARS,
-    TraceDigest,
-    curate,
-    cut,
-    dig,
-    envelope,
-)
+from obai_e2e.trace.curate import curate
+from obai_e2e.trace.digest import TraceDigest
+from obai_e2e.trace.values import MAX_VALUE_CHARS, cut, dig, envelope
 from recorded import config, packet, raw, recordings, traces
 
 VOCAB = config().vocabulary

@@ -26,8 +26,10 @@ from ..config.target import TargetConfig
 from ..config.units import Unit, check_unit_id
 from ..rundir.meta import RunMeta
 from ..trace.backend import Backend, connect, is_unreachable_error, warm_up
-from ..trace.curate import TraceDigest, curate, dumps
+from ..trace.curate import curate
+from ..trace.digest import TraceDigest
 from ..trace.resolve import INCOMPLETE, RESOLVED, TurnKey, fetch, resolve
+from ..trace.values import dumps
 from .canaries import CanaryFinding, Planted, plant
 from .privacy import protect_packet
 from .sandbox import Sandbox

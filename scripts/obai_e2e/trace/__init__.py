@@ -2,5 +2,5 @@
 
 Enters: a turn's correlation tag (or time window and query). Leaves: a resolution
 (resolved / trace_not_found / multi_match / opik_unreachable) and the curated trace: the
-judge's text plus the :class:`~.curate.TraceDigest` the rules read.
+judge's text plus the :class:`~.digest.TraceDigest` the rules read.
 """

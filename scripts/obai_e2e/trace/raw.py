@@ -14,7 +14,7 @@ from ..base.clock import parse_iso
 from ..base.errors import TraceNotFound
 from ..config.sections import Vocabulary
 from .backend import Backend, client
-from .curate import _duration, _ms, dig, guardrail_decision
+from .values import dig, guardrail_decision, ms_since, span_ms
 
 VALUE_CHARS = 300
 TRACE_FIELDS = ("id", "name", "start_time", "end_time", "thread_id", "tags", "input", "output", "metadata",
@@ -60,7 +60,7 @@ def tree(trace: dict, spans: list[dict], vocabulary: Vocabulary | None = None) -
     def walk(parent: str | None, depth: int) -> None:
         for s in children.get(parent, []):
             row = {k: s.get(k) for k in SPAN_FIELDS}
-            row.update(depth=depth, offset_ms=_ms(s.get("start_time"), origin), duration_ms=_duration(s))
+            row.update(depth=depth, offset_ms=ms_since(s.get("start_time"), origin), duration_ms=span_ms(s))
             if vocabulary is not None:
                 row["marks"] = marks(s, vocabulary)
             rows.append(row)

@@ -12,7 +12,7 @@ from typing import Callable
 import pytest
 from obai_e2e.drive.packet import Packet
 from obai_e2e.judge.rubric.check import check_packet
-from obai_e2e.trace.curate import ErrorSpan, SpecialistCall
+from obai_e2e.trace.digest import ErrorSpan, SpecialistCall
 from recorded import case, config, packet
 
 

@@ -7,7 +7,7 @@ guardrail.exit_code and guardrail.leaky_response.
 """
 from __future__ import annotations
 
-from ...trace.curate import TraceDigest
+from ...trace.digest import TraceDigest
 from .context import Context
 from .numbers import Pool, extract, payload_texts
 from .outcome import (

@@ -7,7 +7,7 @@ from ...config.cases import Case
 from ...config.sections import Vocabulary
 from ...config.target import TargetConfig
 from ...drive.packet import Packet
-from ...trace.curate import TraceDigest
+from ...trace.digest import TraceDigest
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ routing.sequence_violation, routing.unexpected_specialist (soft), routing.hub_pa
 from __future__ import annotations
 
 from ...config.cases import SKILL_PREFIX
-from ...trace.curate import SkillLoad
+from ...trace.digest import SkillLoad
 from . import thresholds
 from .codes import code_name
 from .context import Context

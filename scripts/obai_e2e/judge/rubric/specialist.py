@@ -13,7 +13,8 @@ import re
 from decimal import Decimal, InvalidOperation
 
 from ...base import jsonptr
-from ...trace.curate import SpecialistCall, TraceDigest, unwrap
+from ...trace.digest import SpecialistCall, TraceDigest
+from ...trace.values import unwrap
 from .codes import specialist_name
 from .context import Context
 from .numbers import extract

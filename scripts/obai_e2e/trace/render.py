@@ -1,0 +1,77 @@
+"""The judge's text of one trace: a trace and its digest in, a fixed-layout plain text out.
+
+Sections in a fixed order (query, guardrail, skill loads, specialist calls and each
+specialist's inputs and outputs, the hub's input to the strategy specialist, error spans,
+final response); long values are cut with a visible marker, so the same digest always
+gives the same bytes.
+"""
+from __future__ import annotations
+
+from .digest import TraceDigest
+from .values import cut, dumps
+
+
+def _indent(text: str, prefix: str = "    ") -> str:
+    return "\n".join(prefix + line for line in text.splitlines()) if text else prefix + '""'
+
+
+def _sid(span_id: str | None) -> str:
+    return f"span {span_id}" if span_id else "span ?"
+
+
+def render_text(trace: dict, d: TraceDigest) -> str:
+    lines = [
+        f"TRACE {d.trace_id}  name={d.name}",
+        f"START {d.start_time}  DURATION {d.duration_ms} ms  SPANS {len(d.spans)}"
+        + ("" if d.complete else "  (INCOMPLETE: some spans had not ended)"),
+        "QUERY:",
+        _indent(cut(dumps(trace.get("input")))),
+        "",
+    ]
+    g = d.guardrail
+    if g is None:
+        lines += ["GUARDRAIL:", "    (no guardrail span)", ""]
+    else:
+        verdict = "refused" if g.refused else ("allowed" if g.allowed else f"unknown decision {dumps(g.decision)}")
+        lines += [f"GUARDRAIL: {verdict}  +{g.offset_ms} ms  {_sid(g.span_id)}",
+                  _indent(cut(g.output)), ""]
+    lines.append("SKILL LOADS:")
+    lines += [f"    - {s.skill}  +{s.offset_ms} ms  {_sid(s.span_id)}" for s in d.skill_loads] or ["    (none)"]
+    lines.append("")
+    lines.append("SPECIALIST CALLS (start order):")
+    lines += [f"    {i}. {c.name}  +{c.offset_ms} ms  ({c.duration_ms} ms)  {_sid(c.span_id)}"
+              + (f"  [{c.span_name}]" if c.span_name else "")
+              for i, c in enumerate(d.specialist_calls, 1)] or ["    (none)"]
+    lines.append("")
+    names = []
+    for c in d.specialist_calls:
+        if c.name not in names:
+            names.append(c.name)
+    for name in names:
+        lines.append(f"{name.upper()} CALLS")
+        for i, c in enumerate(d.calls_of(name), 1):
+            flags = []
+            if c.is_error:
+                flags.append(f"error: {c.error_shape}" if c.error_shape else "isError: true")
+            if c.suspect_error:
+                flags.append(f"looks like an error: {c.suspect_error}")
+            if c.empty:
+                flags.append("EMPTY")
+            if c.has_error_info:
+                flags.append("error_info set")
+            lines.append(f"  [{i}] {_sid(c.span_id)}  +{c.offset_ms} ms" + (f"  ({', '.join(flags)})" if flags else ""))
+            lines.append("  input:")
+            lines.append(_indent(cut(c.input_text)))
+            lines.append("  output:")
+            lines.append(_indent(cut(c.output_text if not c.is_error else (c.error_text or c.output_text))))
+        lines.append("")
+    lines.append("HUB-TO-STRATEGY INPUT:")
+    si = d.strategy_input
+    lines.append(f"  {_sid(si.span_id)}\n" + _indent(cut(si.text)) if si else "    (no strategy call)")
+    lines.append("")
+    lines.append("ERROR SPANS:")
+    lines += [f"    - {e.name}  {_sid(e.span_id)}  {e.exception_type}: {e.message}" for e in d.error_spans] or ["    (none)"]
+    lines.append("")
+    lines.append("FINAL RESPONSE:")
+    lines.append(_indent(cut(d.final_response)) if d.final_response is not None else "    (none)")
+    return "\n".join(lines) + "\n"
