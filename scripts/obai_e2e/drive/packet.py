@@ -30,11 +30,12 @@ from ..trace.curate import curate
 from ..trace.digest import TraceDigest
 from ..trace.resolve import INCOMPLETE, RESOLVED, TurnKey, fetch, resolve
 from ..trace.values import dumps
+from .browser import UiObservation
 from .canaries import CanaryFinding, Planted, plant
 from .privacy import protect_packet
 from .sandbox import Sandbox
 from .turn import TurnResult, fill, run_turn
-from .ui import UiObservation, channel_for
+from .ui import channel_for
 
 PACKET_SCHEMA_VERSION = 1
 

@@ -1,0 +1,101 @@
+"""The target's web UI server, started by the harness in a sandbox of its own.
+
+The target configuration's ``ui.server`` and the trace backend go in; the base URL the
+server prints on its stdout comes out. The server runs in a fresh sandbox with the run's
+canaries planted, in a process group of its own that is recorded in the sandbox (so a
+killed run's leftover server is found and ended), and is stopped with SIGTERM, then
+SIGKILL after a grace period.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import uuid
+from concurrent.futures import Future
+
+from ..base.errors import NotReady
+from ..config.target import TargetConfig
+from ..trace.backend import Backend
+from .canaries import Planted, plant
+from .sandbox import Sandbox, record_group
+from .turn import track_group, untrack_group
+
+STOP_GRACE_S = 10.0
+
+
+class UiServer:
+    """The target's web UI, started by the harness in a sandbox of its own."""
+
+    def __init__(self, config: TargetConfig, backend: Backend):
+        self.config = config
+        ui = config.ui
+        assert ui is not None and ui.server is not None
+        self.spec = ui.server
+        base_env = {**os.environ, **config.target.env, **backend.sdk_env}
+        self.box = Sandbox(config, f"ui-{uuid.uuid4().hex[:10]}", base_env)
+        self.proc: subprocess.Popen | None = None
+        self.planted = Planted()
+        self.lines: list[str] = []
+
+    def start(self) -> str:
+        self.box.__enter__()
+        self.planted = plant(self.config.canaries, self.box.dir)
+        env = {**self.box.env(), **self.planted.env}
+        log = open(self.box.dir / "ui-server.log", "wb")
+        try:
+            self.proc = subprocess.Popen(list(self.spec.command), cwd=str(self.box.workdir), env=env,
+                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
+                                         start_new_session=True)
+        except OSError as exc:
+            log.close()
+            self.box.teardown()
+            raise NotReady(f"the web UI server {self.spec.command[0]!r} could not start ({exc}); check "
+                           "ui.server.command in the target configuration") from None
+        log.close()
+        track_group(self.proc.pid)
+        record_group(self.box.dir, self.proc.pid)
+        found: Future = Future()
+        threading.Thread(target=self._read, args=(found,), name="ui-server-stdout", daemon=True).start()
+        try:
+            return found.result(timeout=self.spec.start_timeout_s)
+        except Exception as exc:  # noqa: BLE001 - timeout or exit before a URL
+            tail = self._log_tail()
+            self.stop()
+            why = "exited" if not isinstance(exc, TimeoutError) else f"gave no URL within {self.spec.start_timeout_s:g} s"
+            raise NotReady(f"the web UI server {' '.join(self.spec.command)} {why} "
+                           f"(stdout: {' | '.join(self.lines[-3:]) or 'nothing'}; stderr: {tail or 'nothing'})") from None
+
+    def _read(self, found: Future) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            line = raw.decode("utf-8", errors="replace").rstrip("\n")
+            self.lines = (self.lines + [line])[-20:]
+            if not found.done():
+                m = self.spec.url_pattern.search(line)
+                if m:
+                    found.set_result(m.group(1) if m.groups() else m.group(0))
+        if not found.done():
+            found.set_exception(RuntimeError("the server's stdout ended"))
+
+    def _log_tail(self) -> str:
+        try:
+            return (self.box.dir / "ui-server.log").read_text(errors="replace").strip()[-400:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            except ProcessLookupError:
+                pass
+        if proc is not None:
+            untrack_group(proc.pid)
+        self.box.teardown()
