@@ -22,6 +22,7 @@ pytestmark = pytest.mark.slow
 BASE_FAULTS = "no_slug@odds the Fed cuts"
 NEW_FAULTS = "extra_skill@latest price of AAPL,wrong_option_math@naked call on AAPL"
 EXPECTED = {"MD1": "new_fail", "O1": "new_fail", "P1": "fixed"}
+IDS = "MD1,O1,P1,F1"  # the three that change and one that does not
 
 
 def obai(env: dict, *args: str) -> subprocess.CompletedProcess:
@@ -35,9 +36,9 @@ def view(tmp_path_factory, trace_store):
     target = target_variant(tmp, **{"report.feedback_scores": True})
     env = {**os.environ, "OBAI_E2E_RUNS": str(tmp / "runs"), "OBAI_TRACE_STORE_DIR": str(trace_store.data_dir),
            "GITHUB_STEP_SUMMARY": str(tmp / "step-summary.md")}
-    base = obai({**env, "OBAI_DEMO_FAULTS": BASE_FAULTS}, "run", "--smoke", "--jobs", "2", "--target", str(target))
+    base = obai({**env, "OBAI_DEMO_FAULTS": BASE_FAULTS}, "run", "--id", IDS, "--jobs", "2", "--target", str(target))
     assert base.returncode == 1, base.stderr[-3000:]
-    new = obai({**env, "OBAI_DEMO_FAULTS": NEW_FAULTS}, "run", "--smoke", "--jobs", "2", "--target", str(target),
+    new = obai({**env, "OBAI_DEMO_FAULTS": NEW_FAULTS}, "run", "--id", IDS, "--jobs", "2", "--target", str(target),
                "--summary-md", str(tmp / "pr.md"), "--fail-on", "new_fail")
     assert new.returncode == 1, new.stderr[-3000:]
     return {"tmp": tmp, "env": env, "target": target, "base": Path(json.loads(base.stdout)["run_dir"]),
