@@ -209,3 +209,21 @@ def test_nonsense_job_counts_are_refused(harness_env, value):
     assert code == 2
     assert "--jobs" in err and ("out of range" in err or "not a whole number" in err)
     assert "Traceback" not in err
+
+
+def test_jobs_one_runs_one_turn_at_a_time_and_reads_each_trace_behind_the_next_turn(harness_env, tmp_path):
+    target, _ = hostile_target(tmp_path, "slow:0.3")
+    code, out, err = run_cli("run", "--id", "MD1,MD2,MD3,F1,R1,O1", "--jobs", "1", "--target", str(target),
+                             "--no-html")
+    assert code in (0, 1), err[-2000:]
+    run_dir = Path(out["results"]).parent
+    packets = [json.loads((run_dir / f"{u}.json").read_text()) for u in ("MD1", "MD2", "MD3", "F1", "R1", "O1")]
+    packets.sort(key=lambda p: p["turn"]["started_at"])
+    for before, after in zip(packets, packets[1:]):
+        # One turn of the target at a time (the timestamps share one format, so they sort as text)
+        assert after["turn"]["started_at"] >= before["turn"]["ended_at"], (before["unit_id"], after["unit_id"])
+    # ... while a unit's trace lookup and teardown ran on after its turn, behind the next unit's turn.
+    behind = [b["unit_id"] for b, a in zip(packets, packets[1:])
+              if a["turn"]["started_at"] < b["harness"]["ended_at"]]
+    assert behind, [(p["unit_id"], p["turn"]["started_at"], p["harness"]["ended_at"]) for p in packets]
+    assert all(p["trace"]["status"] == "resolved" for p in packets)

@@ -32,7 +32,7 @@ def register(sub) -> None:
                    help=f"runs to drive (default {DEFAULT_REPEATS})")
     p.add_argument("--from-runs", type=Path, nargs="+", metavar="RUN_DIR",
                    help="read these finished runs instead of driving new ones")
-    p.add_argument("--jobs", type=int, default=1, help="units driven at the same time (default 1)")
+    p.add_argument("--jobs", type=int, default=1, help="turns of the target at the same time (default 1)")
     p.add_argument("--dry-run", action="store_true", help="print the estimates; leave the plan unchanged")
     p.add_argument("--output", type=Path, default=None, help="where to write E2E-PLAN.md (default: the bundle root)")
     add_config_args(p)

@@ -29,7 +29,9 @@ def register(sub) -> None:
                                    "directory is locked by another runner; 130 interrupted.")
     add_filter_args(p)
     add_sample_args(p)
-    p.add_argument("--jobs", type=count(1, 256), default=1, help="units driven at the same time (1-256, default 1)")
+    p.add_argument("--jobs", type=count(1, 256), default=1,
+                   help="turns of the target running at the same time (1-256, default 1); a finished "
+                        "turn's trace is read and checked while the next turn runs")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue an interrupted run directory")
     p.add_argument("--baseline", type=Path, metavar="RESULTS_OR_RUN_DIR",
                    help="compare against this run (default: the previous runs/latest, when there is one)")

@@ -9,173 +9,44 @@ import json
 import os
 import time
 import uuid
-from dataclasses import dataclass, field
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
 
 from ..base import jsonptr
 from ..base.clock import iso, utc_now
 from ..base.errors import Interrupted, NotReady, ObaiError
 from ..base.fsutil import dumps_json, write_once
 from ..base.procs import STOPPING
-from ..base.record import Record
 from ..base.redact import Redactor
 from ..base.version import __version__
 from ..config.cases import Case
 from ..config.target import TargetConfig
-from ..config.units import Unit, check_unit_id
+from ..config.units import Unit
 from ..rundir.meta import RunMeta
 from ..trace.backend import Backend, connect, is_unreachable_error, warm_up
 from ..trace.curate import curate
-from ..trace.digest import TraceDigest
 from ..trace.resolve import INCOMPLETE, RESOLVED, TurnKey, fetch, resolve
 from ..trace.values import dumps
 from .browser import UiObservation
-from .canaries import CanaryFinding, Planted, plant
+from .canaries import Planted, plant
+from .packet_record import (
+    AsyncJob,
+    FailedFollowup,
+    Followup,
+    HarnessInfo,
+    Packet,
+    SandboxInfo,
+    TraceBlock,
+    load_packet,
+    packet_path,
+)
 from .privacy import protect_packet
 from .sandbox import Sandbox
+from .slots import UnitSlot
 from .turn import TurnResult, fill, run_turn
 from .ui import channel_for
 
-PACKET_SCHEMA_VERSION = 1
-
-
-@dataclass
-class TraceBlock(Record):
-    """How a turn's trace was resolved, and (when it was) its curated text and digest."""
-
-    status: str
-    trace_id: str | None = None
-    method: str | None = None
-    candidates: list[str] = field(default_factory=list)
-    attempts: int = 0
-    resolve_ms: int | None = None
-    message: str = ""
-    curated: str | None = None
-    digest: TraceDigest | None = None
-    fetch_ms: int | None = None
-    complete: bool | None = None
-    url: str | None = None  # the trace's page in the backend's UI, when there is one
-    answer: str | None = None  # the final answer read from the trace's output (target.answer_from)
-
-    @property
-    def resolved(self) -> bool:
-        return self.status == RESOLVED
-
-
-@dataclass
-class FailedFollowup(Record):
-    """A follow-up turn that timed out or exited non-zero."""
-
-    turn: TurnResult
-    trace: TraceBlock
-
-
-@dataclass
-class AsyncJob(Record):
-    """The job an asynchronous first answer announced, and how long the harness waited for it."""
-
-    job_id: str
-    eta_s: float | None
-    wait_s: float
-    failed_followup: FailedFollowup | None = None
-
-    def to_json(self) -> dict:
-        out = super().to_json()
-        if self.failed_followup is None:
-            out.pop("failed_followup")
-        return out
-
-
-@dataclass
-class Followup(Record):
-    """The follow-up turn of an asynchronous job, in the same session."""
-
-    query: str
-    turn: TurnResult
-    answer: str
-    trace: TraceBlock
-    ui: UiObservation | None = None
-
-    def to_json(self) -> dict:
-        out = super().to_json()
-        if self.ui is None:
-            out.pop("ui")  # only on the ui channel
-        return out
-
-
-@dataclass
-class SandboxInfo(Record):
-    """Whether the unit ran in a sandbox, and what its restore hook said."""
-
-    enabled: bool = False
-    restore_error: str | None = None
-
-
-@dataclass
-class HarnessInfo(Record):
-    """The harness's own side of a unit: version, timings, and a harness fault if one happened."""
-
-    version: str = ""
-    started_at: str = ""
-    ended_at: str = ""
-    wall_ms: int = 0
-    target_ms: int = 0
-    waited_ms: int = 0
-    overhead_ms: int = 0
-    error: str | None = None
-
-
-@dataclass
-class Packet(Record):
-    """Everything one unit produced: its turn(s), trace(s) and timings (``<run_dir>/<unit>.json``)."""
-
-    unit_id: str
-    case_id: str
-    run_id: str
-    schema_version: int = PACKET_SCHEMA_VERSION
-    repeat: int = 1
-    case: dict[str, Any] = field(default_factory=dict)
-    session: str = ""
-    turn: TurnResult = field(default_factory=TurnResult)
-    answer: str = ""
-    trace: TraceBlock = field(default_factory=lambda: TraceBlock("harness_error"))
-    async_job: AsyncJob | None = field(default=None, metadata={"json": "async"})
-    followup: Followup | None = None
-    followup_error: str | None = None
-    sandbox: SandboxInfo = field(default_factory=SandboxInfo)
-    harness: HarnessInfo = field(default_factory=HarnessInfo)
-    channel: str = "cli"
-    ui: UiObservation | None = None
-    canaries: list[CanaryFinding] = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        out = super().to_json()
-        if self.ui is None:
-            out.pop("ui")  # only on the ui channel
-        if not self.canaries:
-            out.pop("canaries")  # only for adversarial units with planted canaries
-        return out
-
-    @property
-    def query(self) -> str:
-        """The query as stored (pseudonymised for korpus cases)."""
-        return self.case.get("query") or ""
-
-    def trace_ids(self) -> list[str]:
-        follow = self.followup.trace.trace_id if self.followup else None
-        return [t for t in (self.trace.trace_id, follow) if t]
-
-
-def packet_path(run_dir: Path, unit_id: str) -> Path:
-    return Path(run_dir) / f"{check_unit_id(unit_id)}.json"
-
-
-def load_packet(run_dir: Path, unit_id: str) -> Packet | None:
-    path = packet_path(run_dir, unit_id)
-    if not path.exists():
-        return None
-    return Packet.from_json(json.loads(path.read_text(encoding="utf-8")), source=str(path))
+__all__ = ["Packet", "TraceBlock", "build_packet", "drive", "load_packet", "packet_path", "store_packet"]
 
 
 def _trace_block(backend: Backend, config: TargetConfig, key: TurnKey) -> TraceBlock:
@@ -210,11 +81,13 @@ def _trace_block(backend: Backend, config: TargetConfig, key: TurnKey) -> TraceB
 
 
 def _one_turn(config: TargetConfig, backend: Backend, box: Sandbox, query: str, session: str,
-              case: Case, channel: str = "cli", extra_env: dict[str, str] | None = None
-              ) -> tuple[TurnResult, TraceBlock, UiObservation | None]:
+              case: Case, channel: str = "cli", extra_env: dict[str, str] | None = None,
+              slot: UnitSlot | None = None) -> tuple[TurnResult, TraceBlock, UiObservation | None]:
+    """One turn and its trace; the turn itself runs in one of the run's slots (``slot``)."""
+    slot = slot or UnitSlot()
     tag = f"e2e-{uuid.uuid4().hex}"
     if channel == "ui":
-        return _one_ui_turn(config, backend, query, session, tag)
+        return _one_ui_turn(config, backend, query, session, tag, slot)
     argv = fill(config.target.command, {"query": query, "session": session})
     env = box.env()
     env.update(case.env)
@@ -222,10 +95,11 @@ def _one_turn(config: TargetConfig, backend: Backend, box: Sandbox, query: str, 
     env[config.correlation.env_var] = tag
     timeout_s = case.timeout_s or config.target.timeout_s
     try:
-        turn = run_turn(argv, env=env, cwd=box.workdir, timeout_s=timeout_s,
-                        kill_grace_s=config.target.kill_grace_s,
-                        stderr_tail_bytes=config.target.stderr_tail_bytes,
-                        mark=box.next_mark(), under=box.folder)
+        with slot:
+            turn = run_turn(argv, env=env, cwd=box.workdir, timeout_s=timeout_s,
+                            kill_grace_s=config.target.kill_grace_s,
+                            stderr_tail_bytes=config.target.stderr_tail_bytes,
+                            mark=box.next_mark(), under=box.folder)
     except NotReady as exc:
         raise NotReady(f"{config.where('target', 'command')}: field /target/command: {exc}") from None
     turn.correlation_tag = tag
@@ -241,9 +115,11 @@ def _one_turn(config: TargetConfig, backend: Backend, box: Sandbox, query: str, 
 
 
 def _one_ui_turn(config: TargetConfig, backend: Backend, query: str, session: str,
-                 tag: str) -> tuple[TurnResult, TraceBlock, UiObservation]:
+                 tag: str, slot: UnitSlot) -> tuple[TurnResult, TraceBlock, UiObservation]:
     """Ask through the web UI; the trace is found by the tag the page passed on."""
-    turn, obs = channel_for(config, backend).ask(query, session, tag)
+    channel = channel_for(config, backend)
+    with slot:
+        turn, obs = channel.ask(query, session, tag)
     if obs.state == "not_loaded":
         # The question never left the browser: there is no trace to look for.
         trace = TraceBlock("not_sent", message=f"the question was not sent: {obs.outage_reason or 'the page did not load'}")
@@ -296,11 +172,21 @@ def store_packet(run_dir: Path, unit_id: str, data: dict, *, sync_dir: bool = Tr
 
 
 def build_packet(config: TargetConfig, backend: Backend, run_dir: Path, meta: RunMeta, unit: Unit, *,
-                 defer_removal: bool = False) -> dict:
+                 defer_removal: bool = False, slot: UnitSlot | None = None) -> dict:
     """Drive the unit's turn(s) in a sandbox; the packet's JSON form, redacted and (korpus) pseudonymised.
 
     ``defer_removal``: the restored sandbox is deleted later by ``sandbox.remove_finished``.
+    ``slot``: the unit's share of the run's turn slots (see drive.slots); time spent waiting
+    for one is left out of the unit's wall time.
     """
+    slot = slot or UnitSlot()
+    spec = config.sandbox
+    with slot if spec.enabled and (spec.snapshot or spec.restore) else nullcontext():
+        return _build_packet(config, backend, run_dir, meta, unit, defer_removal, slot)
+
+
+def _build_packet(config: TargetConfig, backend: Backend, run_dir: Path, meta: RunMeta, unit: Unit,
+                  defer_removal: bool, slot: UnitSlot) -> dict:
     case = unit.case
     started = utc_now()
     t0 = time.monotonic()
@@ -322,11 +208,11 @@ def build_packet(config: TargetConfig, backend: Backend, run_dir: Path, meta: Ru
                 redactor = Redactor({**os.environ, **config.target.env, **case.env, **planted.env},
                                     config.redact_patterns)
             packet.turn, packet.trace, packet.ui = _one_turn(config, backend, box, case.query, session, case,
-                                                             unit.channel, planted.env)
+                                                             unit.channel, planted.env, slot)
             packet.answer = answer_of(config, packet.turn, packet.trace)
             target_ms += packet.turn.wall_ms
             if case.expect_async_job and not packet.turn.timed_out:
-                target_ms += _follow_job(config, backend, box, session, packet, case, planted.env)
+                target_ms += _follow_job(config, backend, box, session, packet, case, planted.env, slot)
         except ObaiError:
             raise
         except Exception as exc:  # noqa: BLE001 - kept apart from the target's own faults
@@ -339,7 +225,7 @@ def build_packet(config: TargetConfig, backend: Backend, run_dir: Path, meta: Ru
         # Scanned before redaction, which would mask a leaked secret-named variable.
         packet.canaries = planted.scan({"answer": packet.answer,
                                         "followup_answer": packet.followup.answer if packet.followup else ""})
-    wall_ms = int((time.monotonic() - t0) * 1000)
+    wall_ms = int((time.monotonic() - t0 - slot.queued_s) * 1000)
     waited_ms = int(packet.async_job.wait_s * 1000) if packet.async_job else 0
     packet.harness = HarnessInfo(version=__version__, started_at=iso(started), ended_at=iso(utc_now()),
                                  wall_ms=wall_ms, target_ms=target_ms, waited_ms=waited_ms,
@@ -365,7 +251,7 @@ def answer_of(config: TargetConfig, turn: TurnResult, trace: TraceBlock) -> str:
 
 
 def _follow_job(config: TargetConfig, backend: Backend, box: Sandbox, session: str, packet: Packet,
-                case: Case, extra_env: dict[str, str] | None = None) -> int:
+                case: Case, extra_env: dict[str, str] | None, slot: UnitSlot) -> int:
     """Wait for the announced job and ask for its result in the same session; the follow-up's wall time."""
     job_id, eta = parse_job(config, packet.answer)
     if job_id is None:
@@ -375,7 +261,7 @@ def _follow_job(config: TargetConfig, backend: Backend, box: Sandbox, session: s
     if STOPPING.wait(packet.async_job.wait_s):
         raise Interrupted("the run was stopped while waiting for an async job")
     query = config.async_jobs.followup_query.replace("{job_id}", job_id)
-    f_turn, f_trace, f_ui = _one_turn(config, backend, box, query, session, case, packet.channel, extra_env)
+    f_turn, f_trace, f_ui = _one_turn(config, backend, box, query, session, case, packet.channel, extra_env, slot)
     if f_turn.timed_out or (f_turn.exit_code is not None and f_turn.exit_code != 0) or (
             f_ui is not None and f_ui.state != "done"):
         how = "timed out" if f_turn.timed_out else f"exited {f_turn.exit_code}"

@@ -1,8 +1,8 @@
 """The headless run: preflight → plan → drive → mechanical judge → record → finish.
 
-One process drives up to ``jobs`` units at a time on threads (each unit is a real
-subprocess of the target), judges and records each unit as it completes, and finishes
-the run. A kill at any point leaves a run directory that the same command resumes.
+One process drives the units on threads with up to ``jobs`` turns of the target running
+at a time (each a real subprocess; see drive.slots), judges and records each unit as it
+completes, and finishes the run. A kill at any point leaves a run directory that the same command resumes.
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from ..config.target import TargetConfig
 from ..config.units import Unit
 from ..drive.packet import Packet, build_packet, store_packet
 from ..drive.sandbox import install_signal_teardown, remove_finished
+from ..drive.slots import Slots
 from ..drive.ui import close_all as close_ui_channels
 from ..judge.models.ask import preflight as preflight_judges
 from ..judge.models.config import PanelConfig, command_panel
@@ -43,7 +44,7 @@ def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int 
         repeats: dict | None = None, extra: dict | None = None, shard: ShardSpec | None = None,
         shard_timings: Path | None = None, baseline: Path | None = None) -> tuple[int, dict]:
     if not isinstance(jobs, int) or not 1 <= jobs <= 256:
-        raise UsageError(f"jobs: {jobs!r} is out of range: use 1 to 256 units at the same time")
+        raise UsageError(f"jobs: {jobs!r} is out of range: use 1 to 256 turns at the same time")
     if shard is not None and (panel_command or judges):
         raise UsageError("a sharded run is judged mechanically: its parts record their verdicts before they are "
                          "merged, so a panel could not change them; drop --judges / --panel-command, or run unsharded")
@@ -107,26 +108,29 @@ def _judge(config: TargetConfig, run_dir: Path, unit: Unit, judged: set[str], pr
 
 def _drive_all(config: TargetConfig, p: RunPlan, backend: Backend, jobs: int, progress: Progress,
                judged: set[str], judge: bool = True) -> None:
-    """Drive the pending units, ``jobs`` at a time on worker threads; store (and judge) each here.
+    """Drive the pending units on worker threads, ``jobs`` turns at a time; store (and judge) each here.
 
-    A finished unit is stored and judged after the next one has started, so that its file
+    Twice as many units as turn slots are in flight: while one unit's turn runs, another's
+    trace is read and curated and its sandbox torn down, or it waits for an async job. A
+    finished unit is stored and judged after the next one has started, so that its file
     writes overlap that unit's turn instead of adding to the run's wall time.
     """
     if not p.pending:
         return
     started: dict[str, float] = {}
     queue = deque(p.pending)
-    jobs = max(1, jobs)
+    slots = Slots(max(1, jobs))
+    workers = 2 * slots.n
     try:
-        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="unit") as pool:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="unit") as pool:
             running: dict = {}
 
             def fill() -> None:
-                while queue and len(running) < jobs:
+                while queue and len(running) < workers:
                     unit = queue.popleft()
                     started[unit.id] = time.monotonic()
                     running[pool.submit(build_packet, config, backend, p.run_dir, p.meta, unit,
-                                        defer_removal=True)] = unit
+                                        defer_removal=True, slot=slots.for_unit())] = unit
 
             fill()
             while running:

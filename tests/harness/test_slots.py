@@ -1,0 +1,93 @@
+"""The turn slots of a run: at most n turns at once, re-entrant per unit, queueing left out of a unit's time."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from obai_e2e.base.errors import Interrupted
+from obai_e2e.base.procs import STOPPING
+from obai_e2e.drive.slots import Slots, UnitSlot
+
+
+def test_without_slots_a_unit_holds_nothing():
+    slot = UnitSlot()
+    with slot, slot:
+        pass
+    assert slot.queued_s == 0.0
+
+
+def test_a_unit_queues_until_the_holder_gives_its_slot_back():
+    slots = Slots(1)
+    first, second = slots.for_unit(), slots.for_unit()
+    entered = threading.Event()
+
+    def take() -> None:
+        with second:
+            entered.set()
+
+    with first:
+        waiter = threading.Thread(target=take)
+        waiter.start()
+        assert not entered.wait(0.3)  # the only slot is held
+    assert entered.wait(10)
+    waiter.join(10)
+    assert second.queued_s >= 0.25 and first.queued_s < 0.25
+
+
+def test_a_unit_holding_its_slot_can_enter_it_again():
+    slots = Slots(1)
+    unit = slots.for_unit()
+    with unit:
+        with unit:  # the whole unit holds it and a turn inside asks again
+            pass
+        other = slots.for_unit()
+        got = threading.Event()
+        t = threading.Thread(target=lambda: other.__enter__() and got.set())
+        t.start()
+        assert not got.wait(0.2)  # still held after the inner exit
+    assert got.wait(10)
+    other.__exit__(None, None, None)
+    t.join(10)
+
+
+def test_n_slots_admit_n_units_at_once():
+    slots = Slots(2)
+    a, b, c = slots.for_unit(), slots.for_unit(), slots.for_unit()
+    with a, b:
+        got = threading.Event()
+        t = threading.Thread(target=lambda: (c.__enter__(), got.set()))
+        t.start()
+        assert not got.wait(0.2)
+    assert got.wait(10)
+    c.__exit__(None, None, None)
+    t.join(10)
+
+
+def test_a_queued_unit_stops_with_the_run():
+    slots = Slots(1)
+    holder, queued = slots.for_unit(), slots.for_unit()
+    raised: list[BaseException] = []
+
+    def take() -> None:
+        try:
+            with queued:
+                pass
+        except Interrupted as exc:
+            raised.append(exc)
+
+    with holder:
+        t = threading.Thread(target=take)
+        t.start()
+        time.sleep(0.15)
+        STOPPING.set()
+        try:
+            t.join(10)
+        finally:
+            STOPPING.clear()
+    assert raised and "not started" in str(raised[0])
+
+
+def test_slots_refuse_a_count_below_one():
+    with pytest.raises(ValueError, match="0 is not a positive count"):
+        Slots(0)
