@@ -18,6 +18,8 @@ _HEADER = re.compile(
     r"(?:(bearer|basic|token)\s+)?([^\s,;\"'}]+)"
 )
 _BEARER = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}")
+# Text that neither pattern can match is left alone after this one scan.
+_EITHER = re.compile(r"(?i)authorization|x-api-key|api[-_]?key|bearer")
 
 
 def secret_names(env: Mapping[str, str], patterns: Iterable[str]) -> list[str]:
@@ -32,6 +34,7 @@ class Redactor:
         values = {env[n] for n in secret_names(env, patterns) if env[n] and len(env[n]) >= MIN_SECRET_LEN}
         # Longest first, so a secret that contains another is replaced whole.
         self.values = sorted(values, key=len, reverse=True)
+        self._keys: dict[str, str] = {}  # the same keys recur in every packet
 
     def text(self, value: str) -> str:
         if not value:
@@ -39,9 +42,18 @@ class Redactor:
         for secret in self.values:
             if secret in value:
                 value = value.replace(secret, MARK)
+        if _EITHER.search(value) is None:
+            return value
         value = _HEADER.sub(lambda m: f"{m.group(1)}{m.group(2)}{(m.group(3) + ' ') if m.group(3) else ''}{MARK}", value)
         value = _BEARER.sub(f"Bearer {MARK}", value)
         return value
+
+    def _key(self, key: Any) -> str:
+        key = str(key)
+        done = self._keys.get(key)
+        if done is None:
+            done = self._keys[key] = self.text(key)
+        return done
 
     def data(self, value: Any) -> Any:
         """Redact every string inside a JSON-like value (keys included)."""
@@ -52,7 +64,7 @@ class Redactor:
         if isinstance(value, tuple):
             return [self.data(v) for v in value]
         if isinstance(value, dict):
-            return {self.text(str(k)): self.data(v) for k, v in value.items()}
+            return {self._key(k): self.data(v) for k, v in value.items()}
         return value
 
     def env(self, env: Mapping[str, str], patterns: Iterable[str]) -> dict[str, str]:
