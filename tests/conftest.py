@@ -24,12 +24,9 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
-        # Test workers (pytest-xdist, --dist loadgroup) take whole modules, so that a module's
-        # fixture drives its runs once; modules that share a session fixture name one group.
-        if not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-    # The modules that drive the demo go first: the fast ones then fill the other worker's gaps
-    # instead of a long module starting last.
+    # Test workers (pytest-xdist, --dist loadfile) take whole modules, so that a module's
+    # fixture drives its runs once. The modules that drive the demo go first: the fast ones
+    # then fill the other worker's gaps instead of a long module starting last.
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 

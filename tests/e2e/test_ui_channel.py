@@ -49,7 +49,8 @@ UI_MATRIX = {
     "ui_slow_done": ("O1", "naked call on AAPL", {"ui.slow_done"}),
 }
 STALL_MS = 3000  # above both latency budgets of target.yaml (2000 / 2500 ms)
-# Units run in case order, cli before ui: MD1, MD1.ui, F1, ... O1.ui, M1, M1.ui, R1, R1.ui.
+# Units run in case order, cli before ui: MD1, MD1.ui, F1, ... O1.ui, M1, M1.ui, R1, R1.ui
+# (one after the other in the faulted run: see its restore hook).
 DOWN_AFTER, STOP_AFTER = "O1.ui", "M1.ui"     # the backend goes down, then the whole chat stops
 OUTAGE_UNITS = {"M1.ui": "health check", "R1.ui": "did not load"}
 
@@ -114,6 +115,9 @@ def faulted(setup, both, trace_store):
         ready = json.loads(chat.stdout.readline())
         raw["ui"].pop("server")
         raw["ui"]["base_url"] = ready["url"]
+        # With a restore hook each unit holds its turn slot from its start to its end, so the
+        # units run strictly one after the other and the outages below fall between two units.
+        raw["sandbox"]["restore"] = ["true"]
         own = tmp / "target-own-chat.yaml"
         own.write_text(yaml.safe_dump(raw, sort_keys=False))
         runs = Path(env["OBAI_E2E_RUNS"])

@@ -91,3 +91,51 @@ def test_a_queued_unit_stops_with_the_run():
 def test_slots_refuse_a_count_below_one():
     with pytest.raises(ValueError, match="0 is not a positive count"):
         Slots(0)
+
+
+def test_units_take_their_first_turn_in_the_order_they_were_handed_out():
+    slots = Slots(1)
+    units = [slots.for_unit() for _ in range(4)]
+    order: list[int] = []
+    lock = threading.Lock()
+
+    def turn(i: int) -> None:
+        with units[i]:
+            with lock:
+                order.append(i)
+            time.sleep(0.01)
+
+    threads = [threading.Thread(target=turn, args=(i,)) for i in (3, 1, 2, 0)]  # started out of order
+    for t in threads:
+        t.start()
+        time.sleep(0.02)
+    for t in threads:
+        t.join(10)
+    assert order == [0, 1, 2, 3]
+
+
+def test_a_unit_that_never_takes_a_turn_lets_the_next_one_go():
+    slots = Slots(1)
+    skipped, nxt = slots.for_unit(), slots.for_unit()
+    got = threading.Event()
+    t = threading.Thread(target=lambda: (nxt.__enter__(), got.set()))
+    t.start()
+    assert not got.wait(0.2)  # waits for the earlier unit's first turn
+    skipped.close()
+    assert got.wait(10)
+    nxt.__exit__(None, None, None)
+    t.join(10)
+
+
+def test_a_follow_up_turn_takes_any_free_slot():
+    slots = Slots(1)
+    early, late = slots.for_unit(), slots.for_unit()
+    with early:
+        pass
+    with late:  # the later unit's first turn
+        pass
+    follow = threading.Thread(target=lambda: early.__enter__())  # the earlier unit's follow-up
+    follow.start()
+    follow.join(5)
+    assert not follow.is_alive()  # not held back by the order
+    early.__exit__(None, None, None)

@@ -24,7 +24,7 @@ from .helpers import (
     obai_e2e,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("demo_run")]  # one demo run for the report modules
+pytestmark = pytest.mark.slow
 
 DATA_BLOCK = re.compile(r'<script type="application/json" id="report-data">(.*?)</script>', re.S)
 

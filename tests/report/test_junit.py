@@ -10,7 +10,7 @@ from obai_e2e.report.junit import render, unit_seconds, write_junit
 
 from .helpers import ALL, SCRIPT_BREAK, load, make_hostile
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("demo_run")]
+pytestmark = pytest.mark.slow
 
 XSD = Path(__file__).with_name("junit-results.xsd")
 

@@ -7,7 +7,7 @@ from playwright.sync_api import expect
 
 from .helpers import ARTIFACTS, EXPECTED, replicate
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("demo_run")]
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 @pytest.fixture

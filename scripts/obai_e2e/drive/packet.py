@@ -181,8 +181,11 @@ def build_packet(config: TargetConfig, backend: Backend, run_dir: Path, meta: Ru
     """
     slot = slot or UnitSlot()
     spec = config.sandbox
-    with slot if spec.enabled and (spec.snapshot or spec.restore) else nullcontext():
-        return _build_packet(config, backend, run_dir, meta, unit, defer_removal, slot)
+    try:
+        with slot if spec.enabled and (spec.snapshot or spec.restore) else nullcontext():
+            return _build_packet(config, backend, run_dir, meta, unit, defer_removal, slot)
+    finally:
+        slot.close()  # a unit that never took a turn lets the next one go
 
 
 def _build_packet(config: TargetConfig, backend: Backend, run_dir: Path, meta: RunMeta, unit: Unit,

@@ -6,6 +6,10 @@ it, tearing the sandbox down and waiting for an async job hold none, so with ``-
 the next unit's turn starts while the last one's trace is read, and the target still never
 sees two turns at once. A target whose sandbox has snapshot/restore hooks holds its slot
 for the whole unit, hooks included: they may reset state that every turn shares.
+
+Units take their first turn in the order they were handed out (the plan's order), so that
+the target sees the same sequence of questions as when one unit ran after the other; an
+async job's follow-up takes the next free slot.
 """
 from __future__ import annotations
 
@@ -25,35 +29,78 @@ class Slots:
         if n < 1:
             raise ValueError(f"slots: {n} is not a positive count")
         self.n = n
-        self._free = threading.BoundedSemaphore(n)
+        self._cond = threading.Condition()
+        self._free = n
+        self._issued = 0     # tickets handed out, one per unit, in plan order
+        self._next = 0       # the ticket whose first turn comes next
+        self._passed: set[int] = set()  # tickets past their first turn (or that will never take one)
 
     def for_unit(self) -> "UnitSlot":
-        return UnitSlot(self._free)
+        with self._cond:
+            ticket = self._issued
+            self._issued += 1
+        return UnitSlot(self, ticket)
+
+    def _take(self, ticket: int | None) -> None:
+        """Wait for a free slot (and, for a first turn, for this ticket's turn in the order)."""
+        with self._cond:
+            while not (self._free > 0 and (ticket is None or ticket == self._next)):
+                if STOPPING.is_set():
+                    raise Interrupted("the run is stopping; this unit's turn was not started")
+                self._cond.wait(STOP_CHECK_S)
+            self._free -= 1
+            if ticket is not None:
+                self._pass(ticket)
+
+    def _give_back(self) -> None:
+        with self._cond:
+            self._free += 1
+            self._cond.notify_all()
+
+    def _pass(self, ticket: int) -> None:
+        """Mark ``ticket`` past its first turn; the order moves on (caller holds the lock)."""
+        self._passed.add(ticket)
+        while self._next in self._passed:
+            self._passed.discard(self._next)
+            self._next += 1
+        self._cond.notify_all()
+
+    def _abandon(self, ticket: int) -> None:
+        with self._cond:
+            if ticket >= self._next and ticket not in self._passed:
+                self._pass(ticket)
 
 
 class UnitSlot:
     """One unit's use of the slots (a context manager, re-entrant within the unit).
 
     ``queued_s`` is how long the unit waited for a slot, which is no part of its own time.
-    Without slots (one unit driven on its own) it holds nothing.
+    ``close()`` gives up the unit's place in the order if it never took a turn. Without
+    slots (one unit driven on its own) it holds nothing.
     """
 
-    def __init__(self, free: threading.BoundedSemaphore | None = None):
-        self._free = free
+    def __init__(self, slots: Slots | None = None, ticket: int = 0):
+        self._slots = slots
+        self._ticket = ticket
+        self._first = True
         self._depth = 0
         self.queued_s = 0.0
 
     def __enter__(self) -> "UnitSlot":
-        if self._depth == 0 and self._free is not None:
+        if self._depth == 0 and self._slots is not None:
             t0 = time.monotonic()
-            while not self._free.acquire(timeout=STOP_CHECK_S):
-                if STOPPING.is_set():
-                    raise Interrupted("the run is stopping; this unit's turn was not started")
+            self._slots._take(self._ticket if self._first else None)
+            self._first = False
             self.queued_s += time.monotonic() - t0
         self._depth += 1
         return self
 
     def __exit__(self, *exc) -> None:
         self._depth -= 1
-        if self._depth == 0 and self._free is not None:
-            self._free.release()
+        if self._depth == 0 and self._slots is not None:
+            self._slots._give_back()
+
+    def close(self) -> None:
+        if self._first and self._slots is not None:
+            self._first = False
+            self._slots._abandon(self._ticket)
