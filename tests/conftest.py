@@ -25,9 +25,9 @@ def pytest_collection_modifyitems(items):
         if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
     # Test workers (pytest-xdist, --dist loadfile) take whole modules, so that a module's
-    # fixture drives its runs once. The modules that drive the demo go first: the fast ones
-    # then fill the other worker's gaps instead of a long module starting last.
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    # fixture drives its runs once. The heaviest modules go first, then the other slow ones:
+    # the fast ones fill the gaps at the end instead of a long module starting last.
+    items.sort(key=lambda item: (item.get_closest_marker("heavy") is None, item.get_closest_marker("slow") is None))
 
 
 @pytest.fixture(scope="session")
