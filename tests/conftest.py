@@ -24,10 +24,18 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
-    # Test workers (pytest-xdist, --dist loadfile) take whole modules, so that a module's
-    # fixture drives its runs once. The heaviest modules go first, then the other slow ones:
-    # the fast ones fill the gaps at the end instead of a long module starting last.
-    items.sort(key=lambda item: (item.get_closest_marker("heavy") is None, item.get_closest_marker("slow") is None))
+    # Test workers (pytest-xdist, --dist loadfile, modules in this order) take whole modules,
+    # so that a module's fixture drives its runs once. The heaviest modules go first, longest
+    # first, then the other slow ones: the fast ones fill the gaps at the end instead of a long
+    # module starting last.
+    items.sort(key=_schedule_key)
+
+
+def _schedule_key(item) -> tuple[int, float]:
+    heavy = item.get_closest_marker("heavy")
+    if heavy is not None:
+        return 0, -float(heavy.args[0] if heavy.args else 60)
+    return (1 if item.get_closest_marker("slow") else 2), 0.0
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ from obai_e2e.report.results import load_results
 
 from .hostile_helpers import cli, hostile_target, marked, sandboxes, wait_for
 
-pytestmark = [pytest.mark.slow, pytest.mark.heavy]
+pytestmark = [pytest.mark.slow, pytest.mark.heavy(98)]
 
 IDS = "MD1,MD2,MD3,F1,R1,O1,MD4,MD5"
 INTERRUPTS = 20

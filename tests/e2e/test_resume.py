@@ -23,7 +23,7 @@ from obai_e2e.report.results import load_results
 
 from .conftest import REPO
 
-pytestmark = [pytest.mark.slow, pytest.mark.heavy]
+pytestmark = [pytest.mark.slow, pytest.mark.heavy(72)]
 
 IDS = "MD1,F2,R1,A1,O2,M1"
 KILLS = 22

@@ -13,7 +13,7 @@ from obai_e2e.base.mdtable import table_rows
 from obai_e2e.report.report_md import COLUMNS
 from obai_e2e.report.results import load_results
 
-pytestmark = [pytest.mark.slow, pytest.mark.heavy]
+pytestmark = [pytest.mark.slow, pytest.mark.heavy(52)]
 
 SHARDS = 3
 
