@@ -34,7 +34,7 @@ def pytest_collection_modifyitems(items):
 def _schedule_key(item) -> tuple[int, float]:
     heavy = item.get_closest_marker("heavy")
     if heavy is not None:
-        return 0, -float(heavy.args[0] if heavy.args else 60)
+        return 0, -float(heavy.args[0])
     return (1 if item.get_closest_marker("slow") else 2), 0.0
 
 

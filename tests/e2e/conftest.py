@@ -1,9 +1,11 @@
 """An isolated harness home for end-to-end tests: its own runs folder, the session trace store."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -11,6 +13,17 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def obai_json(*args: str, env: dict) -> tuple[int, dict, str]:
+    """``python -m obai_e2e ARGS`` to its end: (exit code, its JSON on stdout or {}, stderr)."""
+    done = subprocess.run([sys.executable, "-m", "obai_e2e", *args], env=env, capture_output=True, text=True,
+                          timeout=1800)
+    try:
+        out = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        out = {}
+    return done.returncode, out, done.stderr
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,19 +11,11 @@ from obai_e2e.base.mdtable import table_rows
 from obai_e2e.report.report_md import COLUMNS
 from obai_e2e.report.results import load_results
 
+from .conftest import obai_json
+
 pytestmark = [pytest.mark.slow, pytest.mark.heavy(52)]
 
 SHARDS = 3
-
-
-def obai(env: dict, *args: str) -> tuple[int, dict, str]:
-    done = subprocess.run([sys.executable, "-m", "obai_e2e", *args], env=env, capture_output=True, text=True,
-                          timeout=1800)
-    try:
-        out = json.loads(done.stdout)
-    except json.JSONDecodeError:
-        out = {}
-    return done.returncode, out, done.stderr
 
 
 def runner_env(tmp: Path, name: str, trace_store) -> dict:
@@ -58,14 +48,14 @@ def sharded(tmp_path_factory, trace_store):
     tmp = tmp_path_factory.mktemp("shards")
     parts = []
     for k in range(1, SHARDS + 1):
-        code, out, err = obai(runner_env(tmp, f"runner-{k}", trace_store), "run", "--smoke", "--jobs", "2",
-                              "--shard", f"{k}/{SHARDS}")
+        code, out, err = obai_json("run", "--smoke", "--jobs", "2", "--shard", f"{k}/{SHARDS}",
+                                   env=runner_env(tmp, f"runner-{k}", trace_store))
         assert code == 0, err[-3000:]
         parts.append(Path(out["run_dir"]))
     merged_env = runner_env(tmp, "merged", trace_store)
-    code, merged, err = obai(merged_env, "merge-runs", *map(str, parts), "--into", str(tmp / "merged" / "run"))
+    code, merged, err = obai_json("merge-runs", *map(str, parts), "--into", str(tmp / "merged" / "run"), env=merged_env)
     assert code == 0, err[-3000:]
-    code, whole, err = obai(runner_env(tmp, "whole", trace_store), "run", "--smoke", "--jobs", "2")
+    code, whole, err = obai_json("run", "--smoke", "--jobs", "2", env=runner_env(tmp, "whole", trace_store))
     assert code == 0, err[-3000:]
     return {"tmp": tmp, "parts": parts, "merged": Path(merged["run_dir"]), "whole": Path(whole["run_dir"]),
             "env": merged_env}
@@ -94,7 +84,7 @@ def test_the_merged_run_equals_the_unsharded_one(sharded):
 
 def test_merging_again_changes_nothing(sharded):
     before = {p.name: p.read_bytes() for p in sharded["merged"].iterdir() if p.is_file() and not p.name.startswith(".")}
-    code, _, err = obai(sharded["env"], "merge-runs", *map(str, sharded["parts"]), "--into", str(sharded["merged"]))
+    code, _, err = obai_json("merge-runs", *map(str, sharded["parts"]), "--into", str(sharded["merged"]), env=sharded["env"])
     assert code == 0, err[-2000:]
     after = {p.name: p.read_bytes() for p in sharded["merged"].iterdir() if p.is_file() and not p.name.startswith(".")}
     assert after == before
@@ -102,16 +92,16 @@ def test_merging_again_changes_nothing(sharded):
 
 def test_a_missing_or_doubled_shard_or_another_commit_is_refused(sharded):
     tmp, parts, env = sharded["tmp"], sharded["parts"], sharded["env"]
-    code, out, _ = obai(env, "merge-runs", str(parts[0]), str(parts[1]), "--into", str(tmp / "bad1"))
+    code, out, _ = obai_json("merge-runs", str(parts[0]), str(parts[1]), "--into", str(tmp / "bad1"), env=env)
     assert code == 2 and "shard 3/3 missing" in out["message"]
-    code, out, _ = obai(env, "merge-runs", str(parts[0]), str(parts[0]), str(parts[1]), str(parts[2]),
-                        "--into", str(tmp / "bad2"))
+    code, out, _ = obai_json("merge-runs", str(parts[0]), str(parts[0]), str(parts[1]), str(parts[2]),
+                             "--into", str(tmp / "bad2"), env=env)
     assert code == 2 and "shard 1/3 given more than once" in out["message"]
     other = tmp / "other-commit"
     shutil.copytree(parts[2], other)
     meta = json.loads((other / "run.json").read_text())
     meta["git_commit"] = "0" * 40
     (other / "run.json").write_text(json.dumps(meta))
-    code, out, _ = obai(env, "merge-runs", str(parts[0]), str(parts[1]), str(other), "--into", str(tmp / "bad3"))
+    code, out, _ = obai_json("merge-runs", str(parts[0]), str(parts[1]), str(other), "--into", str(tmp / "bad3"), env=env)
     assert code == 2 and "git_commit" in out["message"] and str(other) in out["message"]
     assert not (tmp / "bad1" / "run.json").exists() and not (tmp / "bad3" / "run.json").exists()

@@ -21,7 +21,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -33,6 +32,7 @@ from obai_e2e.base.errors import Exit
 from obai_e2e.report.results import load_results
 
 from .conftest import REPO, target_variant
+from .conftest import obai_json as obai
 
 pytestmark = [pytest.mark.slow, pytest.mark.heavy(54), pytest.mark.browser]
 
@@ -53,16 +53,6 @@ STALL_MS = 3000  # above both latency budgets of target.yaml (2000 / 2500 ms)
 # (one after the other in the faulted run: see its restore hook).
 DOWN_AFTER, STOP_AFTER = "O1.ui", "M1.ui"     # the backend goes down, then the whole chat stops
 OUTAGE_UNITS = {"M1.ui": "health check", "R1.ui": "did not load"}
-
-
-def obai(*args: str, env: dict) -> tuple[int, dict, str]:
-    done = subprocess.run([sys.executable, "-m", "obai_e2e", *args], env=env, capture_output=True, text=True,
-                          timeout=1800)
-    try:
-        out = json.loads(done.stdout)
-    except json.JSONDecodeError:
-        out = {}
-    return done.returncode, out, done.stderr
 
 
 def finished(code: int, out: dict, err: str) -> dict:

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from obai_e2e.config.cases import load_cases
 from obai_e2e.config.target import load_target_config
-from obai_e2e.drive.packet import Packet
+from obai_e2e.drive.packet_record import Packet
 from obai_e2e.judge.rubric import check_packet
 from obai_e2e.judge.rubric.numbers import Pool, extract, payload_texts
 from obai_e2e.trace import raw

@@ -8,7 +8,7 @@ import pytest
 from obai_e2e.base.mdtable import cell, unescape
 from obai_e2e.config.cases import load_cases_for
 from obai_e2e.config.target import load_target_config
-from obai_e2e.drive.packet import Packet
+from obai_e2e.drive.packet_record import Packet
 from obai_e2e.judge.rubric import check_packet, codes
 from obai_e2e.judge.verdict import mechanical_verdict, validate
 

@@ -19,7 +19,7 @@ from obai_e2e.config.selection import Filters
 from obai_e2e.config.target import load_target_config
 from obai_e2e.config.units import check_unit_id, resolve_unit, split_unit_id, units_of
 from obai_e2e.drive.canaries import plant
-from obai_e2e.drive.packet import Packet
+from obai_e2e.drive.packet_record import Packet
 from obai_e2e.judge.panel.questions import CODE_QUESTIONS, plan_questions
 from obai_e2e.judge.rubric import check_packet
 from obai_e2e.judge.verdict import check_panel, mechanical_verdict, schema_for

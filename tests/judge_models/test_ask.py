@@ -23,7 +23,7 @@ from judging.helpers import run_units
 from obai_e2e.base.errors import ConfigError, UsageError
 from obai_e2e.base.procs import alive
 from obai_e2e.cli import main
-from obai_e2e.drive.packet import load_packet
+from obai_e2e.drive.packet_record import load_packet
 from obai_e2e.judge.models import cache
 from obai_e2e.judge.models.ask import ask_round
 from obai_e2e.judge.models.runner import run_panel, summary_line

@@ -13,7 +13,7 @@ import json
 import pytest
 from judging.helpers import make_round, run_units
 from obai_e2e.base.errors import VerdictInvalid
-from obai_e2e.drive.packet import load_packet
+from obai_e2e.drive.packet_record import load_packet
 from obai_e2e.judge.models.runner import run_panel
 from obai_e2e.judge.panel import schema
 from obai_e2e.judge.panel.aggregate import panel_for_unit

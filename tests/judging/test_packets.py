@@ -7,7 +7,7 @@ import re
 
 import pytest
 from obai_e2e.base.errors import UsageError, WriteOnceViolation
-from obai_e2e.drive.packet import Packet
+from obai_e2e.drive.packet_record import Packet
 from obai_e2e.judge.panel.aggregate import aggregate_round
 from obai_e2e.judge.panel.packets import generate, judge_packet
 from obai_e2e.judge.panel.questions import INCOMPLETE_ANSWER

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from obai_e2e.config.cases import Case, CaseSet, load_cases_for
 from obai_e2e.config.target import TargetConfig, load_target_config
-from obai_e2e.drive.packet import Packet
+from obai_e2e.drive.packet_record import Packet
 from obai_e2e.judge.rubric.check import CheckResult, check_packet
 
 from .matrix import INFRA as INFRA_TABLE

@@ -19,7 +19,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..drive.packet import load_packet
+    from ..drive.packet_record import load_packet
     from ..judge.panel.aggregate import panel_for_unit
     from ..judge.rubric import check_packet
     from ..judge.verdict import applicable_codes, readable

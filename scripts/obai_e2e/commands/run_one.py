@@ -19,7 +19,8 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from ..config.units import check_unit_id
-    from ..drive.packet import drive, packet_path
+    from ..drive.packet import drive
+    from ..drive.packet_record import packet_path
     from ..drive.sandbox import install_signal_teardown
     from ..rundir.lock import RunLock
     from ..rundir.meta import load_run

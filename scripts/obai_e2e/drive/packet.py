@@ -46,8 +46,6 @@ from .slots import UnitSlot
 from .turn import TurnResult, fill, run_turn
 from .ui import channel_for
 
-__all__ = ["Packet", "TraceBlock", "build_packet", "drive", "load_packet", "packet_path", "store_packet"]
-
 
 def _trace_block(backend: Backend, config: TargetConfig, key: TurnKey) -> TraceBlock:
     """Resolve and curate the trace of one turn; failures become a status, never an exception."""

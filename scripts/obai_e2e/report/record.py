@@ -16,7 +16,7 @@ from ..base.mdtable import row
 from ..config.cases import Case
 from ..config.target import TargetConfig
 from ..config.units import Unit, check_unit_id
-from ..drive.packet import Packet, load_packet
+from ..drive.packet_record import Packet, load_packet
 from ..judge.panel.aggregate import panel_for_unit
 from ..judge.rubric import CheckResult, check_packet
 from ..judge.verdict import Verdict, check_override, check_panel, validate

@@ -16,7 +16,7 @@ from ..base.record import Record
 from ..config.cases import CaseSet
 from ..config.target import TargetConfig
 from ..config.units import Unit
-from ..drive.packet import load_packet
+from ..drive.packet_record import load_packet
 from ..judge.models.runner import report_block
 from ..judge.panel.aggregate import panel_for_unit
 from ..judge.rubric import check_packet

@@ -18,7 +18,8 @@ from ..config.cases import CaseSet
 from ..config.selection import Filters
 from ..config.target import TargetConfig
 from ..config.units import Unit
-from ..drive.packet import Packet, build_packet, store_packet
+from ..drive.packet import build_packet, store_packet
+from ..drive.packet_record import Packet
 from ..drive.sandbox import install_signal_teardown, remove_finished
 from ..drive.slots import Slots
 from ..drive.ui import close_all as close_ui_channels

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..base.errors import Interrupted, RunLocked, WriteOnceViolation
 from ..config.target import TargetConfig
 from ..config.units import Unit
-from ..drive.packet import Packet, load_packet
+from ..drive.packet_record import Packet, load_packet
 from ..judge.panel.aggregate import panel_for_unit
 from ..judge.rubric import check_packet
 from ..judge.verdict import mechanical_verdict

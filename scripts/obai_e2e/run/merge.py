@@ -21,7 +21,7 @@ from ..base.errors import UsageError
 from ..base.fsutil import write_once
 from ..config.cases import CaseSet
 from ..config.target import TargetConfig
-from ..drive.packet import load_packet, packet_path
+from ..drive.packet_record import load_packet, packet_path
 from ..report.record import ensure_row, load_verdict, verdict_path
 from ..report.report_md import ensure_header, judged_ids
 from ..rundir.lock import RunLock

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from markdown_it import MarkdownIt
-from obai_e2e.drive.packet import Packet
+from obai_e2e.drive.packet_record import Packet
 from obai_e2e.drive.turn import MAX_STDOUT_BYTES, run_turn
 from obai_e2e.judge.rubric import codes
 from obai_e2e.judge.rubric.check import CheckResult

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import pytest
-from obai_e2e.drive.packet import Packet
+from obai_e2e.drive.packet_record import Packet
 from obai_e2e.judge.rubric.check import check_packet
 from obai_e2e.trace.digest import ErrorSpan, SpecialistCall
 from recorded import case, config, packet

@@ -31,7 +31,7 @@ from ...base.fsutil import (
 from ...base.paths import bundle_root, catalogs_dir
 from ...config.target import TargetConfig
 from ...config.units import Unit
-from ...drive.packet import Packet, load_packet
+from ...drive.packet_record import Packet, load_packet
 from ...rundir.meta import load_run
 from ..rubric import check_packet
 from ..rubric.outcome import NEEDS_JUDGMENT

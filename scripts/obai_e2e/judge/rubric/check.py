@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from ...config.cases import Case
 from ...config.target import TargetConfig
-from ...drive.packet import Packet
+from ...drive.packet_record import Packet
 from ...drive.turn import TurnResult
 from . import adversarial, answer, routing, specialist, ui
 from .context import Context

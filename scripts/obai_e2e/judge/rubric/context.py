@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from ...config.cases import Case
 from ...config.sections import Vocabulary
 from ...config.target import TargetConfig
-from ...drive.packet import Packet
+from ...drive.packet_record import Packet
 from ...trace.digest import TraceDigest
 
 
