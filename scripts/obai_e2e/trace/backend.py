@@ -71,9 +71,7 @@ def connect_to(kind: str, project: str, *, flush_timeout_s: int = opik_env.DEFAU
 def _sdk_url() -> str | None:
     """The base URL the SDK would use, from its own configuration sources."""
     try:
-        from opik import config as opik_config
-
-        return opik_config.OpikConfig().url_override
+        return opik_env.import_sdk().config.OpikConfig().url_override
     except Exception:  # a broken user config shows up in ping() with a clear message
         return None
 
@@ -128,8 +126,7 @@ def client(backend: Backend):
         if key in _CLIENTS:
             return _CLIENTS[key]
         _apply_sdk_env(backend)
-        import opik  # deferred: seconds of import time
-
+        opik = opik_env.import_sdk()  # deferred: seconds of import time
         if backend.kind == "local":
             c = opik.Opik(project_name=backend.project, host=backend.api_url, workspace="default",
                           _show_misconfiguration_message=False)
