@@ -53,19 +53,27 @@ def run_cli(*args: str, timeout: float = 300, env: dict | None = None) -> tuple[
 
 
 def marked(mark: str) -> list[str]:
-    """Live processes (``ps``, not zombies) whose command line or environment holds ``mark``."""
-    out = subprocess.run(["ps", "-eww", "-o", "pid=,stat=,args="], capture_output=True, text=True).stdout
-    found = []
-    for line in out.splitlines():
-        pid, stat, *args = line.split(None, 2)
-        if stat.startswith("Z"):
+    """Live processes (not zombies) whose command line or environment holds ``mark``: "pid state args".
+
+    Read from /proc directly: tests poll this every few hundredths of a second, and a ``ps``
+    per poll would cost more CPU than the runs it watches.
+    """
+    found, needle = [], mark.encode()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
             continue
         try:
-            env = Path(f"/proc/{pid}/environ").read_bytes()
-        except OSError:
-            env = b""
-        if mark in (args[0] if args else "") or mark.encode() in env:
-            found.append(line.strip())
+            stat = Path(entry.path, "stat").read_bytes()
+            state = stat[stat.rindex(b")") + 2:][:1].decode()
+            cmdline = Path(entry.path, "cmdline").read_bytes()
+            env = Path(entry.path, "environ").read_bytes() if needle not in cmdline else b""
+        except (OSError, ValueError):
+            continue  # gone meanwhile, or not ours to read
+        if state == "Z":
+            continue
+        if needle in cmdline or needle in env:
+            args = cmdline.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "replace")
+            found.append(f"{entry.name} {state} {args}")
     return found
 
 

@@ -16,6 +16,9 @@ from .conftest import obai_json
 pytestmark = [pytest.mark.slow, pytest.mark.heavy(52)]
 
 SHARDS = 3
+# Part of the smoke suite: a sync and an async case, a refusal, and a stochastic case's three
+# repeats (7 units), so each runner drives a few units and the repeats can land on different runners.
+UNITS = ("--id", "MD1,S1,A1,O1,R1")
 
 
 def runner_env(tmp: Path, name: str, trace_store) -> dict:
@@ -48,14 +51,14 @@ def sharded(tmp_path_factory, trace_store):
     tmp = tmp_path_factory.mktemp("shards")
     parts = []
     for k in range(1, SHARDS + 1):
-        code, out, err = obai_json("run", "--smoke", "--jobs", "2", "--shard", f"{k}/{SHARDS}",
+        code, out, err = obai_json("run", *UNITS, "--jobs", "2", "--shard", f"{k}/{SHARDS}",
                                    env=runner_env(tmp, f"runner-{k}", trace_store))
         assert code == 0, err[-3000:]
         parts.append(Path(out["run_dir"]))
     merged_env = runner_env(tmp, "merged", trace_store)
     code, merged, err = obai_json("merge-runs", *map(str, parts), "--into", str(tmp / "merged" / "run"), env=merged_env)
     assert code == 0, err[-3000:]
-    code, whole, err = obai_json("run", "--smoke", "--jobs", "2", env=runner_env(tmp, "whole", trace_store))
+    code, whole, err = obai_json("run", *UNITS, "--jobs", "2", env=runner_env(tmp, "whole", trace_store))
     assert code == 0, err[-3000:]
     return {"tmp": tmp, "parts": parts, "merged": Path(merged["run_dir"]), "whole": Path(whole["run_dir"]),
             "env": merged_env}
