@@ -31,6 +31,13 @@ def pytest_collection_modifyitems(items):
     items.sort(key=_schedule_key)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config) -> int:
+    # Much of an end-to-end module's time is spent waiting (a job's ETA, a resolve deadline, a
+    # turn's own sleep), so one worker more than there are cores keeps the cores busy.
+    return (os.cpu_count() or 1) + 1
+
+
 def _schedule_key(item) -> tuple[int, float]:
     heavy = item.get_closest_marker("heavy")
     if heavy is not None:

@@ -12,6 +12,7 @@ import json
 import random
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from obai_e2e.report.results import load_results
 
 from .hostile_helpers import cli, hostile_target, marked, sandboxes, wait_for
 
-pytestmark = [pytest.mark.slow, pytest.mark.heavy(98)]
+pytestmark = [pytest.mark.slow, pytest.mark.heavy(61)]
 
 IDS = "MD1,MD2,MD3,F1,R1,O1,MD4,MD5"
 INTERRUPTS = 20
@@ -50,7 +51,15 @@ def in_flight(mark: str) -> bool:
 def test_random_sigint_and_sigterm_then_resume_equal_an_uninterrupted_run(harness_env, tmp_path):
     target, mark = hostile_target(tmp_path, "slow:0.3")
     args = ("--jobs", "2", "--no-html", "--target", str(target))
-    ref_code, ref = finish(cli("run", "--id", IDS, *args))
+    # The reference run also measures how long a run lasts on this machine now: from its start
+    # to its first turn, and from there to its end. Interrupts are drawn within that span, so that
+    # nearly every attempt lands in a run (rather than after it) however fast or busy the machine is.
+    t0 = time.monotonic()
+    proc = cli("run", "--id", IDS, *args)
+    assert wait_for(lambda: in_flight(mark) or proc.poll() is not None, 120, step=0.02)
+    to_turn = time.monotonic() - t0
+    ref_code, ref = finish(proc)
+    span = max(1.0, time.monotonic() - t0 - to_turn)
     reference = load_results(Path(ref["results"]))
     assert {u["verdict"] for u in reference["units"]} >= {"pass", "fail"}
 
@@ -63,14 +72,14 @@ def test_random_sigint_and_sigterm_then_resume_equal_an_uninterrupted_run(harnes
             runs.append(Path(out["run_dir"]))
         proc = cli("run", "--resume", str(runs[-1]), *args)
         # Mostly once turns are in flight (then judging, the next turns, finishing); now and then at any
-        # moment from the start.
+        # moment from the start. A resumed run has fewer units left, so some attempts still finish first.
         if rng.random() < 0.75:
-            moment = f"turn+{rng.uniform(0.0, 3.0):.2f}s"
+            delay = rng.uniform(0.0, span)
+            moment = f"turn+{delay:.2f}s"
             started = wait_for(lambda: in_flight(mark) or proc.poll() is not None, 120, step=0.02)
             assert started, log
-            delay = float(moment[5:-1])
         else:
-            delay = rng.uniform(0.2, 8.0)
+            delay = rng.uniform(0.2, to_turn + span)
             moment = f"{delay:.2f}s"
         try:
             proc.wait(timeout=delay)
@@ -97,4 +106,5 @@ def test_random_sigint_and_sigterm_then_resume_equal_an_uninterrupted_run(harnes
         assert sorted(ids) == sorted(u["unit_id"] for u in reference["units"]) and len(ids) == len(set(ids))
     assert not marked(mark)
     assert not sandboxes(harness_env)
-    print(f"{interrupts} interruptions over {len(runs)} run(s): {', '.join(log)}")
+    print(f"{interrupts} interruptions over {len(runs)} run(s) (turns start {to_turn:.2f} s into a run, "
+          f"a run lasts {span:.2f} s more): {', '.join(log)}")

@@ -13,7 +13,7 @@ from obai_e2e.report.results import load_results
 
 from .conftest import obai_json
 
-pytestmark = [pytest.mark.slow, pytest.mark.heavy(52)]
+pytestmark = [pytest.mark.slow, pytest.mark.heavy(35)]
 
 SHARDS = 3
 # Part of the smoke suite: a sync and an async case, a refusal, and a stochastic case's three
