@@ -58,7 +58,6 @@ def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int 
     if not report.ready:
         return Exit.NOT_READY, {"status": "not_ready", "reason": report.reason, "next_step": report.next_step}
     backend = connect(config)
-    warm_up(backend)  # the SDK is imported while the run is created and the first turns run
     if resume:
         run_dir = Path(resume)
         load_run(run_dir)
@@ -68,6 +67,8 @@ def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int 
     say(f"run directory: {run_dir}")
     with RunLock(run_dir):
         p = plan(run_dir, case_set)
+        if p.pending:
+            warm_up(backend)  # the SDK is imported while the first turns run; a finished run never needs it
         if p.disabled_line:
             say(p.disabled_line)
         todo = p.to_judge + p.pending
