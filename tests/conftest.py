@@ -35,7 +35,8 @@ def pytest_collection_modifyitems(items):
 def pytest_xdist_auto_num_workers(config) -> int:
     # Much of an end-to-end module's time is spent waiting (a job's ETA, a resolve deadline, a
     # turn's own sleep), so one worker more than there are cores keeps the cores busy.
-    return (os.cpu_count() or 1) + 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return cores + 1
 
 
 def _schedule_key(item) -> tuple[int, float]:
