@@ -29,33 +29,63 @@ class Slots:
         if n < 1:
             raise ValueError(f"slots: {n} is not a positive count")
         self.n = n
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
         self._free = n
         self._issued = 0     # tickets handed out, one per unit, in plan order
         self._next = 0       # the ticket whose first turn comes next
         self._passed: set[int] = set()  # tickets past their first turn (or that will never take one)
+        # Who waits: a first turn under its ticket, follow-ups in arrival order. Only those
+        # that can go are woken, not every worker of the run.
+        self._first_waiting: dict[int, threading.Condition] = {}
+        self._later_waiting: list[threading.Condition] = []
 
     def for_unit(self) -> "UnitSlot":
-        with self._cond:
+        with self._lock:
             ticket = self._issued
             self._issued += 1
         return UnitSlot(self, ticket)
 
+    def _can_go(self, ticket: int | None) -> bool:
+        return self._free > 0 and (ticket is None or ticket == self._next)
+
     def _take(self, ticket: int | None) -> None:
         """Wait for a free slot (and, for a first turn, for this ticket's turn in the order)."""
-        with self._cond:
-            while not (self._free > 0 and (ticket is None or ticket == self._next)):
-                if STOPPING.is_set():
-                    raise Interrupted("the run is stopping; this unit's turn was not started")
-                self._cond.wait(STOP_CHECK_S)
+        with self._lock:
+            if not self._can_go(ticket):
+                cond = threading.Condition(self._lock)
+                if ticket is None:
+                    self._later_waiting.append(cond)
+                else:
+                    self._first_waiting[ticket] = cond
+                try:
+                    while not self._can_go(ticket):
+                        if STOPPING.is_set():
+                            raise Interrupted("the run is stopping; this unit's turn was not started")
+                        cond.wait(STOP_CHECK_S)
+                finally:
+                    if ticket is None:
+                        self._later_waiting.remove(cond)
+                    else:
+                        del self._first_waiting[ticket]
             self._free -= 1
             if ticket is not None:
                 self._pass(ticket)
 
     def _give_back(self) -> None:
-        with self._cond:
+        with self._lock:
             self._free += 1
-            self._cond.notify_all()
+            self._wake()
+
+    def _wake(self) -> None:
+        """Wake the waiters that may take a free slot now (caller holds the lock); one that
+        finds the slot taken by another waits again."""
+        if self._free <= 0:
+            return
+        first = self._first_waiting.get(self._next)
+        if first is not None:
+            first.notify()
+        for cond in self._later_waiting[:self._free]:
+            cond.notify()
 
     def _pass(self, ticket: int) -> None:
         """Mark ``ticket`` past its first turn; the order moves on (caller holds the lock)."""
@@ -63,10 +93,10 @@ class Slots:
         while self._next in self._passed:
             self._passed.discard(self._next)
             self._next += 1
-        self._cond.notify_all()
+        self._wake()
 
     def _abandon(self, ticket: int) -> None:
-        with self._cond:
+        with self._lock:
             if ticket >= self._next and ticket not in self._passed:
                 self._pass(ticket)
 
