@@ -68,6 +68,21 @@ def _read(path: str) -> bytes | None:
         os.close(fd)
 
 
+def _read_stat(pid: int | str) -> bytes | None:
+    """``/proc/<pid>/stat`` in one read: the line is far shorter than the buffer, and the
+    kernel hands it over whole."""
+    try:
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def thread_start_ticks() -> int:
     """When the calling thread started, on the clock of the table's start times (0 without
     /proc): a process started by this thread from now on started at or after it."""
@@ -80,8 +95,8 @@ def thread_start_ticks() -> int:
 
 def stat(pid: int) -> Proc | None:
     """The process table entry of ``pid``, or None when it is gone (or there is no /proc)."""
-    raw = _read(f"/proc/{pid}/stat")
-    if raw is None:
+    raw = _read_stat(pid)
+    if not raw:
         return None
     # The command name is in parentheses and may itself hold spaces and parentheses.
     fields = raw[raw.rfind(b")") + 2:].split()
@@ -138,12 +153,20 @@ def members(*, mark: str | None = None, groups: Iterable[int] = (), sessions: It
         pid = int(name)
         if pid in mine:
             continue
-        p = stat(pid)
-        if p is None or p.state in ("Z", "X"):  # a zombie is already dead; its parent reaps it
+        # The fields of stat() read in place: this runs for every process of the machine.
+        raw = _read_stat(name)
+        if not raw:
             continue
-        if p.pgid in groups or p.sid in sessions:
+        fields = raw[raw.rfind(b")") + 2:].split()
+        try:
+            state, pgid, sid, start_ticks = fields[0], int(fields[2]), int(fields[3]), int(fields[19])
+        except (IndexError, ValueError):
+            continue
+        if state in (b"Z", b"X"):  # a zombie is already dead; its parent reaps it
+            continue
+        if pgid in groups or sid in sessions:
             found.append(pid)
-        elif p.start_ticks >= since_ticks and (
+        elif start_ticks >= since_ticks and (
                 (prefix is not None and _environ_has(pid, prefix)) or (root is not None and _cwd_under(pid, root))):
             found.append(pid)
     return found
