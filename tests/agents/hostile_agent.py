@@ -13,6 +13,8 @@ one HTTP round trip. ``HOSTILE_AGENT`` selects behaviours, comma-separated:
                      such as \x1b are decoded, so a name can hold control characters)
   notrace            write no trace
   open_span          the specialist span never ends (no end_time)
+  async              a question asked "in the background" is answered with a job id and an ETA
+                     of 1 s, and "What are the results of job <id>?" with that job's results
 
 Every process it starts keeps ``HOSTILE_MARK`` (when set) in its command line, so a test
 can find leftovers in the process table.
@@ -20,8 +22,10 @@ can find leftovers in the process table.
 from __future__ import annotations
 
 import codecs
+import hashlib
 import json
 import os
+import re
 import secrets
 import signal
 import sys
@@ -69,13 +73,14 @@ def daemonize(mark: str) -> None:
     os.wait()
 
 
-def write_trace(query: str, session: str, answer: str, error_span: str | None, open_span: bool = False) -> None:
+def write_trace(query: str, session: str, answer: str, error_span: str | None, open_span: bool = False,
+                job_payload: str | None = None) -> None:
     api = os.environ["OPIK_URL_OVERRIDE"].rstrip("/")
     project = os.environ.get("OPIK_PROJECT_NAME", "obai-demo")
     tag = os.environ.get("OBAI_TRACE_TAG")
     trace_id, hub_id = uuid7(), uuid7()
     t0 = ts()
-    payload = "AAPL (Apple)\nLast close: 238.41 on 2026-04-30\n1-day change: +0.92%"
+    payload = job_payload or "AAPL (Apple)\nLast close: 238.41 on 2026-04-30\n1-day change: +0.92%"
 
     def span(name, kind, inp, out, parent=hub_id, **extra):
         return {"id": uuid7(), "project_name": project, "trace_id": trace_id, "parent_span_id": parent,
@@ -119,6 +124,15 @@ def main(argv: list[str]) -> int:
     if "daemon" in b:
         daemonize(mark)
     answer = "AAPL (Apple) last closed at 238.41 on 2026-04-30 (+0.92% on the day)."
+    job_payload = None
+    if "async" in b:
+        asked = re.search(r"results of job (\d+)", query)
+        if asked:
+            answer = f"Job {asked.group(1)} finished: Total trades 14, win rate 57.1%."
+        elif "background" in query.lower():
+            job = int(hashlib.sha256(session.encode()).hexdigest()[:8], 16) % 100_000
+            answer = f"Backtest queued. Job ID: {job} ETA: 1 s"
+        job_payload = answer if (asked or "background" in query.lower()) else None  # the answer's figures
     if "huge" in b:
         size = int(float(b["huge"] or 20) * 1024 * 1024)
         line = answer + " " * (100 - len(answer) - 1) + "\n"
@@ -127,7 +141,7 @@ def main(argv: list[str]) -> int:
         span = b.get("error_span")
         if span is not None:
             span = codecs.decode(span, "unicode_escape")
-        write_trace(query, session, answer[:2000], span, "open_span" in b)
+        write_trace(query, session, answer[:2000], span, "open_span" in b, job_payload)
     sys.stdout.write(answer + ("\n" if not answer.endswith("\n") else ""))
     sys.stdout.flush()
     if "hang" in b:

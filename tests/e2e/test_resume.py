@@ -4,6 +4,12 @@ The reference is an uninterrupted run of the same cases. After every kill the sa
 command resumes the same run directory; at the end results.json must equal the
 reference (ignoring what differs between any two runs: timestamps, latencies, trace and
 session ids) and report.md must hold each unit exactly once.
+
+The agent is the tiny hostile one (tests/agents/hostile_agent.py), traced and with an async
+job, its turns made to last 3 s: a kill lands in a turn, in the reading of its trace, in the
+storing and judging of a unit, in an async job's wait or in its follow-up turn, while each
+attempt costs little more than the runner's own start. The async unit needs longer than any
+attempt is allowed, so the run cannot end before the last kill.
 """
 from __future__ import annotations
 
@@ -22,8 +28,9 @@ from obai_e2e.report.report_md import read_rows
 from obai_e2e.report.results import load_results
 
 from .conftest import REPO
+from .hostile_helpers import hostile_target
 
-pytestmark = [pytest.mark.slow, pytest.mark.heavy(72)]
+pytestmark = [pytest.mark.slow, pytest.mark.heavy(30)]
 
 IDS = "MD1,F2,R1,A1,O2,M1"
 KILLS = 22
@@ -50,17 +57,21 @@ def comparable(results: dict) -> list[dict]:
     return out
 
 
-def test_random_kills_then_resume_equal_an_uninterrupted_run(harness_env, trace_store):
+def test_random_kills_then_resume_equal_an_uninterrupted_run(harness_env, trace_store, tmp_path):
     env = {**os.environ}
     env.pop("OBAI_DEMO_FAULTS", None)
-    ref = cli("run", "--id", IDS, "--jobs", "2", "--no-html", env=env)
+    target, _ = hostile_target(tmp_path, "slow:3,async")
+    args = ("--jobs", "2", "--no-html", "--target", str(target))
+    ref = cli("run", "--id", IDS, *args, env=env)
     out, err = ref.communicate(timeout=600)
-    assert ref.returncode == 0, err.decode()[-2000:]
+    assert ref.returncode in (0, 1), err.decode()[-2000:]      # 1: the agent's answers fail some rules
     reference = load_results(Path(json.loads(out)["results"]))
+    followed = json.loads((Path(json.loads(out)["run_dir"]) / "A1.json").read_text())["followup"]
+    assert "Total trades" in followed["answer"], followed      # the async job was followed up
 
     rng = random.Random(20261129)
     before = set(Path(harness_env).glob("2*/*"))
-    first = cli("run", "--id", IDS, "--jobs", "2", "--no-html", env=env)
+    first = cli("run", "--id", IDS, *args, env=env)
     deadline = time.monotonic() + 120
     created = []
     while not created and time.monotonic() < deadline:
@@ -75,7 +86,7 @@ def test_random_kills_then_resume_equal_an_uninterrupted_run(harness_env, trace_
     kills = 1
     finished = None
     while finished is None:
-        proc = cli("run", "--resume", str(run_dir), "--jobs", "2", "--no-html", env=env)
+        proc = cli("run", "--resume", str(run_dir), *args, env=env)
         if kills < KILLS:
             try:
                 proc.wait(timeout=rng.uniform(0.3, 5.0))
@@ -85,7 +96,7 @@ def test_random_kills_then_resume_equal_an_uninterrupted_run(harness_env, trace_
                 kills += 1
                 continue
         out, err = proc.communicate(timeout=600)
-        assert proc.returncode == 0, err.decode()[-2000:]
+        assert proc.returncode == ref.returncode, err.decode()[-2000:]
         finished = json.loads(out)
     assert kills >= 20
     resumed = load_results(run_dir / "results.json")

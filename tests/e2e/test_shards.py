@@ -1,4 +1,8 @@
-"""A run split over three "runners" (separate processes and run folders) and merged equals an unsharded run."""
+"""A run split over three "runners" (separate processes and run folders) and merged equals an unsharded run.
+
+The agent is the tiny hostile one (tests/agents/hostile_agent.py) with an async job: what is
+checked is how the harness splits a plan and merges its parts, which no agent's answers change.
+"""
 from __future__ import annotations
 
 import json
@@ -12,11 +16,12 @@ from obai_e2e.report.report_md import COLUMNS
 from obai_e2e.report.results import load_results
 
 from .conftest import obai_json
+from .hostile_helpers import hostile_target
 
-pytestmark = [pytest.mark.slow, pytest.mark.heavy(35)]
+pytestmark = [pytest.mark.slow, pytest.mark.heavy(15)]
 
 SHARDS = 3
-# Part of the smoke suite: a sync and an async case, a refusal, and a stochastic case's three
+# Part of the smoke suite: sync cases, an async one, a refusal, and a stochastic case's three
 # repeats (7 units), so each runner drives a few units and the repeats can land on different runners.
 UNITS = ("--id", "MD1,S1,A1,O1,R1")
 
@@ -49,18 +54,21 @@ def partitions(run_dir: Path) -> list[dict]:
 @pytest.fixture(scope="module")
 def sharded(tmp_path_factory, trace_store):
     tmp = tmp_path_factory.mktemp("shards")
+    target, _ = hostile_target(tmp, "async")
+    units = (*UNITS, "--target", str(target))
     parts = []
     for k in range(1, SHARDS + 1):
-        code, out, err = obai_json("run", *UNITS, "--jobs", "2", "--shard", f"{k}/{SHARDS}",
+        code, out, err = obai_json("run", *units, "--jobs", "2", "--shard", f"{k}/{SHARDS}",
                                    env=runner_env(tmp, f"runner-{k}", trace_store))
-        assert code == 0, err[-3000:]
+        assert code in (0, 1) and out.get("run_dir"), err[-3000:]
         parts.append(Path(out["run_dir"]))
     merged_env = runner_env(tmp, "merged", trace_store)
     code, merged, err = obai_json("merge-runs", *map(str, parts), "--into", str(tmp / "merged" / "run"), env=merged_env)
-    assert code == 0, err[-3000:]
-    code, whole, err = obai_json("run", *UNITS, "--jobs", "2", env=runner_env(tmp, "whole", trace_store))
-    assert code == 0, err[-3000:]
-    return {"tmp": tmp, "parts": parts, "merged": Path(merged["run_dir"]), "whole": Path(whole["run_dir"]),
+    assert code in (0, 1) and merged.get("run_dir"), err[-3000:]
+    whole_code, whole, err = obai_json("run", *units, "--jobs", "2", env=runner_env(tmp, "whole", trace_store))
+    assert whole_code in (0, 1) and whole.get("run_dir"), err[-3000:]   # 1: the agent's answers fail some rules
+    assert code == whole_code                          # the merged run exits as the unsharded one
+    return {"tmp": tmp, "parts": parts, "merged": Path(merged["run_dir"]), "whole": Path(whole["run_dir"]), "code": code,
             "env": merged_env}
 
 
@@ -70,6 +78,8 @@ def test_each_shard_drives_its_own_part_of_one_plan(sharded):
     assert len({m["shard"]["plan_sha256"] for m in metas}) == 1
     assert sorted(u for m in metas for u in m["units"]) == sorted(plan_units)
     assert all(not (p / "suite.json").exists() for p in sharded["parts"])   # a part has no loss layer
+    [a1] = [json.loads((p / "A1.json").read_text()) for p in sharded["parts"] if (p / "A1.json").exists()]
+    assert "Total trades" in a1["followup"]["answer"]      # its runner waited for the job and followed it up
 
 
 def test_the_merged_run_equals_the_unsharded_one(sharded):
@@ -88,7 +98,7 @@ def test_the_merged_run_equals_the_unsharded_one(sharded):
 def test_merging_again_changes_nothing(sharded):
     before = {p.name: p.read_bytes() for p in sharded["merged"].iterdir() if p.is_file() and not p.name.startswith(".")}
     code, _, err = obai_json("merge-runs", *map(str, sharded["parts"]), "--into", str(sharded["merged"]), env=sharded["env"])
-    assert code == 0, err[-2000:]
+    assert code == sharded["code"], err[-2000:]
     after = {p.name: p.read_bytes() for p in sharded["merged"].iterdir() if p.is_file() and not p.name.startswith(".")}
     assert after == before
 
