@@ -20,6 +20,21 @@ for _name, _value in QUIET_SDK_ENV.items():
 SLOW_TIMEOUT_S = 1800
 
 
+def pytest_configure(config) -> None:
+    # Every test drives processes that import the harness, the demo or the example agent from
+    # this checkout. Where PYTHONDONTWRITEBYTECODE is set (CI images, containers) none of them
+    # may write bytecode, so each would compile those sources again: ~0.1 s of CPU per process,
+    # hundreds of processes. The test session compiles them once (the controller only; a file
+    # already compiled and unchanged is skipped).
+    if hasattr(config, "workerinput"):
+        return
+    import compileall
+
+    root = Path(__file__).resolve().parents[1]
+    for folder in ("scripts", "demo", "examples", "tests"):
+        compileall.compile_dir(root / folder, quiet=1)
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
