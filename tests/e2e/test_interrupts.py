@@ -21,7 +21,7 @@ from obai_e2e.report.results import load_results
 
 from .hostile_helpers import cli, hostile_target, marked, sandboxes, wait_for
 
-pytestmark = [pytest.mark.slow, pytest.mark.heavy(61)]
+pytestmark = [pytest.mark.slow, pytest.mark.heavy(31)]
 
 IDS = "MD1,MD2,MD3,F1,R1,O1,MD4,MD5"
 INTERRUPTS = 20
@@ -42,6 +42,14 @@ def finish(proc: subprocess.Popen, timeout: float = 300) -> tuple[int, dict]:
     out, err = proc.communicate(timeout=timeout)
     assert proc.returncode in (0, 1), err.decode()[-3000:]
     return proc.returncode, json.loads(out)
+
+
+def left(run_dir: Path) -> float:
+    """How much of a whole run's span a resumed run still has: its units left to judge, plus a
+    quarter for finishing (judging, report, results), so that finishing is interrupted too."""
+    units = len(IDS.split(","))
+    judged = len(list(run_dir.glob("*.verdict.json")))
+    return min(1.0, max(0, units - judged) / units + 0.25)
 
 
 def in_flight(mark: str) -> bool:
@@ -72,14 +80,14 @@ def test_random_sigint_and_sigterm_then_resume_equal_an_uninterrupted_run(harnes
             runs.append(Path(out["run_dir"]))
         proc = cli("run", "--resume", str(runs[-1]), *args)
         # Mostly once turns are in flight (then judging, the next turns, finishing); now and then at any
-        # moment from the start. A resumed run has fewer units left, so some attempts still finish first.
+        # moment from the start; a resumed run lasts only as long as its units left take.
         if rng.random() < 0.75:
-            delay = rng.uniform(0.0, span)
+            delay = rng.uniform(0.0, span * left(runs[-1]))
             moment = f"turn+{delay:.2f}s"
             started = wait_for(lambda: in_flight(mark) or proc.poll() is not None, 120, step=0.02)
             assert started, log
         else:
-            delay = rng.uniform(0.2, to_turn + span)
+            delay = rng.uniform(0.2, to_turn + span * left(runs[-1]))
             moment = f"{delay:.2f}s"
         try:
             proc.wait(timeout=delay)

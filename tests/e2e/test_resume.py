@@ -30,7 +30,7 @@ from obai_e2e.report.results import load_results
 from .conftest import REPO
 from .hostile_helpers import hostile_target
 
-pytestmark = [pytest.mark.slow, pytest.mark.heavy(30)]
+pytestmark = [pytest.mark.slow, pytest.mark.heavy(35)]
 
 IDS = "MD1,F2,R1,A1,O2,M1"
 KILLS = 22
