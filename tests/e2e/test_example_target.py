@@ -27,7 +27,7 @@ from obai_e2e.report.results import load_results
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "ledger-agent"
-pytestmark = [pytest.mark.slow, pytest.mark.heavy(73)]
+pytestmark = [pytest.mark.slow, pytest.mark.heavy(63)]
 
 # fault -> (case it is scoped to, verdict, the one code it trips)
 MATRIX = {

@@ -34,7 +34,7 @@ from .conftest import target_variant
 
 # A run of the whole suite's size: minutes on a quiet machine, several times that on a busy
 # one. The limit only stops a hang.
-pytestmark = [pytest.mark.slow, pytest.mark.heavy(83), pytest.mark.timeout(3600)]
+pytestmark = [pytest.mark.slow, pytest.mark.heavy(72), pytest.mark.timeout(3600)]
 
 HANG = "hang"
 FAULTED = [f for f in MATRIX if f != HANG]

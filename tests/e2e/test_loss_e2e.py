@@ -35,7 +35,7 @@ from .conftest import REPO, target_variant
 # The module's runs happen in its first test's setup: ~2.5 minutes of CPU, 6.5 minutes of wall time
 # on two cores at load 12 and past the suite's 600 s per test at load 22. The limit here only
 # catches a hang: the flow is bounded by its 54 turns and each turn's own timeout.
-pytestmark = [pytest.mark.slow, pytest.mark.heavy(107), pytest.mark.timeout(3600)]
+pytestmark = [pytest.mark.slow, pytest.mark.heavy(96), pytest.mark.timeout(3600)]
 
 SELECT = ["--feature", "strategy", "--feature", "async"]
 BACKTEST = "intent=backtest,provenance=synthetic"

@@ -18,7 +18,7 @@ from obai_e2e.report.results import load_results
 from .conftest import obai_json
 from .hostile_helpers import hostile_target
 
-pytestmark = [pytest.mark.slow, pytest.mark.heavy(15)]
+pytestmark = [pytest.mark.slow, pytest.mark.heavy(11)]
 
 SHARDS = 3
 # Part of the smoke suite: sync cases, an async one, a refusal, and a stochastic case's three

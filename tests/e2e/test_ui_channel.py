@@ -34,7 +34,7 @@ from obai_e2e.report.results import load_results
 from .conftest import REPO, target_variant
 from .conftest import obai_json as obai
 
-pytestmark = [pytest.mark.slow, pytest.mark.heavy(54), pytest.mark.browser]
+pytestmark = [pytest.mark.slow, pytest.mark.heavy(41), pytest.mark.browser]
 
 CHROMIUM = Path("/usr/bin/chromium")
 UI_CATEGORIES = ("ui_rendering", "ui_display", "ui_latency")
