@@ -130,7 +130,7 @@ def main(argv: list[str]) -> int:
         if asked:
             answer = f"Job {asked.group(1)} finished: Total trades 14, win rate 57.1%."
         elif "background" in query.lower():
-            job = int(hashlib.sha256(session.encode()).hexdigest()[:8], 16) % 100_000
+            job = 10_000 + int(hashlib.sha256(session.encode()).hexdigest()[:8], 16) % 90_000  # five digits
             answer = f"Backtest queued. Job ID: {job} ETA: 1 s"
         job_payload = answer if (asked or "background" in query.lower()) else None  # the answer's figures
     if "huge" in b:
