@@ -124,15 +124,14 @@ def main(argv: list[str]) -> int:
     if "daemon" in b:
         daemonize(mark)
     answer = "AAPL (Apple) last closed at 238.41 on 2026-04-30 (+0.92% on the day)."
-    job_payload = None
+    job_payload = None  # a job's answer is also its specialist's payload, which grounds its figures
     if "async" in b:
         asked = re.search(r"results of job (\d+)", query)
         if asked:
-            answer = f"Job {asked.group(1)} finished: Total trades 14, win rate 57.1%."
+            answer = job_payload = f"Job {asked.group(1)} finished: Total trades 14, win rate 57.1%."
         elif "background" in query.lower():
             job = 10_000 + int(hashlib.sha256(session.encode()).hexdigest()[:8], 16) % 90_000  # five digits
-            answer = f"Backtest queued. Job ID: {job} ETA: 1 s"
-        job_payload = answer if (asked or "background" in query.lower()) else None  # the answer's figures
+            answer = job_payload = f"Backtest queued. Job ID: {job} ETA: 1 s"
     if "huge" in b:
         size = int(float(b["huge"] or 20) * 1024 * 1024)
         line = answer + " " * (100 - len(answer) - 1) + "\n"

@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 
 import yaml
+from obai_e2e.base import procs
 
 from .conftest import REPO
 
@@ -62,18 +63,17 @@ def marked(mark: str) -> list[str]:
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
+        entry_stat = procs.stat(int(entry.name))
+        if entry_stat is None or entry_stat.state == "Z":
+            continue  # gone meanwhile, or a zombie
         try:
-            stat = Path(entry.path, "stat").read_bytes()
-            state = stat[stat.rindex(b")") + 2:][:1].decode()
             cmdline = Path(entry.path, "cmdline").read_bytes()
             env = Path(entry.path, "environ").read_bytes() if needle not in cmdline else b""
-        except (OSError, ValueError):
+        except OSError:
             continue  # gone meanwhile, or not ours to read
-        if state == "Z":
-            continue
         if needle in cmdline or needle in env:
             args = cmdline.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "replace")
-            found.append(f"{entry.name} {state} {args}")
+            found.append(f"{entry.name} {entry_stat.state} {args}")
     return found
 
 

@@ -19,7 +19,6 @@ import random
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -27,8 +26,7 @@ import pytest
 from obai_e2e.report.report_md import read_rows
 from obai_e2e.report.results import load_results
 
-from .conftest import REPO
-from .hostile_helpers import hostile_target
+from .hostile_helpers import cli, hostile_target
 
 pytestmark = [pytest.mark.slow, pytest.mark.heavy(35)]
 
@@ -37,11 +35,6 @@ KILLS = 22
 VOLATILE = {"latency", "trace_ids", "trace_urls", "curated_trace", "followup_curated_trace", "judge_panel"}
 # An async job's id is derived from the session, which is new in every run.
 JOB = re.compile(r"\b(job|Job ID:?)\s*\d+", re.IGNORECASE)
-
-
-def cli(*args, env) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "obai_e2e", *args], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
 
 
 def comparable(results: dict) -> list[dict]:
@@ -58,11 +51,9 @@ def comparable(results: dict) -> list[dict]:
 
 
 def test_random_kills_then_resume_equal_an_uninterrupted_run(harness_env, trace_store, tmp_path):
-    env = {**os.environ}
-    env.pop("OBAI_DEMO_FAULTS", None)
     target, _ = hostile_target(tmp_path, "slow:3,async")
     args = ("--jobs", "2", "--no-html", "--target", str(target))
-    ref = cli("run", "--id", IDS, *args, env=env)
+    ref = cli("run", "--id", IDS, *args)
     out, err = ref.communicate(timeout=600)
     assert ref.returncode in (0, 1), err.decode()[-2000:]      # 1: the agent's answers fail some rules
     reference = load_results(Path(json.loads(out)["results"]))
@@ -71,7 +62,7 @@ def test_random_kills_then_resume_equal_an_uninterrupted_run(harness_env, trace_
 
     rng = random.Random(20261129)
     before = set(Path(harness_env).glob("2*/*"))
-    first = cli("run", "--id", IDS, *args, env=env)
+    first = cli("run", "--id", IDS, *args)
     deadline = time.monotonic() + 120
     created = []
     while not created and time.monotonic() < deadline:
@@ -86,7 +77,7 @@ def test_random_kills_then_resume_equal_an_uninterrupted_run(harness_env, trace_
     kills = 1
     finished = None
     while finished is None:
-        proc = cli("run", "--resume", str(run_dir), *args, env=env)
+        proc = cli("run", "--resume", str(run_dir), *args)
         if kills < KILLS:
             try:
                 proc.wait(timeout=rng.uniform(0.3, 5.0))

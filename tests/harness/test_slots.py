@@ -10,6 +10,20 @@ from obai_e2e.base.procs import STOPPING
 from obai_e2e.drive.slots import Slots, UnitSlot
 
 
+def entering(unit: UnitSlot) -> tuple[threading.Thread, threading.Event]:
+    """A thread that enters ``unit``'s slot, and the event it sets once it holds it."""
+    got = threading.Event()
+    thread = threading.Thread(target=lambda: (unit.__enter__(), got.set()))
+    thread.start()
+    return thread, got
+
+
+def leaving(unit: UnitSlot, thread: threading.Thread) -> None:
+    """Give back the slot ``thread`` took for ``unit``."""
+    unit.__exit__(None, None, None)
+    thread.join(10)
+
+
 def test_without_slots_a_unit_holds_nothing():
     slot = UnitSlot()
     with slot, slot:
@@ -42,26 +56,20 @@ def test_a_unit_holding_its_slot_can_enter_it_again():
         with unit:  # the whole unit holds it and a turn inside asks again
             pass
         other = slots.for_unit()
-        got = threading.Event()
-        t = threading.Thread(target=lambda: other.__enter__() and got.set())
-        t.start()
+        t, got = entering(other)
         assert not got.wait(0.2)  # still held after the inner exit
     assert got.wait(10)
-    other.__exit__(None, None, None)
-    t.join(10)
+    leaving(other, t)
 
 
 def test_n_slots_admit_n_units_at_once():
     slots = Slots(2)
     a, b, c = slots.for_unit(), slots.for_unit(), slots.for_unit()
     with a, b:
-        got = threading.Event()
-        t = threading.Thread(target=lambda: (c.__enter__(), got.set()))
-        t.start()
+        t, got = entering(c)
         assert not got.wait(0.2)
     assert got.wait(10)
-    c.__exit__(None, None, None)
-    t.join(10)
+    leaving(c, t)
 
 
 def test_a_queued_unit_stops_with_the_run():
@@ -117,14 +125,11 @@ def test_units_take_their_first_turn_in_the_order_they_were_handed_out():
 def test_a_unit_that_never_takes_a_turn_lets_the_next_one_go():
     slots = Slots(1)
     skipped, nxt = slots.for_unit(), slots.for_unit()
-    got = threading.Event()
-    t = threading.Thread(target=lambda: (nxt.__enter__(), got.set()))
-    t.start()
+    t, got = entering(nxt)
     assert not got.wait(0.2)  # waits for the earlier unit's first turn
     skipped.close()
     assert got.wait(10)
-    nxt.__exit__(None, None, None)
-    t.join(10)
+    leaving(nxt, t)
 
 
 def test_a_follow_up_turn_takes_any_free_slot():

@@ -68,38 +68,39 @@ def _read(path: str) -> bytes | None:
         os.close(fd)
 
 
-def _read_stat(pid: int | str) -> bytes | None:
-    """``/proc/<pid>/stat`` in one read: the line is far shorter than the buffer, and the
+def _stat_fields(path: str) -> list[bytes] | None:
+    """The fields of a ``/proc/.../stat`` line after the command name (state, ppid, pgid, sid,
+    …), or None when it is gone. One read: the line is far shorter than the buffer, and the
     kernel hands it over whole."""
     try:
-        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
     try:
-        return os.read(fd, 4096)
+        raw = os.read(fd, 4096)
     except OSError:
         return None
     finally:
         os.close(fd)
+    # The command name is in parentheses and may itself hold spaces and parentheses.
+    return raw[raw.rfind(b")") + 2:].split() if raw else None
 
 
 def thread_start_ticks() -> int:
     """When the calling thread started, on the clock of the table's start times (0 without
     /proc): a process started by this thread from now on started at or after it."""
-    raw = _read(f"/proc/self/task/{threading.get_native_id()}/stat")
+    fields = _stat_fields(f"/proc/self/task/{threading.get_native_id()}/stat")
     try:
-        return int(raw[raw.rfind(b")") + 2:].split()[19]) if raw else 0
+        return int(fields[19]) if fields else 0
     except (IndexError, ValueError):
         return 0
 
 
 def stat(pid: int) -> Proc | None:
     """The process table entry of ``pid``, or None when it is gone (or there is no /proc)."""
-    raw = _read_stat(pid)
-    if not raw:
+    fields = _stat_fields(f"/proc/{pid}/stat")
+    if fields is None:
         return None
-    # The command name is in parentheses and may itself hold spaces and parentheses.
-    fields = raw[raw.rfind(b")") + 2:].split()
     try:
         return Proc(pid=pid, ppid=int(fields[1]), pgid=int(fields[2]), sid=int(fields[3]),
                     state=fields[0].decode("ascii", "replace"), start_ticks=int(fields[19]))
@@ -153,11 +154,10 @@ def members(*, mark: str | None = None, groups: Iterable[int] = (), sessions: It
         pid = int(name)
         if pid in mine:
             continue
-        # The fields of stat() read in place: this runs for every process of the machine.
-        raw = _read_stat(name)
-        if not raw:
+        # stat()'s fields read in place, without a Proc: this runs for every process of the machine.
+        fields = _stat_fields(f"/proc/{name}/stat")
+        if fields is None:
             continue
-        fields = raw[raw.rfind(b")") + 2:].split()
         try:
             state, pgid, sid, start_ticks = fields[0], int(fields[2]), int(fields[3]), int(fields[19])
         except (IndexError, ValueError):

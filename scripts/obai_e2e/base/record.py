@@ -10,9 +10,11 @@ or an optional record is converted both ways. Reading tolerates what older files
 from __future__ import annotations
 
 import dataclasses
+import json
 import types
 import typing
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, TypeVar
 
 from .errors import ConfigError
@@ -73,6 +75,13 @@ class Record:
         if extra:
             out.update(extra)
         return out
+
+    @classmethod
+    def load(cls: type[R], path: Path) -> R | None:
+        """The record stored at ``path`` (its JSON form), or None when there is no such file."""
+        if not path.exists():
+            return None
+        return cls.from_json(json.loads(path.read_text(encoding="utf-8")), source=str(path))
 
     @classmethod
     def from_json(cls: type[R], data: Any, *, source: str = "") -> R:

@@ -79,10 +79,9 @@ def _trace_block(backend: Backend, config: TargetConfig, key: TurnKey) -> TraceB
 
 
 def _one_turn(config: TargetConfig, backend: Backend, box: Sandbox, query: str, session: str,
-              case: Case, channel: str = "cli", extra_env: dict[str, str] | None = None,
-              slot: UnitSlot | None = None) -> tuple[TurnResult, TraceBlock, UiObservation | None]:
+              case: Case, channel: str, extra_env: dict[str, str] | None,
+              slot: UnitSlot) -> tuple[TurnResult, TraceBlock, UiObservation | None]:
     """One turn and its trace; the turn itself runs in one of the run's slots (``slot``)."""
-    slot = slot or UnitSlot()
     tag = f"e2e-{uuid.uuid4().hex}"
     if channel == "ui":
         return _one_ui_turn(config, backend, query, session, tag, slot)

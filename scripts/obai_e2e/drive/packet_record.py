@@ -5,7 +5,6 @@ Enters: the parts :mod:`.packet` assembles while driving a unit. Leaves: :class:
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,7 +152,4 @@ def packet_path(run_dir: Path, unit_id: str) -> Path:
 
 
 def load_packet(run_dir: Path, unit_id: str) -> Packet | None:
-    path = packet_path(run_dir, unit_id)
-    if not path.exists():
-        return None
-    return Packet.from_json(json.loads(path.read_text(encoding="utf-8")), source=str(path))
+    return Packet.load(packet_path(run_dir, unit_id))

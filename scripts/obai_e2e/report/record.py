@@ -6,7 +6,6 @@ for a judged unit is refused.
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -30,10 +29,7 @@ def verdict_path(run_dir: Path, unit_id: str) -> Path:
 
 
 def load_verdict(run_dir: Path, unit_id: str) -> Verdict | None:
-    path = verdict_path(run_dir, unit_id)
-    if not path.exists():
-        return None
-    return Verdict.from_json(json.loads(path.read_text(encoding="utf-8")), source=str(path))
+    return Verdict.load(verdict_path(run_dir, unit_id))
 
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")

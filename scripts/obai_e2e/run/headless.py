@@ -2,7 +2,8 @@
 
 One process drives the units on threads with up to ``jobs`` turns of the target running
 at a time (each a real subprocess; see drive.slots), judges and records each unit as it
-completes, and finishes the run. A kill at any point leaves a run directory that the same command resumes.
+completes, and finishes the run. A kill at any point leaves a run directory that the same
+command resumes.
 """
 from __future__ import annotations
 
