@@ -90,3 +90,33 @@ def test_missing_command_is_a_clear_error(tmp_path):
 def test_fill_is_argv_not_shell():
     argv = fill(["agent", "ask", "--session", "{session}", "{query}"], {"query": "a; rm -rf / $(x)", "session": "s1"})
     assert argv == ["agent", "ask", "--session", "s1", "a; rm -rf / $(x)"]
+
+
+BOTH_PIPES = r"""
+import os, sys
+for _ in range(40):  # far more than a pipe holds, on both pipes in turn
+    os.write(2, b"e" * 16384)
+    os.write(1, b"o" * 16384)
+os.write(2, b"END")
+"""
+
+
+def test_both_pipes_fuller_than_a_pipe_holds_are_read_as_they_come(tmp_path):
+    res = run_turn([PY, "-c", BOTH_PIPES], env=os.environ, cwd=tmp_path, timeout_s=60, stderr_tail_bytes=50)
+    assert res.exit_code == 0 and not res.timed_out and not res.killed
+    assert res.stdout == "o" * (40 * 16384) and res.stdout_bytes == 40 * 16384 and not res.stdout_truncated
+    assert res.stderr_tail == "e" * 47 + "END"
+
+
+def test_without_pidfd_the_exit_is_still_seen(tmp_path, monkeypatch):
+    # Kernels before 5.3 (and other systems) have no pidfd: the exit is asked for instead.
+    def no_pidfd(pid, flags=0):
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(os, "pidfd_open", no_pidfd)
+    t0 = time.monotonic()
+    res = run_turn([PY, "-c", "print('out')"], env=os.environ, cwd=tmp_path, timeout_s=60)
+    assert res.exit_code == 0 and res.stdout == "out\n" and time.monotonic() - t0 < 30
+    res = run_turn([PY, "-c", "import time; time.sleep(300)"], env=os.environ, cwd=tmp_path, timeout_s=0.5,
+                   kill_grace_s=0.2)
+    assert res.timed_out and res.killed and res.exit_code is None

@@ -172,10 +172,18 @@ def members(*, mark: str | None = None, groups: Iterable[int] = (), sessions: It
     return found
 
 
-def end_all(*, mark: str | None = None, groups: Iterable[int] = (), sessions: Iterable[int] = (),
-            under: Path | None = None, since_ticks: int = 0, rounds: int = 5) -> list[int]:
+@dataclass(frozen=True)
+class Sweep:
+    """What :func:`sweep` did: the pids it killed, and whether its last look found none left."""
+
+    killed: list[int]
+    clean: bool
+
+
+def sweep(*, mark: str | None = None, groups: Iterable[int] = (), sessions: Iterable[int] = (),
+          under: Path | None = None, since_ticks: int = 0, rounds: int = 5) -> Sweep:
     """SIGKILL every process ``members`` finds, again until none is left (a dying parent's
-    children may fork meanwhile); the pids killed."""
+    children may fork meanwhile), for at most ``rounds`` looks."""
     groups, sessions = list(groups), list(sessions)
     killed: list[int] = []
     for pgid in groups:
@@ -186,7 +194,7 @@ def end_all(*, mark: str | None = None, groups: Iterable[int] = (), sessions: It
     for _ in range(rounds):
         found = members(mark=mark, groups=groups, sessions=sessions, under=under, since_ticks=since_ticks)
         if not found:
-            break
+            return Sweep(killed, clean=has_table())
         for pid in found:
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -194,4 +202,11 @@ def end_all(*, mark: str | None = None, groups: Iterable[int] = (), sessions: It
             except (ProcessLookupError, PermissionError):
                 pass
         time.sleep(0.02)
-    return killed
+    return Sweep(killed, clean=False)
+
+
+def end_all(*, mark: str | None = None, groups: Iterable[int] = (), sessions: Iterable[int] = (),
+            under: Path | None = None, since_ticks: int = 0, rounds: int = 5) -> list[int]:
+    """:func:`sweep`, for the pids it killed."""
+    return sweep(mark=mark, groups=groups, sessions=sessions, under=under, since_ticks=since_ticks,
+                 rounds=rounds).killed

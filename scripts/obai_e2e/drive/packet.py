@@ -96,7 +96,7 @@ def _one_turn(config: TargetConfig, backend: Backend, box: Sandbox, query: str, 
             turn = run_turn(argv, env=env, cwd=box.workdir, timeout_s=timeout_s,
                             kill_grace_s=config.target.kill_grace_s,
                             stderr_tail_bytes=config.target.stderr_tail_bytes,
-                            mark=box.next_mark(), under=box.folder)
+                            mark=box.next_mark(), under=box.folder, on_swept=box.turn_swept)
     except NotReady as exc:
         raise NotReady(f"{config.where('target', 'command')}: field /target/command: {exc}") from None
     turn.correlation_tag = tag

@@ -73,12 +73,25 @@ class Sandbox:
         self._torn_down = False
         self._teardown_lock = threading.Lock()  # the signal path and the unit's own exit may race
         self._turns = 0
+        self._swept = 0  # turns whose own end found none of their processes left
         self._since = 0  # no process of this sandbox's turns started before this (clock ticks)
 
     def next_mark(self) -> str:
         """The environment mark of the next turn in this sandbox (see procs.MARK_VAR)."""
         self._turns += 1
         return f"{self.dir.name}:{self._turns}"
+
+    def turn_swept(self) -> None:
+        """A turn of this sandbox ended and its last look found none of its processes left
+        (see drive.turn.run_turn's ``on_swept``)."""
+        self._swept += 1
+
+    def _needs_sweep(self) -> bool:
+        # Every process this sandbox's turns started carries a turn's mark or works in its
+        # folder, and each turn's own end looked for exactly those: when every turn's look
+        # found none, there is nothing left to find. A snapshot hook is no turn of ours, and
+        # a sandbox without turns may be one whose turn never got as far as its end.
+        return not (self._turns and self._swept == self._turns and not self.spec.snapshot)
 
     @property
     def folder(self) -> Path | None:
@@ -138,7 +151,8 @@ class Sandbox:
             self._torn_down = True
         # Only processes started since this thread began can be the turns' (their environment
         # and working directory are read for those alone).
-        procs.end_all(mark=f"{self.dir.name}:", under=self.folder, since_ticks=self._since)
+        if self._needs_sweep():
+            procs.end_all(mark=f"{self.dir.name}:", under=self.folder, since_ticks=self._since)
         if self.spec.enabled:
             self.restore_error = _run_hook(self.spec.restore, self.dir, self.spec.hook_timeout_s)
         done = self.dir.with_name(DONE_PREFIX + self.dir.name)

@@ -4,8 +4,8 @@ The target runs in its own process group and session with a mark in its environm
 A timeout kills the group (SIGTERM first, SIGKILL after a grace period); when the target
 has ended, every process it left behind (in its group or session, carrying its mark, or
 working in its sandbox: a ``setsid`` daemon too) is killed, so nothing outlives the turn.
-Output is read on threads so that a child that keeps our pipes open cannot stall the
-harness. When the runner is stopping, a turn neither starts nor returns a result.
+Output is read as it comes, in the supervising thread, so that a child that keeps our
+pipes open cannot stall the harness. When the runner is stopping, a turn neither starts nor returns a result.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from ..base import procs
 from ..base.clock import iso, utc_now
@@ -81,39 +81,112 @@ def fill(template: list[str], values: Mapping[str, str]) -> list[str]:
     return out
 
 
-class _Reader(threading.Thread):
-    def __init__(self, stream, limit: int | None, tail: int | None):
-        super().__init__(daemon=True)
-        self.stream, self.limit, self.tail = stream, limit, tail
-        self.chunks: list[bytes] = []
-        self.size = 0
+class _Sink:
+    """What one pipe gave: its first ``limit`` bytes, or (``tail``) its last ``tail`` bytes."""
+
+    def __init__(self, *, limit: int | None = None, tail: int | None = None):
+        self.limit, self.tail = limit, tail
+        self.data = bytearray()
         self.total = 0
         self.truncated = False
 
-    def run(self) -> None:
-        try:
-            for chunk in iter(lambda: self.stream.read1(65536), b""):
-                self.total += len(chunk)
-                if self.tail is not None:
-                    self.chunks.append(chunk)
-                    joined = b"".join(self.chunks)
-                    if len(joined) > self.tail:
-                        joined = joined[-self.tail:]
-                        self.truncated = True
-                    self.chunks = [joined]
-                elif self.size < (self.limit or 0):
-                    keep = chunk[: self.limit - self.size]
-                    self.chunks.append(keep)
-                    self.size += len(keep)
-                    if len(keep) < len(chunk):
-                        self.truncated = True
-                else:
-                    self.truncated = True
-        except (OSError, ValueError):
-            pass
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        if self.tail is not None:
+            self.data += chunk
+            if len(self.data) > self.tail:
+                del self.data[: len(self.data) - self.tail]
+                self.truncated = True
+            return
+        room = (self.limit or 0) - len(self.data)
+        if len(chunk) > room:
+            self.truncated = True
+        if room > 0:
+            self.data += chunk[:room]
 
     def text(self) -> str:
-        return b"".join(self.chunks).decode("utf-8", errors="replace")
+        return self.data.decode("utf-8", errors="replace")
+
+
+class _Watch:
+    """The turn's two pipes and its exit, watched by one ``poll`` in the supervising thread.
+
+    The exit is seen through a pidfd where the kernel offers one; elsewhere ``proc.poll()``
+    is asked at least every ``_TICK_S``. A pipe is read whenever it has data, so a target
+    that writes more than a pipe holds never blocks, and one still holding a pipe after
+    its exit (a child that inherited it) cannot stall the harness: the pipes are given up
+    when their grace is over.
+    """
+
+    _TICK_S = 0.05
+
+    def __init__(self, proc: subprocess.Popen, sinks: dict[int, _Sink]):
+        self.proc = proc
+        self.sinks = sinks
+        self.poller = select.poll()
+        for fd in sinks:
+            os.set_blocking(fd, False)
+            self.poller.register(fd, select.POLLIN)
+        try:
+            self.exit_fd: int | None = os.pidfd_open(proc.pid)
+        except (AttributeError, OSError):  # no pidfd (older kernel, not Linux)
+            self.exit_fd = None
+        else:
+            self.poller.register(self.exit_fd, select.POLLIN)
+
+    def open(self, sink: _Sink) -> bool:
+        return any(s is sink for s in self.sinks.values())
+
+    def _pump(self, deadline: float, done) -> bool:
+        """Read what comes until ``done()`` or ``deadline``; whether ``done()`` became true."""
+        while not done():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            if self.exit_fd is None:
+                left = min(left, self._TICK_S)
+            for fd, _ in self.poller.poll(left * 1000):
+                if fd != self.exit_fd:
+                    self._read(fd)
+        return True
+
+    def _read(self, fd: int) -> None:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if chunk:
+            self.sinks[fd].add(chunk)
+        else:  # end of file: every writer has closed it
+            self.poller.unregister(fd)
+            del self.sinks[fd]
+
+    def until_exit(self, timeout_s: float) -> bool:
+        """Read the pipes until the target exits (True, reaped) or ``timeout_s`` passes (False)."""
+        exited = self._pump(time.monotonic() + timeout_s, lambda: self.proc.poll() is not None)
+        if exited:
+            self.proc.wait()
+        return exited
+
+    def until_closed(self, grace_s: float) -> bool:
+        """Once the target has exited: read the pipes until every writer has closed them, for
+        up to ``grace_s``."""
+        self._drop_exit()  # readable from now on: it would wake every poll
+        return self._pump(time.monotonic() + grace_s, lambda: not self.sinks)
+
+    def _drop_exit(self) -> None:
+        if self.exit_fd is not None:
+            self.poller.unregister(self.exit_fd)
+            os.close(self.exit_fd)
+            self.exit_fd = None
+
+    def close(self) -> None:
+        self._drop_exit()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
 
 
 def track_group(pgid: int) -> None:
@@ -146,11 +219,13 @@ def run_turn(
     stderr_tail_bytes: int = 4000,
     mark: str | None = None,
     under: Path | None = None,
+    on_swept: Callable[[], None] | None = None,
 ) -> TurnResult:
     """Run ``argv`` to completion or to ``timeout_s``; never raises for the target's own failures.
 
     ``mark`` goes into the environment (``OBAI_E2E_TURN``) of everything the turn starts;
-    processes carrying it, or working under ``under``, are ended with the turn. Raises
+    processes carrying it, or working under ``under``, are ended with the turn;
+    ``on_swept`` is called when the last look for them found none left. Raises
     Interrupted when the runner is stopping, before the turn or after it was cut short.
     """
     if STOPPING.is_set():
@@ -183,80 +258,57 @@ def run_turn(
     with _LIVE_LOCK:
         _LIVE[pgid] = live
     try:
-        result = _supervise(proc, live, argv, started, t0, timeout_s, kill_grace_s, stderr_tail_bytes)
+        result, clean = _supervise(proc, live, argv, started, t0, timeout_s, kill_grace_s, stderr_tail_bytes)
     finally:
         with _LIVE_LOCK:
             _LIVE.pop(pgid, None)
     if STOPPING.is_set():
         raise Interrupted("the run was stopped during this turn; it will be driven again on resume")
+    if clean and on_swept is not None:
+        on_swept()
     return result
 
 
-def _end_leftovers(live: _Live) -> int:
-    return len(procs.end_all(mark=live.mark, groups=[live.pgid], sessions=[live.pgid], under=live.under,
-                             since_ticks=live.since))
+def _end_leftovers(live: _Live) -> procs.Sweep:
+    return procs.sweep(mark=live.mark, groups=[live.pgid], sessions=[live.pgid], under=live.under,
+                       since_ticks=live.since)
 
 
-def _wait(proc: subprocess.Popen, timeout_s: float) -> None:
-    """``proc.wait(timeout)``, woken by the exit itself: Popen's own wait with a timeout
-    polls with sleeps of up to 50 ms, which every turn would pay. Raises TimeoutExpired."""
-    try:
-        fd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):  # no pidfd (older kernel, not Linux)
-        proc.wait(timeout=timeout_s)
-        return
-    try:
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
-        deadline = time.monotonic() + timeout_s
-        while not poller.poll(max(0.0, deadline - time.monotonic()) * 1000):
-            if time.monotonic() >= deadline:
-                if proc.poll() is None:
-                    raise subprocess.TimeoutExpired(proc.args, timeout_s)
-                break
-    finally:
-        os.close(fd)
-    proc.wait()
-
-
-def _supervise(proc, live: _Live, argv, started, t0, timeout_s, kill_grace_s, stderr_tail_bytes) -> TurnResult:
+def _supervise(proc, live: _Live, argv, started, t0, timeout_s, kill_grace_s,
+               stderr_tail_bytes) -> tuple[TurnResult, bool]:
+    """The turn's result, and whether the last look for its processes found none left."""
     pgid = live.pgid
-    out = _Reader(proc.stdout, MAX_STDOUT_BYTES, None)
-    err = _Reader(proc.stderr, None, max(stderr_tail_bytes, 1))
-    out.start()
-    err.start()
+    out, err = _Sink(limit=MAX_STDOUT_BYTES), _Sink(tail=max(stderr_tail_bytes, 1))
+    watch = _Watch(proc, {proc.stdout.fileno(): out, proc.stderr.fileno(): err})
     timed_out = killed = False
     try:
-        _wait(proc, timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(pgid, signal.SIGTERM)
         try:
-            proc.wait(timeout=kill_grace_s)
-        except subprocess.TimeoutExpired:
-            pass
-        killed = True
-    finally:
-        if not timed_out and proc.poll() is None:  # interrupted by a signal of ours
+            if not watch.until_exit(timeout_s):
+                timed_out = killed = True
+                _kill_group(pgid, signal.SIGTERM)
+                watch.until_exit(kill_grace_s)
+        finally:
+            if not timed_out and proc.poll() is None:  # interrupted by a signal of ours
+                _kill_group(pgid, signal.SIGKILL)
+                proc.wait()
+        if timed_out:
+            # Children that ignored SIGTERM (or the target itself) are killed now.
             _kill_group(pgid, signal.SIGKILL)
             proc.wait()
-    if timed_out:
-        # Children that ignored SIGTERM (or the target itself) are killed now.
-        _kill_group(pgid, signal.SIGKILL)
-        proc.wait()
-    # The target has ended: whatever it left running (a child still holding our pipes, a
-    # daemon in a session of its own) is ended with it.
-    leftovers = _end_leftovers(live)
-    out.join(PIPE_DRAIN_GRACE_S)
-    err.join(0.1)
-    if out.is_alive() or err.is_alive() or alive(pgid, group=True):
-        _kill_group(pgid, signal.SIGKILL)
-        leftovers += _end_leftovers(live)
-        killed = killed or out.is_alive()
-        out.join(2)
-        err.join(2)
+        # The target has ended: whatever it left running (a child still holding our pipes, a
+        # daemon in a session of its own) is ended with it.
+        swept = _end_leftovers(live)
+        leftovers = len(swept.killed)
+        if not watch.until_closed(PIPE_DRAIN_GRACE_S) or alive(pgid, group=True):
+            _kill_group(pgid, signal.SIGKILL)
+            swept = _end_leftovers(live)
+            leftovers += len(swept.killed)
+            killed = killed or watch.open(out)
+            watch.until_closed(2)
+    finally:
+        watch.close()
     wall_ms = int((time.monotonic() - t0) * 1000)
-    return TurnResult(
+    result = TurnResult(
         argv=list(argv),
         exit_code=None if timed_out else proc.returncode,
         stdout=out.text(),
@@ -270,3 +322,4 @@ def _supervise(proc, live: _Live, argv, started, t0, timeout_s, kill_grace_s, st
         stdout_bytes=out.total,
         leftovers_killed=leftovers,
     )
+    return result, swept.clean
