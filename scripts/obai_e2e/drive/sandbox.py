@@ -9,8 +9,9 @@ turns left (found by the turn mark and the folder) are killed, then restore and 
 With the sandbox disabled the folder holds only that record.
 
 A runner that drives many cases may defer the removal: the restored folder is renamed
-``.done-<token>`` at once and deleted later by :func:`remove_finished`, off the path of
-the next case (a kill leaves it to be cleared like any leftover, without its hook again).
+``.done-<token>`` at once and deleted on a removal thread of its own, off the path of every
+case; :func:`remove_finished` waits for those removals (a kill leaves such a folder to be
+cleared like any leftover, without its hook again).
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import signal
 import subprocess
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Mapping
 
@@ -34,7 +36,8 @@ from .turn import fill, kill_live_groups
 
 _ACTIVE: dict[str, "Sandbox"] = {}
 _ACTIVE_LOCK = threading.Lock()
-_FINISHED: list[Path] = []  # restored sandboxes whose removal was deferred
+_FINISHED: list[Future] = []  # removals of restored sandboxes, deferred to the removal thread
+_REMOVER: ThreadPoolExecutor | None = None
 DONE_PREFIX = ".done-"
 
 
@@ -158,8 +161,7 @@ class Sandbox:
         done = self.dir.with_name(DONE_PREFIX + self.dir.name)
         # Once stopping, nothing is deferred: no later sweep may come.
         if self.defer_removal and not STOPPING.is_set() and _rename(self.dir, done):
-            with _ACTIVE_LOCK:
-                _FINISHED.append(done)
+            _remove_later(done)
         else:
             shutil.rmtree(self.dir, ignore_errors=True)
         with _ACTIVE_LOCK:
@@ -177,13 +179,22 @@ def _rename(src: Path, dst: Path) -> bool:
     return True
 
 
+def _remove_later(done: Path) -> None:
+    """Delete a restored sandbox on the removal thread, off every unit's path."""
+    global _REMOVER
+    with _ACTIVE_LOCK:
+        if _REMOVER is None:
+            _REMOVER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-removal")
+        _FINISHED.append(_REMOVER.submit(shutil.rmtree, done, ignore_errors=True))
+
+
 def remove_finished() -> int:
-    """Delete the restored sandboxes whose removal was deferred; how many."""
+    """Wait until every restored sandbox whose removal was deferred is deleted; how many."""
     with _ACTIVE_LOCK:
         finished = list(_FINISHED)
         _FINISHED.clear()
-    for path in finished:
-        shutil.rmtree(path, ignore_errors=True)
+    for removal in finished:
+        removal.result()
     return len(finished)
 
 

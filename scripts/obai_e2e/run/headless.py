@@ -22,7 +22,7 @@ from ..config.units import Unit
 from ..drive.packet import build_packet, store_packet
 from ..drive.packet_record import Packet
 from ..drive.sandbox import install_signal_teardown, remove_finished
-from ..drive.slots import Slots
+from ..drive.slots import Slots, UnitSlot
 from ..drive.ui import close_all as close_ui_channels
 from ..judge.models.ask import preflight as preflight_judges
 from ..judge.models.config import PanelConfig, command_panel
@@ -111,12 +111,12 @@ def _judge(config: TargetConfig, run_dir: Path, unit: Unit, judged: set[str], pr
 
 def _drive_all(config: TargetConfig, p: RunPlan, backend: Backend, jobs: int, progress: Progress,
                judged: set[str], judge: bool = True) -> None:
-    """Drive the pending units on worker threads, ``jobs`` turns at a time; store (and judge) each here.
+    """Drive the pending units on worker threads, ``jobs`` turns at a time; judge each here.
 
     Twice as many units as turn slots are in flight: while one unit's turn runs, another's
-    trace is read and curated and its sandbox torn down, or it waits for an async job. A
-    finished unit is stored and judged after the next one has started, so that its file
-    writes overlap that unit's turn instead of adding to the run's wall time.
+    trace is read and curated, its packet stored and its sandbox torn down, or it waits for
+    an async job. A stored unit is judged here after the next one has started, so that its
+    file writes overlap that unit's turn instead of adding to the run's wall time.
     """
     if not p.pending:
         return
@@ -132,8 +132,7 @@ def _drive_all(config: TargetConfig, p: RunPlan, backend: Backend, jobs: int, pr
                 while queue and len(running) < workers:
                     unit = queue.popleft()
                     started[unit.id] = time.monotonic()
-                    running[pool.submit(build_packet, config, backend, p.run_dir, p.meta, unit,
-                                        defer_removal=True, slot=slots.for_unit())] = unit
+                    running[pool.submit(_drive_one, config, backend, p, unit, slots.for_unit(), judge)] = unit
 
             fill()
             while running:
@@ -141,11 +140,17 @@ def _drive_all(config: TargetConfig, p: RunPlan, backend: Backend, jobs: int, pr
                 finished = sorted(((running.pop(future), future) for future in done), key=lambda f: f[0].id)
                 fill()
                 for unit, future in finished:
-                    data = future.result()  # a harness bug surfaces here rather than being lost
-                    # Judged at once, the verdict's directory fsync covers the packet's name too.
-                    packet, _ = store_packet(p.run_dir, unit.id, data, sync_dir=not judge)
+                    packet = future.result()  # a harness bug surfaces here rather than being lost
                     if judge:
                         _judge(config, p.run_dir, unit, judged, progress, started[unit.id], packet)
-                remove_finished()
     finally:
         remove_finished()  # after the pool has waited for its workers' teardowns
+
+
+def _drive_one(config: TargetConfig, backend: Backend, p: RunPlan, unit: Unit, slot: UnitSlot,
+               judge: bool) -> Packet:
+    """Drive ``unit`` and store its packet (on a worker thread, so that stores overlap)."""
+    data = build_packet(config, backend, p.run_dir, p.meta, unit, defer_removal=True, slot=slot)
+    # Judged next, the verdict's directory fsync covers the packet's name too.
+    packet, _ = store_packet(p.run_dir, unit.id, data, sync_dir=not judge)
+    return packet
