@@ -102,3 +102,27 @@ def test_never_this_process_or_its_parents():
                                                 groups=[os.getpgid(0)])
     finally:
         del os.environ[procs.MARK_VAR]
+
+
+def test_a_look_from_a_pid_reads_only_what_started_after_it_unless_pids_wrapped():
+    mark = f"t-{uuid.uuid4().hex}"
+    proc = spawn({procs.MARK_VAR: f"{mark}:1"})
+    try:
+        everything = procs.members(mark=mark)
+        assert proc.pid in everything and len(everything) == 2  # the turn's leader and its escaped grandchild
+        # Looking from the leader's pid finds both: the grandchild started after it.
+        assert sorted(procs.members(mark=mark, from_pid=proc.pid)) == sorted(everything)
+        # Processes below the pid looked from are not the turn's, as long as pids have not wrapped ...
+        later = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], stdin=subprocess.DEVNULL)
+        assert later.pid > max(everything) and procs.last_pid() >= later.pid
+        assert procs.members(mark=mark, from_pid=later.pid) == []
+        # ... and once the last pid handed out is below it, they have: everything is read again.
+        wrapped = procs.last_pid() + 1_000_000
+        assert sorted(procs.members(mark=mark, from_pid=wrapped)) == sorted(everything)
+    finally:
+        procs.end_all(mark=mark)
+        proc.kill()
+        proc.wait()
+        if "later" in locals():
+            later.kill()
+            later.wait()

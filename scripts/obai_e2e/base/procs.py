@@ -134,25 +134,45 @@ def _ancestors() -> set[int]:
     return out
 
 
+def last_pid() -> int | None:
+    """The pid most recently handed out in this pid namespace (``/proc/loadavg``), or None."""
+    data = _read("/proc/loadavg")
+    try:
+        return int(data.split()[4]) if data else None
+    except (IndexError, ValueError):
+        return None
+
+
 def members(*, mark: str | None = None, groups: Iterable[int] = (), sessions: Iterable[int] = (),
-            under: Path | None = None, since_ticks: int = 0) -> list[int]:
+            under: Path | None = None, since_ticks: int = 0, from_pid: int | None = None) -> list[int]:
     """Live processes of a turn: in one of ``groups`` or ``sessions``, carrying ``mark`` (a
     prefix of the value of ``OBAI_E2E_TURN``) in their environment, or working under
     ``under``. Environments and working directories are read only for processes started
     at or after ``since_ticks`` (clock ticks since boot). Never this process or its parents.
+
+    ``from_pid``: every process sought was started by the one with this pid or after it.
+    The kernel hands out pids in rising order until they wrap around at the top; as long
+    as the last pid handed out is not below ``from_pid`` they have not wrapped since, and
+    the processes below ``from_pid`` are not read at all. (Wrapping and climbing back past
+    ``from_pid`` within one turn would take as many forks as the pid space holds.)
     """
     if not has_table():
         return []
+    floor = 0
+    if from_pid is not None:
+        latest = last_pid()
+        if latest is not None and latest >= from_pid:
+            floor = from_pid
     groups, sessions = set(groups), set(sessions)
     prefix = f"{MARK_VAR}={mark}".encode() if mark else None
     root = str(Path(under).resolve()) if under is not None else None
-    mine = _ancestors()
+    mine: set[int] | None = None  # read when a candidate turns up: most looks find none
     found = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         pid = int(name)
-        if pid in mine:
+        if pid < floor:
             continue
         # stat()'s fields read in place, without a Proc: this runs for every process of the machine.
         fields = _stat_fields(f"/proc/{name}/stat")
@@ -164,11 +184,12 @@ def members(*, mark: str | None = None, groups: Iterable[int] = (), sessions: It
             continue
         if state in (b"Z", b"X"):  # a zombie is already dead; its parent reaps it
             continue
-        if pgid in groups or sid in sessions:
-            found.append(pid)
-        elif start_ticks >= since_ticks and (
-                (prefix is not None and _environ_has(pid, prefix)) or (root is not None and _cwd_under(pid, root))):
-            found.append(pid)
+        if pgid in groups or sid in sessions or (start_ticks >= since_ticks and (
+                (prefix is not None and _environ_has(pid, prefix)) or (root is not None and _cwd_under(pid, root)))):
+            if mine is None:
+                mine = _ancestors()
+            if pid not in mine:
+                found.append(pid)
     return found
 
 
@@ -181,7 +202,8 @@ class Sweep:
 
 
 def sweep(*, mark: str | None = None, groups: Iterable[int] = (), sessions: Iterable[int] = (),
-          under: Path | None = None, since_ticks: int = 0, rounds: int = 5) -> Sweep:
+          under: Path | None = None, since_ticks: int = 0, from_pid: int | None = None,
+          rounds: int = 5) -> Sweep:
     """SIGKILL every process ``members`` finds, again until none is left (a dying parent's
     children may fork meanwhile), for at most ``rounds`` looks."""
     groups, sessions = list(groups), list(sessions)
@@ -192,7 +214,8 @@ def sweep(*, mark: str | None = None, groups: Iterable[int] = (), sessions: Iter
         except (ProcessLookupError, PermissionError):
             pass
     for _ in range(rounds):
-        found = members(mark=mark, groups=groups, sessions=sessions, under=under, since_ticks=since_ticks)
+        found = members(mark=mark, groups=groups, sessions=sessions, under=under, since_ticks=since_ticks,
+                        from_pid=from_pid)
         if not found:
             return Sweep(killed, clean=has_table())
         for pid in found:

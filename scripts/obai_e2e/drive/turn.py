@@ -270,8 +270,9 @@ def run_turn(
 
 
 def _end_leftovers(live: _Live) -> procs.Sweep:
+    # Everything the turn started descends from its leader, whose pid is the group's.
     return procs.sweep(mark=live.mark, groups=[live.pgid], sessions=[live.pgid], under=live.under,
-                       since_ticks=live.since)
+                       since_ticks=live.since, from_pid=live.pgid)
 
 
 def _supervise(proc, live: _Live, argv, started, t0, timeout_s, kill_grace_s,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,17 +102,21 @@ def applicable_codes(case: Case, config: TargetConfig, channel: str = "cli") -> 
 
 
 def schema_for(case: Case, config: TargetConfig, unit_id: str, version: int = CURRENT_VERSION) -> dict:
-    """The base schema of ``version`` narrowed to this case and unit."""
-    try:
-        base = load_schema(SCHEMAS[version])
-    except KeyError:
+    """The base schema of ``version`` narrowed to this case and unit (read only: its parts are shared)."""
+    if version not in SCHEMAS:
         raise VerdictInvalid(f"/schema_version: unknown verdict schema version {version!r} "
-                             f"(known: {', '.join(map(str, SCHEMAS))})") from None
-    schema = copy.deepcopy(base)
+                             f"(known: {', '.join(map(str, SCHEMAS))})")
     hard, soft = applicable_codes(case, config, split_unit_id(unit_id)[1])
+    narrowed = _narrowed(version, tuple(hard), tuple(soft))
+    return {**narrowed, "properties": {**narrowed["properties"], "unit_id": {"const": unit_id}}}
+
+
+@functools.lru_cache(maxsize=256)
+def _narrowed(version: int, hard: tuple[str, ...], soft: tuple[str, ...]) -> dict:
+    """The base schema with the reason codes a case admits: the same for every unit of a case."""
+    schema = copy.deepcopy(load_schema(SCHEMAS[version]))  # that one is shared
     hard_rx = "^(" + "|".join(hard) + ")$" if hard else "^$(?!.)"
     soft_rx = "^(" + "|".join(soft) + ")$" if soft else "^$(?!.)"
-    schema["properties"]["unit_id"] = {"const": unit_id}
     for branch in schema["allOf"]:
         verdict = branch["if"]["properties"]["verdict"]["const"]
         items = branch["then"].get("properties", {}).get("reasons", {}).get("items")
@@ -121,7 +126,7 @@ def schema_for(case: Case, config: TargetConfig, unit_id: str, version: int = CU
             items["pattern"] = hard_rx
         elif verdict == "needs_review":
             items["pattern"] = soft_rx
-    schema["x-applicable"] = {"hard": hard, "soft": soft}
+    schema["x-applicable"] = {"hard": list(hard), "soft": list(soft)}
     return schema
 
 
