@@ -276,3 +276,25 @@ def test_a_panel_majority_becomes_part_of_the_mechanical_verdict():
     assert (complete["verdict"], complete["reasons"], complete["judged_by"]) == ("pass", [], "mechanical+panel")
     failed = mechanical_verdict(checked("faults", "empty_answer"), panel(True, True))
     assert (failed["verdict"], failed["reasons"], failed["judged_by"]) == ("fail", ["hub.empty_response"], "mechanical")
+
+
+@pytest.mark.parametrize("case_id", sorted(ADMISSIBLE))
+def test_the_compiled_check_admits_only_what_the_full_check_admits(case_id):
+    # validate() takes a verdict the compiled schema admits without the full check; it may
+    # only ever be stricter than the full check, never looser.
+    from obai_e2e.judge import verdict as v
+    from obai_e2e.judge.contract import accept
+
+    fast = v._fast(1, *v._codes_key(case(case_id), config(), case_id))
+    assert fast is not None
+    schema = v.schema_for(case(case_id), config(), case_id)
+    tried = admitted = 0
+    for kind in ("pass", "fail", "needs_review", "inconclusive"):
+        for reasons in [None, [], *([c] for c in HARD + SOFT + NEVER + list(INFRA_REASONS))]:
+            for extra in ({}, {"judgment": ""}, {"expected": 7}, {"override": {"rule": "x", "reason": "y"}}):
+                sub = submit(case_id, kind, reasons, **extra)
+                tried += 1
+                if fast.is_valid(sub):
+                    admitted += 1
+                    accept(sub, schema)  # raises if the full check refuses it
+    assert 0 < admitted < tried

@@ -185,6 +185,7 @@ def _remove_later(done: Path) -> None:
     with _ACTIVE_LOCK:
         if _REMOVER is None:
             _REMOVER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-removal")
+        _FINISHED[:] = [f for f in _FINISHED if not f.done()]  # a long run keeps only those pending
         _FINISHED.append(_REMOVER.submit(shutil.rmtree, done, ignore_errors=True))
 
 

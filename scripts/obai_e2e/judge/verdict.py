@@ -17,7 +17,7 @@ from typing import Any
 
 from ..base.errors import VerdictInvalid
 from ..base.record import Record
-from ..base.schema import load_schema
+from ..base.schema import fast_validator_for, load_schema
 from ..config.cases import Case
 from ..config.target import TargetConfig
 from ..config.units import split_unit_id
@@ -106,9 +106,19 @@ def schema_for(case: Case, config: TargetConfig, unit_id: str, version: int = CU
     if version not in SCHEMAS:
         raise VerdictInvalid(f"/schema_version: unknown verdict schema version {version!r} "
                              f"(known: {', '.join(map(str, SCHEMAS))})")
-    hard, soft = applicable_codes(case, config, split_unit_id(unit_id)[1])
-    narrowed = _narrowed(version, tuple(hard), tuple(soft))
+    narrowed = _narrowed(version, *_codes_key(case, config, unit_id))
     return {**narrowed, "properties": {**narrowed["properties"], "unit_id": {"const": unit_id}}}
+
+
+def _codes_key(case: Case, config: TargetConfig, unit_id: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    hard, soft = applicable_codes(case, config, split_unit_id(unit_id)[1])
+    return tuple(hard), tuple(soft)
+
+
+@functools.lru_cache(maxsize=256)
+def _fast(version: int, hard: tuple[str, ...], soft: tuple[str, ...]):
+    """A compiled validator of the narrowed schema (any unit id), or None."""
+    return fast_validator_for(_narrowed(version, hard, soft))
 
 
 @functools.lru_cache(maxsize=256)
@@ -190,6 +200,15 @@ def validate(submitted: dict, case: Case, config: TargetConfig, unit_id: str) ->
     version = submitted.get("schema_version", CURRENT_VERSION) if isinstance(submitted, dict) else CURRENT_VERSION
     if not isinstance(version, int) or version not in SCHEMAS:
         raise VerdictInvalid(f"verdict /schema_version: must be one of {sorted(SCHEMAS)}, got {version!r}")
+    fast = _fast(version, *_codes_key(case, config, unit_id))
+    if fast is not None and isinstance(submitted, dict) and submitted.get("unit_id") == unit_id:
+        # The unit's schema is the narrowed one with its unit id as a constant: a verdict
+        # both accept needs no further look. Anything else gets the full check and its messages.
+        try:
+            if fast.is_valid(submitted):
+                return Accepted(submitted)
+        except Exception:  # noqa: BLE001 - values it cannot convert: the full check decides
+            pass
     schema = schema_for(case, config, unit_id, version)
     return accept(submitted, schema, rules=REPAIRS, what="verdict", hints=_hints(case, schema))
 
