@@ -227,3 +227,27 @@ def test_jobs_one_runs_one_turn_at_a_time_and_reads_each_trace_behind_the_next_t
               if a["turn"]["started_at"] < b["harness"]["ended_at"]]
     assert behind, [(p["unit_id"], p["turn"]["started_at"], p["harness"]["ended_at"]) for p in packets]
     assert all(p["trace"]["status"] == "resolved" for p in packets)
+
+
+def test_the_entries_kept_while_judging_are_those_the_files_give(harness_env, tmp_path):
+    # A run keeps each judged unit's results entry aside and finishes from those; finishing
+    # the same run again from its packets and verdicts alone must write the same rows.
+    from obai_e2e.config.cases import load_cases_for
+    from obai_e2e.config.target import load_target_config
+    from obai_e2e.report.results import finalize
+    from obai_e2e.report.spool import SPOOL
+    from obai_e2e.run.plan import plan
+
+    target, _ = hostile_target(tmp_path, "")
+    code, out, err = run_cli("run", "--id", "MD1,S1,R1,O1,G2", "--target", str(target))
+    assert code in (0, 1), err[-2000:]
+    run_dir = Path(out["results"]).parent
+    rows = (run_dir / "results.units.jsonl").read_bytes()
+    assert rows.count(b"\n") == out["summary"]["total"] >= 5 and not (run_dir / SPOOL).exists()
+    (run_dir / SPOOL).write_bytes(b'{"torn')  # what a killed run may leave: never read
+    for name in ("results.json", "results.units.jsonl", "diff.json"):
+        (run_dir / name).unlink(missing_ok=True)
+    config = load_target_config(target)
+    finalize(config, load_cases_for(config), run_dir, plan(run_dir, load_cases_for(config)).units)
+    assert (run_dir / "results.units.jsonl").read_bytes() == rows
+    assert not (run_dir / SPOOL).exists()

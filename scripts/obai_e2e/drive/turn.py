@@ -5,7 +5,8 @@ A timeout kills the group (SIGTERM first, SIGKILL after a grace period); when th
 has ended, every process it left behind (in its group or session, carrying its mark, or
 working in its sandbox: a ``setsid`` daemon too) is killed, so nothing outlives the turn.
 Output is read as it comes, in the supervising thread, so that a child that keeps our
-pipes open cannot stall the harness. When the runner is stopping, a turn neither starts nor returns a result.
+pipes open cannot stall the harness. When the runner is stopping, a turn neither starts
+nor returns a result.
 """
 from __future__ import annotations
 

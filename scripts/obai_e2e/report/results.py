@@ -16,10 +16,11 @@ from ..base.record import Record
 from ..config.cases import CaseSet
 from ..config.target import TargetConfig
 from ..config.units import Unit
-from ..drive.packet_record import load_packet
+from ..drive.packet_record import Packet, load_packet
 from ..judge.models.runner import report_block
 from ..judge.panel.aggregate import panel_for_unit
 from ..judge.rubric import check_packet
+from ..judge.rubric.check import CheckResult
 from ..rundir.meta import RunMeta, baseline_of, load_run
 from .diff import build_diff, markdown_lines, write_diff
 from .diff import summary as diff_summary
@@ -34,6 +35,8 @@ from .rows import (
     unit_checker,
     write_rows,
 )
+from .spool import EntrySpool
+from .spool import discard as discard_spool
 
 RESULTS_SCHEMA_VERSION = STREAMED_VERSION
 VERDICTS = ("pass", "fail", "needs_review", "inconclusive")
@@ -106,17 +109,22 @@ def _add_usage(a: dict | None, b: dict | None) -> dict | None:
     return {k: a.get(k, 0) + b.get(k, 0) for k in sorted(set(a) | set(b))}
 
 
-def unit_result(config: TargetConfig, run_dir: Path, unit: Unit, meta: RunMeta) -> UnitResult:
-    """The results.json entry of ``unit``, from its packet and its recorded verdict."""
+def unit_result(config: TargetConfig, run_dir: Path, unit: Unit, meta: RunMeta, *,
+                packet: Packet | None = None, check: CheckResult | None = None) -> UnitResult:
+    """The results.json entry of ``unit``, from its packet and its recorded verdict.
+
+    A caller that holds the stored packet (and the check made from it) passes them, so that
+    neither is read or made again.
+    """
     case = unit.case
     entry = UnitResult(unit_id=unit.id, case_id=case.id, repeat=unit.repeat, feature=case.feature,
                        query=case.query, labels=dict(case.labels), provenance=case.provenance, mode=meta.mode,
                        stochastic=case.stochastic, channel=unit.channel, kind=case.kind, attack=case.attack)
-    try:
-        packet = load_packet(run_dir, unit.id)
-    except ObaiError as exc:  # the unit's verdict records it as a harness_error
-        packet = None
-        entry.observed = f"the packet could not be read: {exc}"[:500]
+    if packet is None:
+        try:
+            packet = load_packet(run_dir, unit.id)
+        except ObaiError as exc:  # the unit's verdict records it as a harness_error
+            entry.observed = f"the packet could not be read: {exc}"[:500]
     if packet is not None:
         if packet.query and packet.query != case.query:
             entry.query = packet.query  # pseudonymised korpus text
@@ -139,7 +147,7 @@ def unit_result(config: TargetConfig, run_dir: Path, unit: Unit, meta: RunMeta) 
         costs = [d.cost for d in digests if d.cost is not None]
         entry.cost = round(sum(costs), 8) if costs else None
         try:
-            check = check_packet(packet, case, config)
+            check = check or check_packet(packet, case, config)
         except Exception as exc:  # noqa: BLE001 - the unit's verdict records it as a harness_error
             entry.observed = f"the packet could not be checked: {type(exc).__name__}: {exc}"[:500]
         else:
@@ -159,11 +167,13 @@ def unit_result(config: TargetConfig, run_dir: Path, unit: Unit, meta: RunMeta) 
 
 
 def build_results(config: TargetConfig, case_set: CaseSet, run_dir: Path, units: list[Unit], *,
-                  allow_incomplete: bool = False, catalog_version: str | None = None) -> dict:
+                  allow_incomplete: bool = False, catalog_version: str | None = None,
+                  spool: EntrySpool | None = None) -> dict:
     """Write the rows file (each unit's entry schema-checked as it is written) and return the head.
 
-    One entry is built at a time and written out, so memory does not grow with the entries;
-    the head (run, summary, totals, the rows file's count and SHA-256) comes last.
+    One entry is built (or taken from ``spool``) at a time and written out, so memory does not
+    grow with the entries; the head (run, summary, totals, the rows file's count and SHA-256)
+    comes last.
     """
     run_dir = Path(run_dir)
     meta = load_run(run_dir)
@@ -177,7 +187,7 @@ def build_results(config: TargetConfig, case_set: CaseSet, run_dir: Path, units:
 
     def entries():
         for u in units:
-            entry = unit_result(config, run_dir, u, meta).to_json()
+            entry = (spool.get(u.id) if spool is not None else None) or unit_result(config, run_dir, u, meta).to_json()
             check(entry, f"{run_dir / UNITS_FILE}: unit {u.id}")
             summary[entry["verdict"]] += 1
             summary["total"] += 1
@@ -224,14 +234,15 @@ def summary_line(summary: dict) -> str:
 
 def finalize(config: TargetConfig, case_set: CaseSet, run_dir: Path, units: list[Unit], *,
              allow_incomplete: bool = False, catalog_version: str | None = None,
-             baseline: Path | None = None) -> dict:
+             baseline: Path | None = None, spool: EntrySpool | None = None) -> dict:
     """Write diff.json, results.json (the head) and its rows once, put what changed at the top of
     report.md, and point runs/latest at the run.
 
     The rows file is written first (to a temporary name, then renamed), the head last: a run
     interrupted in between has no results.json and is finished again from its packets and
     verdicts. ``baseline`` (a run directory or its results.json) defaults to the one recorded
-    when the run was created: the same baseline the loss layer compares with.
+    when the run was created: the same baseline the loss layer compares with. ``spool`` holds
+    the entries of the units judged in this process (see report.spool).
     """
     run_dir = Path(run_dir)
     path = run_dir / "results.json"
@@ -241,7 +252,7 @@ def finalize(config: TargetConfig, case_set: CaseSet, run_dir: Path, units: list
         diff = jsonio.load(diff_path) if diff_path.exists() else None
     else:
         data = build_results(config, case_set, run_dir, units, allow_incomplete=allow_incomplete,
-                             catalog_version=catalog_version)
+                             catalog_version=catalog_version, spool=spool)
         base_path = baseline or baseline_of(run_dir)
         base = read_baseline(base_path)
         # the diff compares unit by unit: it reads the rows just written back
@@ -258,6 +269,9 @@ def finalize(config: TargetConfig, case_set: CaseSet, run_dir: Path, units: list
         if (run_dir / "report.md").exists():
             fsync_file(run_dir / "report.md")  # its rows were appended without one
         write_once(path, dumps_json(data))
+    if spool is not None:
+        spool.close()
+    discard_spool(run_dir)  # also one a killed process left behind
     if diff is not None:
         insert_changes(run_dir / "report.md", (diff.get("baseline") or {}).get("run_id"), markdown_lines(diff))
     link_latest(run_dir)

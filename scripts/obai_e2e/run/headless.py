@@ -28,9 +28,10 @@ from ..judge.models.ask import preflight as preflight_judges
 from ..judge.models.config import PanelConfig, command_panel
 from ..judge.models.runner import brief, run_panel
 from ..protocol.seal import seal
-from ..report.results import finalize
+from ..report.results import finalize, unit_result
+from ..report.spool import EntrySpool
 from ..rundir.lock import RunLock
-from ..rundir.meta import load_run
+from ..rundir.meta import RunMeta, load_run
 from ..trace.backend import Backend, connect, warm_up
 from . import preflight
 from .finish import catalog_version
@@ -74,6 +75,7 @@ def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int 
             say(p.disabled_line)
         todo = p.to_judge + p.pending
         judged = {u.id for u in p.done}
+        spool = (EntrySpool(run_dir), p.meta)
         # With a panel every unit is driven first, then judged, so that the panel's
         # majority is part of each verdict; without one, units are judged as they finish.
         defer = panel is not None
@@ -81,17 +83,17 @@ def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int 
         with Progress(total=len(todo)) as progress:
             if not defer:
                 for unit in p.to_judge:
-                    _judge(config, run_dir, unit, judged, progress, time.monotonic())
+                    _judge(config, run_dir, unit, judged, progress, time.monotonic(), spool)
             try:
-                _drive_all(config, p, backend, jobs, progress, judged, judge=not defer)
+                _drive_all(config, p, backend, jobs, progress, judged, spool, judge=not defer)
             finally:
                 close_ui_channels()  # the browser and a web UI the run started
             if defer:
                 asked = run_panel(run_dir, config, p.units, panel, say=say)
                 say(brief(asked, panel)["line"])
                 for unit in todo:
-                    _judge(config, run_dir, unit, judged, progress, time.monotonic())
-        outcome = finalize(config, case_set, run_dir, p.units, catalog_version=catalog_version(config),
+                    _judge(config, run_dir, unit, judged, progress, time.monotonic(), spool)
+        outcome = finalize(config, case_set, run_dir, p.units, catalog_version=catalog_version(config), spool=spool[0],
                            baseline=baseline)
         if after_finish is not None:
             outcome.update(after_finish(run_dir, outcome) or {})
@@ -104,13 +106,21 @@ def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int 
 
 
 def _judge(config: TargetConfig, run_dir: Path, unit: Unit, judged: set[str], progress: Progress,
-           started: float, packet: Packet | None = None) -> None:
-    res = judge_unit(config, run_dir, unit, judged, packet=packet)
+           started: float, spool: tuple[EntrySpool, RunMeta], packet: Packet | None = None) -> None:
+    """Judge ``unit``, show it, and keep its results entry for finalize (``spool``: where, and the run's meta)."""
+    keep: dict = {}
+    res = judge_unit(config, run_dir, unit, judged, packet=packet, keep=keep)
     progress.unit(unit.id, res["verdict"], res["reasons"], time.monotonic() - started)
+    if keep:
+        try:
+            entry = unit_result(config, run_dir, unit, spool[1], packet=keep["packet"], check=keep["check"])
+            spool[0].add(unit.id, entry.to_json())
+        except Exception:  # noqa: BLE001 - a cache: finalize builds what it lacks from the files
+            pass
 
 
 def _drive_all(config: TargetConfig, p: RunPlan, backend: Backend, jobs: int, progress: Progress,
-               judged: set[str], judge: bool = True) -> None:
+               judged: set[str], spool: tuple[EntrySpool, RunMeta], judge: bool = True) -> None:
     """Drive the pending units on worker threads, ``jobs`` turns at a time; judge each here.
 
     Twice as many units as turn slots are in flight: while one unit's turn runs, another's
@@ -142,7 +152,7 @@ def _drive_all(config: TargetConfig, p: RunPlan, backend: Backend, jobs: int, pr
                 for unit, future in finished:
                     packet = future.result()  # a harness bug surfaces here rather than being lost
                     if judge:
-                        _judge(config, p.run_dir, unit, judged, progress, started[unit.id], packet)
+                        _judge(config, p.run_dir, unit, judged, progress, started[unit.id], spool, packet)
     finally:
         remove_finished()  # after the pool has waited for its workers' teardowns
 

@@ -25,11 +25,12 @@ from ..report.record import (
 
 
 def judge_unit(config: TargetConfig, run_dir: Path, unit: Unit, judged: set[str] | None = None, *,
-               packet: Packet | None = None) -> dict:
+               packet: Packet | None = None, keep: dict | None = None) -> dict:
     """Record the mechanical verdict of ``unit``; an existing verdict only gets its missing row.
 
     ``packet`` spares reading the packet again when the caller has just stored it. A verdict
     that cannot be recorded becomes the unit's ``harness_error``, never the run's end.
+    ``keep`` receives the packet and the check a newly recorded verdict was made from.
     """
     existing = load_verdict(run_dir, unit.id)
     try:
@@ -39,8 +40,11 @@ def judge_unit(config: TargetConfig, run_dir: Path, unit: Unit, judged: set[str]
             appended = ensure_row(run_dir, unit, existing, packet, judged)
             return status_of(existing, verdict_path(run_dir, unit.id), appended, appended)
         check = check_packet(packet, unit.case, config)
-        return record(config, run_dir, unit, mechanical_verdict(check, panel_for_unit(run_dir, unit.id)), judged,
-                      packet=packet, mechanical=check)
+        status = record(config, run_dir, unit, mechanical_verdict(check, panel_for_unit(run_dir, unit.id)), judged,
+                        packet=packet, mechanical=check)
+        if keep is not None:
+            keep.update(packet=packet, check=check)
+        return status
     except (Interrupted, WriteOnceViolation, RunLocked):
         raise
     except Exception as exc:  # noqa: BLE001 - one unit's verdict must not end the run
