@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from functools import lru_cache
 from typing import Any, Iterable, Mapping
 
 MARK = "[REDACTED]"
@@ -23,8 +24,15 @@ _EITHER = re.compile(r"(?i)authorization|x-api-key|api[-_]?key|bearer")
 
 
 def secret_names(env: Mapping[str, str], patterns: Iterable[str]) -> list[str]:
-    pats = [p.upper() for p in patterns]
-    return [name for name in env if any(fnmatch.fnmatchcase(name.upper(), p) for p in pats)]
+    pats = tuple(patterns)
+    return [name for name in env if _secret_name(name, pats)]
+
+
+@lru_cache(maxsize=8192)
+def _secret_name(name: str, patterns: tuple[str, ...]) -> bool:
+    # Every unit asks about the same environment: each name is matched once per run.
+    upper = name.upper()
+    return any(fnmatch.fnmatchcase(upper, p.upper()) for p in patterns)
 
 
 class Redactor:
