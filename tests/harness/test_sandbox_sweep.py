@@ -56,26 +56,25 @@ def marked_sleeper(box: Sandbox, mark: str) -> subprocess.Popen:
                             stdin=subprocess.DEVNULL)
 
 
-def test_a_turn_that_ended_without_its_own_look_is_swept_at_teardown(box):
-    sleeper = marked_sleeper(box, box.next_mark())  # the turn started; its end never came
+def ended_by_teardown(box: Sandbox, sleeper: subprocess.Popen) -> bool:
     try:
         box.teardown()
-        assert gone(sleeper.pid)
+        return gone(sleeper.pid)
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_a_turn_that_ended_without_its_own_look_is_swept_at_teardown(box):
+    sleeper = marked_sleeper(box, box.next_mark())  # the turn started; its end never came
+    assert ended_by_teardown(box, sleeper)
 
 
 def test_one_unswept_turn_among_swept_ones_is_enough_to_look_again(box):
     sleeper = marked_sleeper(box, box.next_mark())
     box.next_mark()
     box.turn_swept()  # the second turn's end found none of its own; the first never looked
-    try:
-        box.teardown()
-        assert gone(sleeper.pid)
-    finally:
-        sleeper.kill()
-        sleeper.wait()
+    assert ended_by_teardown(box, sleeper)
 
 
 def test_a_turns_own_end_kills_its_daemon_and_reports_the_clean_look(box, tmp_path):
