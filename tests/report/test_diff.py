@@ -1,9 +1,21 @@
 """What changed since the baseline: every class of the diff on hand-built entries, its schema and its texts."""
 from __future__ import annotations
 
+import copy
+import json
+from pathlib import Path
+
 import jsonschema
 from obai_e2e.base.schema import load_schema
-from obai_e2e.report.diff import build_diff, markdown_lines, summary, summary_line
+from obai_e2e.report.diff import (
+    build_diff,
+    diff_fields,
+    markdown_lines,
+    summary,
+    summary_line,
+)
+
+STORED_RUN = Path(__file__).resolve().parents[1] / "judging" / "data" / "demo-run" / "results.json"
 
 
 def entry(uid, verdict, reasons=(), *, case=None, stochastic=False, outcomes=(), answer="a"):
@@ -108,3 +120,23 @@ def test_a_channel_of_its_own_is_no_flake():
     assert [(c["case_id"], c["flaky"], c["pass_rate"]) for c in diff["stochastic_cases"]] == [
         ("S", False, 1.0), ("S.ui", False, 0.0)]
     jsonschema.validate(diff, load_schema("diff.v1.schema.json"))
+
+
+def test_the_fields_the_diff_keeps_give_the_same_diff_on_stored_units():
+    # finalize compares diff_fields() of both runs' units; the diff must be the one whole units give.
+    base = json.loads(STORED_RUN.read_text(encoding="utf-8"))
+    new = copy.deepcopy(base["units"][:-1])            # the last unit is gone from this run
+    new[0].update(verdict="fail", reasons=["routing.skill_missing"], answer="another answer")
+    new[0]["rule_outcomes"][0].update(status="fail", code="routing.skill_missing")
+    new[1].update(verdict="needs_review", reasons=["hub.unverified_number:2"])
+    new[1]["rule_outcomes"][-1].update(status="needs_review", code="hub.unverified_number")
+    new[2]["rule_outcomes"][1]["detail"] = "only the detail differs"
+    new.append({**copy.deepcopy(new[3]), "unit_id": "NEW1", "case_id": "NEW1"})
+
+    whole = build_diff("2026-12-01/000000", new, base)
+    kept = build_diff("2026-12-01/000000", [diff_fields(e) for e in new],
+                      {**base, "units": [diff_fields(e) for e in base["units"]]})
+    assert kept == whole
+    assert {"new_fail", "changed", "removed_case", "new_case", "unchanged"} <= {u["class"] for u in whole["units"]}
+    assert next(u for u in whole["units"] if u["unit_id"] == new[0]["unit_id"])["changed_rules"]
+    assert all("evidence" not in o for e in new for o in diff_fields(e)["rule_outcomes"])

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 import xmlschema
 from junitparser import Error, Failure, JUnitXml, Skipped, TestSuite
-from obai_e2e.report.junit import render, unit_seconds, write_junit
+from obai_e2e.report.html_inputs import cases_for_run
+from obai_e2e.report.junit import UNIT_FIELDS, render, unit_seconds, write_junit
 
 from .helpers import ALL, SCRIPT_BREAK, load, make_hostile
 
@@ -91,3 +92,15 @@ def test_not_judged_is_skipped_and_write_is_idempotent(schema, run_copy):
     path = Path(first["junit_xml"])
     mtime = path.stat().st_mtime_ns
     assert write_junit(run_copy) == first and path.stat().st_mtime_ns == mtime
+
+
+def test_the_file_holds_the_same_bytes_as_one_rendered_from_whole_units(run_copy):
+    # write_junit reads only UNIT_FIELDS of each unit; what it writes must not depend on that.
+    for hostile in (False, True):
+        results = make_hostile(run_copy) if hostile else load(run_copy)  # make_hostile saves its rewrite
+        assert any(u.get("rule_outcomes") for u in results["units"])  # there was more to leave out
+        (run_copy / "results.junit.xml").unlink(missing_ok=True)
+        write_junit(run_copy)
+        features = {c.id: c.feature for c in cases_for_run(results, run_copy).cases}
+        assert (run_copy / "results.junit.xml").read_bytes() == render(results, features=features)
+    assert set(UNIT_FIELDS) < set(results["units"][0])

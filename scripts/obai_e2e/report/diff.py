@@ -29,6 +29,19 @@ SHOWN = ("new_fail", "new_inconclusive", "flaky", "still_failing", "fixed", "cha
 ANSWER_CHARS = 2000
 
 
+# What build_diff reads of a results entry; its rule outcomes only by rule, status and code.
+DIFF_FIELDS = ("unit_id", "case_id", "channel", "feature", "verdict", "reasons", "stochastic", "answer", "latency")
+
+
+def diff_fields(entry: dict) -> dict:
+    """The part of a results entry the diff compares: without evidence, details and curated traces,
+    so that both runs' units of a large run fit in memory at once."""
+    out = {k: entry[k] for k in DIFF_FIELDS if k in entry}
+    out["rule_outcomes"] = [{"rule": o["rule"], "status": o.get("status"), "code": o.get("code")}
+                            for o in entry.get("rule_outcomes") or []]
+    return out
+
+
 def _codes(entry: dict) -> list[str]:
     return list(entry.get("reasons") or [])
 

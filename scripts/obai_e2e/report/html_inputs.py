@@ -9,13 +9,14 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from markdown_it import MarkdownIt
 
 from ..base.errors import ConfigError, ObaiError
 from ..base.mdtable import tables, unescape
 from ..config.cases import CaseSet, default_cases_path, load_cases
-from .results import read_results_json
+from .rows import open_results
 
 VERDICT_ORDER = ("pass", "fail", "needs_review", "inconclusive", "not_judged")
 
@@ -38,20 +39,31 @@ class DetailBlock:
     judgment: str = ""
 
 
-def read_results(path: Path) -> dict:
+def read_results(path: Path, *, fields: tuple[str, ...] | None = None) -> dict:
     """results.json as the renderers need it: JSON, a supported schema version, a list of units.
+
+    ``fields``: keep only these keys of each unit (a renderer that shows a few fields of
+    thousands of units then holds those, not every rule outcome and curated trace).
+    """
+    head, units = results_rows(path)
+    if fields is not None:
+        units = ({k: u[k] for k in fields if k in u} for u in units)
+    return {**head, "units": list(units)}
+
+
+def results_rows(path: Path) -> tuple[dict, Iterator[dict]]:
+    """The head of results.json (everything but the units) and its units, streamed one at a time.
 
     The full schema check ran when the file was written (results.finalize, write-once);
     repeating it here would cost seconds for thousands of units, and the renderers read
-    every field defensively.
+    every field defensively. The rows file's count and SHA-256 are still checked as it streams.
     """
-    data = read_results_json(path)
-    if not isinstance(data.get("units"), list) or not all(isinstance(u, dict) for u in data["units"]):
-        raise ConfigError(f"{path}: field /units: expected a list of unit objects")
+    rows = open_results(path, check=False)
+    head = rows.head
     for key in ("run", "summary"):
-        if not isinstance(data.get(key), dict):
+        if not isinstance(head.get(key), dict):
             raise ConfigError(f"{path}: field /{key}: expected an object")
-    return data
+    return head, (unit for _, unit in rows)
 
 
 def read_detail_blocks(path: Path) -> dict[str, DetailBlock]:

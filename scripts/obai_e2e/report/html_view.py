@@ -20,9 +20,9 @@ from .html_inputs import (
     cases_for_run,
     read_comparison,
     read_detail_blocks,
-    read_results,
     read_suite,
     read_top_regressions,
+    results_rows,
 )
 
 VERDICT_LABELS = {"pass": "pass", "fail": "fail", "needs_review": "needs review", "inconclusive": "inconclusive",
@@ -319,16 +319,17 @@ def judges_view(judges: Any) -> dict | None:
 def build_context(run_dir: Path, case_set: CaseSet | None = None) -> dict:
     """The page's data; ``case_set`` is the run's own cases when the caller has them loaded."""
     run_dir = Path(run_dir)
-    results = read_results(run_dir / "results.json")
+    # Each unit becomes its card's view as it is read: a run of any size never holds its
+    # units' rule outcomes and curated traces all at once.
+    results, entries = results_rows(run_dir / "results.json")
     blocks = read_detail_blocks(run_dir / "report.md")
     if case_set is None:
         case_set = cases_for_run(results, run_dir)
     cases = {c.id: c for c in case_set.cases} if case_set is not None else {}
-    entries = results.get("units") or []
     units = [unit_view(e, blocks.get(e.get("unit_id", "")), cases.get(e.get("case_id", ""))) for e in entries]
 
     summary = results.get("summary") or {}
-    total = summary.get("total", len(entries))
+    total = summary.get("total", len(units))
     counts = [{"verdict": v, "label": VERDICT_LABELS[v], "n": int(summary.get(v, 0) or 0)} for v in VERDICT_ORDER
               if v != "not_judged" or summary.get(v)]
     for c in counts:

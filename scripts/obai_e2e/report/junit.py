@@ -31,6 +31,9 @@ JUNIT_NAME = "results.junit.xml"
 SUITE_NAME = "obai-e2e"
 # Characters XML 1.0 cannot carry at all (C0 controls other than tab/newline/CR, surrogates, FFFE/FFFF).
 _INVALID_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# The fields of a unit the file shows: its rule outcomes and curated traces are not read into memory.
+UNIT_FIELDS = ("unit_id", "feature", "latency", "verdict", "reasons", "judgment", "expected", "observed",
+               "query", "trace_ids")
 
 
 def xml_text(value: object) -> str:
@@ -145,7 +148,7 @@ def render(results: dict, *, features: dict[str, str] | None = None) -> bytes:
 def write_junit(run_dir: Path, *, case_set=None) -> dict:
     """Write ``run_dir/results.junit.xml`` from its results.json (unchanged bytes are not rewritten)."""
     run_dir = Path(run_dir)
-    results = read_results(run_dir / "results.json")
+    results = read_results(run_dir / "results.json", fields=UNIT_FIELDS)
     data = render(results, features=_case_features(results, run_dir, case_set))
     path = run_dir / JUNIT_NAME
     if not (path.exists() and path.read_bytes() == data):

@@ -22,7 +22,7 @@ from ..judge.panel.aggregate import panel_for_unit
 from ..judge.rubric import check_packet
 from ..judge.rubric.check import CheckResult
 from ..rundir.meta import RunMeta, baseline_of, load_run
-from .diff import build_diff, markdown_lines, write_diff
+from .diff import build_diff, diff_fields, markdown_lines, write_diff
 from .diff import summary as diff_summary
 from .diff import summary_line as diff_summary_line
 from .record import load_verdict
@@ -256,7 +256,7 @@ def finalize(config: TargetConfig, case_set: CaseSet, run_dir: Path, units: list
         base_path = baseline or baseline_of(run_dir)
         base = read_baseline(base_path)
         # the diff compares unit by unit: it reads the rows just written back
-        entries = [u for _, u in _rows_of(run_dir, data)]
+        entries = [diff_fields(u) for _, u in _rows_of(run_dir, data)]
         diff = build_diff(data["run"]["run_id"], entries, base)
         del entries
         if diff["baseline"] is not None:
@@ -290,8 +290,12 @@ def results_path_of(path: Path) -> Path:
 
 
 def read_baseline(path: Path | None) -> dict | None:
-    """The baseline's results (a run directory or its results.json), or None without one."""
-    return None if path is None else read_results_json(results_path_of(path))
+    """The baseline's results (a run directory or its results.json), or None without one; each
+    unit with the fields the diff compares (diff.diff_fields)."""
+    if path is None:
+        return None
+    rows = open_results(results_path_of(path), check=False)
+    return {**rows.head, "units": [diff_fields(u) for _, u in rows]}
 
 
 def totals(entries: list[dict]) -> dict:
