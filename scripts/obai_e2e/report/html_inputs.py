@@ -46,9 +46,7 @@ def read_results(path: Path, *, fields: tuple[str, ...] | None = None) -> dict:
     thousands of units then holds those, not every rule outcome and curated trace).
     """
     head, units = results_rows(path)
-    if fields is not None:
-        units = ({k: u[k] for k in fields if k in u} for u in units)
-    return {**head, "units": list(units)}
+    return {**head, "units": [u if fields is None else {k: u[k] for k in fields if k in u} for u in units]}
 
 
 def results_rows(path: Path) -> tuple[dict, Iterator[dict]]:

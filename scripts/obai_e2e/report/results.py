@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..base import jsonio, schema
 from ..base.clock import iso, parse_iso, utc_now
@@ -292,10 +292,7 @@ def results_path_of(path: Path) -> Path:
 def read_baseline(path: Path | None) -> dict | None:
     """The baseline's results (a run directory or its results.json), or None without one; each
     unit with the fields the diff compares (diff.diff_fields)."""
-    if path is None:
-        return None
-    rows = open_results(results_path_of(path), check=False)
-    return {**rows.head, "units": [diff_fields(u) for _, u in rows]}
+    return None if path is None else read_results_json(results_path_of(path), unit=diff_fields)
 
 
 def totals(entries: list[dict]) -> dict:
@@ -318,13 +315,14 @@ def _rows_of(run_dir: Path, head: dict):
                        sha256=spec["sha256"], check=False)
 
 
-def read_results_json(path: Path) -> dict:
+def read_results_json(path: Path, *, unit: Callable[[dict], dict] | None = None) -> dict:
     """A results.json of either layout with all its units, refusing an unknown schema version.
 
     Rows are read through the one reader (``rows.open_results``) and checked against the
     head's count and SHA-256, but not against the schema: for readers that only display.
+    ``unit``: what to keep of each unit (``ResultsRows.load``).
     """
-    return open_results(path, check=False).load()
+    return open_results(path, check=False).load(unit)
 
 
 def load_results(path: Path) -> dict:

@@ -26,7 +26,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import orjson
 from jsonschema import Draft202012Validator
@@ -135,9 +135,10 @@ class ResultsRows:
             self._check = unit_checker()
         self._check(entry, where)
 
-    def load(self) -> dict:
-        """The whole document in memory, units included (for readers of small runs)."""
-        return {**self.head, "units": [u for _, u in self]}
+    def load(self, unit: Callable[[dict], dict] | None = None) -> dict:
+        """The whole document in memory, units included (for readers of small runs); ``unit``:
+        what to keep of each unit as it is read (a reader of large runs keeps a few fields)."""
+        return {**self.head, "units": [u if unit is None else unit(u) for _, u in self]}
 
     def __iter__(self) -> Iterator[tuple[int, dict]]:
         """(ref, unit) in file order."""
