@@ -61,3 +61,43 @@ def test_ids_are_matched_by_cell_not_substring(tmp_path):
     append_entry(report, row(["MD10", "f", "pass", "see | MD1 |", "t", "1"]), None)
     assert judged_ids(report) == ["MD10"]
     assert "MD1" not in judged_ids(report)
+
+
+FORGED = ("[ALL PASS](https://evil.example/x) ![px](https://evil.example/p.png) [ref]: https://evil.example "
+          "<https://evil.example> <b>bold</b> &lt;i&gt; pa\u202egnp.exe zero\u200bwidth\u2066iso\u2069 \U000e0041")
+
+
+def _tokens(text: str) -> list:
+    out = []
+    for tok in MarkdownIt("commonmark").enable("table").parse(text):
+        out.append(tok)
+        out.extend(tok.children or [])
+    return out
+
+
+def test_links_images_and_html_from_a_value_render_as_their_text(tmp_path):
+    report = tmp_path / "report.md"
+    ensure_header(report, "now", None, FORGED)
+    append_entry(report, row(["U1", "feat", "fail", FORGED, "t1", "1"]),
+                 detail_block("U1", "fail", FORGED, FORGED, FORGED, FORGED))
+    text = report.read_text(encoding="utf-8")
+    kinds = {t.type for t in _tokens(text)}
+    assert not kinds & {"link_open", "image", "html_inline", "html_block"}, kinds
+    for invisible in ("\u202e", "\u200b", "\u2066", "\u2069", "\U000e0041"):
+        assert invisible not in text
+    rendered = MarkdownIt("commonmark").enable("table").render(text)
+    assert "[ALL PASS](https://evil.example/x)" in rendered and "pa&lt;U+202E&gt;gnp.exe" in rendered
+    assert "<a " not in rendered and "<img" not in rendered and "<b>" not in rendered
+    # Read back, a cell is the text that was written, with the invisible characters named.
+    [r] = read_rows(report)
+    assert r["Reason"] == (FORGED.replace("\u202e", "<U+202E>").replace("\u200b", "<U+200B>")
+                           .replace("\u2066", "<U+2066>").replace("\u2069", "<U+2069>")
+                           .replace("\U000e0041", "<U+E0041>"))
+
+
+def test_a_trace_link_the_harness_builds_stays_a_link():
+    from obai_e2e.base.mdtable import Md
+
+    line = row(["U1", Md("[0192](http://127.0.0.1:5/traces/0192)"), "[0192](http://127.0.0.1:5/traces/0192)"])
+    links = [t for t in _tokens(line) if t.type == "link_open"]
+    assert [t.attrs["href"] for t in links] == ["http://127.0.0.1:5/traces/0192"]  # the Md cell alone

@@ -129,10 +129,11 @@ def test_data_block_cannot_be_closed_by_hostile_text(run_copy):
     assert "<img" not in outside and "onload=" not in outside.replace("onload=window.__xss", "")
 
 
-def test_embed_json_escapes_line_separators():
-    text = embed_json({"a": "x\u2028y\u2029z</script><!--&"})
-    assert str(text) == '{"a":"x\\u2028y\\u2029z\\u003c/script\\u003e\\u003c!--\\u0026"}'
-    assert json.loads(str(text)) == {"a": "x\u2028y\u2029z</script><!--&"}
+def test_embed_json_escapes_markup_and_reveals_invisible_characters():
+    text = embed_json({"a": "x\u2028y\u202ez</script><!--&"})
+    assert str(text) == ('{"a":"x\\u003cU+2028\\u003ey\\u003cU+202E\\u003ez\\u003c/script\\u003e'
+                         '\\u003c!--\\u0026"}')
+    assert json.loads(str(text)) == {"a": "x<U+2028>y<U+202E>z</script><!--&"}
 
 
 def test_loss_section(run_copy):

@@ -66,7 +66,7 @@ def test_read_back_with_junitparser(demo_run):
 
 def test_hostile_and_control_characters_stay_valid(schema, run_copy):
     results = make_hostile(run_copy)
-    results["units"][0]["judgment"] = "bell \x07 nul \x00 esc \x1b ok"
+    results["units"][0]["judgment"] = "bell \x07 nul \x00 esc \x1b ok; pa\u202egnp.exe zero\u200bwidth"
     results["units"][0]["verdict"] = "fail"
     results["units"][0]["reasons"] = ["x\x01y"]
     data = render(results)
@@ -76,7 +76,8 @@ def test_hostile_and_control_characters_stay_valid(schema, run_copy):
     case = next(iter(only_suite(JUnitXml.fromstring(data))))
     (failure,) = case.result
     assert failure.message == "x\ufffdy"
-    assert "bell \ufffd nul \ufffd esc \ufffd ok" in failure.text
+    assert "bell \ufffd nul \ufffd esc \ufffd ok; pa<U+202E>gnp.exe zero<U+200B>width" in failure.text
+    assert "\u202e" not in text and "\u200b" not in text
     assert f"query: {ALL}" in failure.text and SCRIPT_BREAK in failure.text
 
 

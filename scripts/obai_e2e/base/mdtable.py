@@ -1,15 +1,21 @@
 """Markdown tables: cell escaping for writing, and reading rows back with markdown-it-py.
 
 Used for every table a person reads (report.md, E2E-PLAN.md, TOP-REGRESSIONS.md,
-LOSS-HISTORY.md). A value written with :func:`cell` cannot break out of its cell (pipes,
-newlines, HTML, ``&`` and code spans are escaped, control characters shown as pictures); :func:`table_rows` finds rows by parsing, so a
-row is never found by a substring that also occurs in a query or a reason.
+LOSS-HISTORY.md, the CI step summary). A value written with :func:`cell` cannot break out
+of its cell nor render as anything but its text: pipes, newlines, raw HTML, ``&``, code
+spans and the brackets of links and images are escaped, control characters shown as
+pictures and invisible characters as ``<U+XXXX>``. Markdown the harness builds itself (a
+link to a trace page) is marked :class:`Md` and written as it is. :func:`table_rows` finds
+rows by parsing, so a row is never found by a substring that also occurs in a query or a
+reason.
 """
 from __future__ import annotations
 
 import re
 
 from markdown_it import MarkdownIt
+
+from .invisible import reveal
 
 # Control characters are shown as their Unicode pictures (ESC as U+241B), never written raw:
 # a terminal that prints the file would obey them.
@@ -19,12 +25,19 @@ _ENTITY = re.compile(r"&(lt|gt|amp);")
 _ENTITIES = {"lt": "<", "gt": ">", "amp": "&"}
 
 
+class Md(str):
+    """Markdown the harness wrote itself from checked parts (a trace link): written as it is."""
+
+
 def cell(value: object) -> str:
-    """Text safe inside a table cell: no pipe, newline, HTML, code span or control character escapes it."""
+    """Text safe inside a table cell: no pipe, newline, HTML, link, image, code span or control character escapes it."""
+    if isinstance(value, Md):
+        return str(value)
     text = "" if value is None else str(value)
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", " ").replace("\t", " ")
-    text = text.translate(_PICTURES)
+    text = reveal(text.translate(_PICTURES))
     text = text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+    text = text.replace("[", "\\[").replace("]", "\\]")
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return text.strip()
 
@@ -42,7 +55,7 @@ def unescape(text: str) -> str:
     out, i = [], 0
     while i < len(text):
         ch = text[i]
-        if ch == "\\" and i + 1 < len(text) and text[i + 1] in "\\|`":
+        if ch == "\\" and i + 1 < len(text) and text[i + 1] in "\\|`[]":
             out.append(text[i + 1])
             i += 2
             continue

@@ -13,6 +13,8 @@ Everything that came from the target, the trace, a judge or the cases is untrust
 * the client script builds cards with ``createElement``/``textContent`` only and
   renders one page of cards at a time; a curated trace enters the DOM only when its
   card is expanded, so 2,000 units stay light;
+* invisible characters (direction overrides, zero-width characters) are written as
+  ``<U+XXXX>`` in every text, server-side and in the embedded data;
 * a Content-Security-Policy allows only the page's own script (by hash), no network,
   no images: a second wall if an escape were ever missed.
 
@@ -31,6 +33,7 @@ from markupsafe import Markup
 
 from ..base.errors import ConfigError, UsageError
 from ..base.fsutil import atomic_write_bytes
+from ..base.invisible import reveal
 from ..config.cases import CaseSet
 from .html_view import build_context, embed_json
 
@@ -39,9 +42,14 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
 
+def _shown(value):
+    """Every value the template prints: text with its invisible characters revealed; markup as it is."""
+    return reveal(value) if isinstance(value, str) and not isinstance(value, Markup) else value
+
+
 def _environment() -> Environment:
     return Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=StrictUndefined,
-                       keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+                       keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, finalize=_shown)
 
 
 def _static(name: str) -> str:

@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 from markupsafe import Markup
 
+from ..base.invisible import reveal
 from ..config.cases import CaseSet
 from .html_changes import changes_and_charts
 from .html_inputs import (
@@ -185,8 +186,10 @@ def unit_view(entry: dict, block: DetailBlock | None, case) -> dict:
 
 
 def embed_json(data: Any) -> Markup:
-    """JSON for a ``<script type="application/json">`` block that no string can break out of."""
-    text = json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    """JSON for a ``<script type="application/json">`` block that no string can break out of, invisible
+    characters written as ``<U+XXXX>``."""
+    # Invisible characters occur only inside the JSON strings, so they are revealed in place.
+    text = reveal(json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":")))
     for raw, escaped in _JSON_ESCAPES.items():
         text = text.replace(raw, escaped)
     return Markup(text)

@@ -25,6 +25,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from ..base.fsutil import atomic_write_bytes
+from ..base.invisible import reveal
 from .html_inputs import cases_for_run, read_results
 
 JUNIT_NAME = "results.junit.xml"
@@ -37,7 +38,8 @@ UNIT_FIELDS = ("unit_id", "feature", "latency", "verdict", "reasons", "judgment"
 
 
 def xml_text(value: object) -> str:
-    return _INVALID_XML.sub("\ufffd", "" if value is None else str(value))
+    """Text XML can carry, with invisible characters written as ``<U+XXXX>``."""
+    return reveal(_INVALID_XML.sub("\ufffd", "" if value is None else str(value)))
 
 
 def unit_seconds(latency: dict | None) -> float:

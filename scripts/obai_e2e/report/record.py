@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..base.errors import UsageError, WriteOnceViolation
 from ..base.fsutil import dumps_json, write_once
-from ..base.mdtable import row
+from ..base.mdtable import Md, cell, row
 from ..config.cases import Case
 from ..config.target import TargetConfig
 from ..config.units import Unit, check_unit_id
@@ -36,20 +36,21 @@ _SAFE_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 
 
 def _trace_ref(trace_id: str | None, url: str | None) -> str:
-    """A trace id, as a Markdown link to its page when there is one (ids of odd shape stay plain text)."""
+    """A trace id, as a Markdown link to its page when there is one (ids of odd shape stay plain, escaped text)."""
     if not trace_id:
         return "—"
-    if url and url.startswith(("http://", "https://")) and _SAFE_ID.match(trace_id) and not re.search(r"[\s()<>|`\\]", url):
+    if url and url.startswith(("http://", "https://")) and _SAFE_ID.match(trace_id) and not re.search(r"[\s()<>|`\\\[\]]", url):
         return f"[{trace_id}]({url})"
-    return trace_id
+    return cell(trace_id)
 
 
-def trace_cell(packet: Packet) -> str:
+def trace_cell(packet: Packet) -> Md:
+    """The Trace cell of report.md, as Markdown (links built here from checked parts)."""
     first = _trace_ref(packet.trace.trace_id, packet.trace.url)
     follow = packet.followup.trace if packet.followup else None
     if packet.followup is not None or (packet.async_job and follow and follow.trace_id):
-        return f"{first} → {_trace_ref(follow.trace_id, follow.url) if follow else '—'}"
-    return first
+        return Md(f"{first} → {_trace_ref(follow.trace_id, follow.url) if follow else '—'}")
+    return Md(first)
 
 
 def latency_cell(packet: Packet) -> str:
