@@ -2,20 +2,27 @@
 
 The agent is the tiny hostile one (tests/agents/hostile_agent.py) with an async job: what is
 checked is how the harness splits a plan and merges its parts, which no agent's answers change.
+The runners work in one checkout of the bundle and the merge in another (the first, moved),
+as a CI merge job checked out at another path does. Forged or broken parts are refused by
+name, before anything is written.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 from pathlib import Path
 
 import pytest
+from obai_e2e.base.errors import MergeRefused
 from obai_e2e.base.mdtable import table_rows
+from obai_e2e.protocol.seal import SEAL, seal
 from obai_e2e.report.report_md import COLUMNS
 from obai_e2e.report.results import load_results
+from obai_e2e.run.merge import check_parts, load_parts
 
-from .conftest import obai_json
+from .conftest import REPO, obai_json
 from .hostile_helpers import hostile_target
 
 pytestmark = [pytest.mark.slow, pytest.mark.heavy(11)]
@@ -26,10 +33,20 @@ SHARDS = 3
 UNITS = ("--id", "MD1,S1,A1,O1,R1")
 
 
-def runner_env(tmp: Path, name: str, trace_store) -> dict:
-    env = {**os.environ, "OBAI_E2E_RUNS": str(tmp / name), "OBAI_TRACE_STORE_DIR": str(trace_store.data_dir)}
+def runner_env(tmp: Path, name: str, trace_store, home: Path) -> dict:
+    env = {**os.environ, "OBAI_E2E_RUNS": str(tmp / name), "OBAI_TRACE_STORE_DIR": str(trace_store.data_dir),
+           "OBAI_E2E_HOME": str(home)}
     env.pop("OBAI_DEMO_FAULTS", None)
     return env
+
+
+def checkout(path: Path) -> Path:
+    """The bundle's files a run reads (cases, catalogs, schemas, the skill's text) at another path."""
+    path.mkdir(parents=True)
+    for name in ("cases", "catalogs", "schemas", "references"):
+        shutil.copytree(REPO / name, path / name)
+    shutil.copy2(REPO / "SKILL.md", path / "SKILL.md")
+    return path
 
 
 def outcomes(run_dir: Path) -> dict[str, tuple]:
@@ -54,18 +71,24 @@ def partitions(run_dir: Path) -> list[dict]:
 @pytest.fixture(scope="module")
 def sharded(tmp_path_factory, trace_store):
     tmp = tmp_path_factory.mktemp("shards")
-    target, _ = hostile_target(tmp, "async")
-    units = (*UNITS, "--target", str(target))
+    runners = checkout(tmp / "checkout-runners")
+    target, _ = hostile_target(runners / "cases", "async")
     parts = []
     for k in range(1, SHARDS + 1):
-        code, out, err = obai_json("run", *units, "--jobs", "2", "--shard", f"{k}/{SHARDS}",
-                                   env=runner_env(tmp, f"runner-{k}", trace_store))
+        code, out, err = obai_json("run", *UNITS, "--target", str(target), "--jobs", "2", "--shard", f"{k}/{SHARDS}",
+                                   env=runner_env(tmp, f"runner-{k}", trace_store, runners))
         assert code in (0, 1) and out.get("run_dir"), err[-3000:]
         parts.append(Path(out["run_dir"]))
-    merged_env = runner_env(tmp, "merged", trace_store)
+    recorded = json.loads((parts[0] / "run.json").read_text())
+    assert (recorded["target_config"], recorded["cases_file"]) == (f"cases/{target.name}", "cases/cases.yaml")
+    # The merge job's checkout is at another path: the runners' one is gone.
+    merger = runners.rename(tmp / "checkout-merger")
+    target = merger / "cases" / target.name
+    merged_env = runner_env(tmp, "merged", trace_store, merger)
     code, merged, err = obai_json("merge-runs", *map(str, parts), "--into", str(tmp / "merged" / "run"), env=merged_env)
     assert code in (0, 1) and merged.get("run_dir"), err[-3000:]
-    whole_code, whole, err = obai_json("run", *units, "--jobs", "2", env=runner_env(tmp, "whole", trace_store))
+    whole_code, whole, err = obai_json("run", *UNITS, "--target", str(target), "--jobs", "2",
+                                       env=runner_env(tmp, "whole", trace_store, merger))
     assert whole_code in (0, 1) and whole.get("run_dir"), err[-3000:]   # 1: the agent's answers fail some rules
     assert code == whole_code                          # the merged run exits as the unsharded one
     return {"tmp": tmp, "parts": parts, "merged": Path(merged["run_dir"]), "whole": Path(whole["run_dir"]), "code": code,
@@ -95,6 +118,17 @@ def test_the_merged_run_equals_the_unsharded_one(sharded):
     assert "shard" not in m_meta and [m["shard"] for m in m_meta["merged_from"]] == ["1/3", "2/3", "3/3"]
 
 
+def test_the_merged_seal_covers_the_verified_bytes(sharded):
+    merged = json.loads((sharded["merged"] / SEAL).read_text())["files"]
+    m_meta = json.loads((sharded["merged"] / "run.json").read_text())
+    for part, named in zip(sharded["parts"], m_meta["merged_from"]):
+        assert named["seal_sha256"] == hashlib.sha256((part / SEAL).read_bytes()).hexdigest()
+        sealed = json.loads((part / SEAL).read_text())["files"]
+        units = json.loads((part / "run.json").read_text())["units"]
+        for name in [f"{u}.json" for u in units] + [f"{u}.verdict.json" for u in units]:
+            assert merged[name] == sealed[name], name
+
+
 def test_merging_again_changes_nothing(sharded):
     before = {p.name: p.read_bytes() for p in sharded["merged"].iterdir() if p.is_file() and not p.name.startswith(".")}
     code, _, err = obai_json("merge-runs", *map(str, sharded["parts"]), "--into", str(sharded["merged"]), env=sharded["env"])
@@ -115,6 +149,109 @@ def test_a_missing_or_doubled_shard_or_another_commit_is_refused(sharded):
     meta = json.loads((other / "run.json").read_text())
     meta["git_commit"] = "0" * 40
     (other / "run.json").write_text(json.dumps(meta))
+    seal_again(other)
     code, out, _ = obai_json("merge-runs", str(parts[0]), str(parts[1]), str(other), "--into", str(tmp / "bad3"), env=env)
     assert code == 2 and "git_commit" in out["message"] and str(other) in out["message"]
     assert not (tmp / "bad1" / "run.json").exists() and not (tmp / "bad3" / "run.json").exists()
+
+
+# ---------------------------------------------------------------------- forged parts
+
+
+def seal_again(run_dir: Path) -> None:
+    """What a forger with write access does after editing a finished shard: seal it anew."""
+    (run_dir / SEAL).unlink()
+    seal(run_dir)
+
+
+def forge(sharded, name: str) -> tuple[list[Path], Path, list[str]]:
+    """The parts with the first one replaced by a copy to forge; (parts, the copy, its units)."""
+    copy = sharded["tmp"] / "forged" / name
+    shutil.copytree(sharded["parts"][0], copy)
+    units = json.loads((copy / "run.json").read_text())["units"]
+    assert len(units) >= 2
+    return [copy, *sharded["parts"][1:]], copy, units
+
+
+def refused(parts: list[Path]) -> MergeRefused:
+    with pytest.raises(MergeRefused) as caught:
+        check_parts(load_parts(parts))
+    return caught.value
+
+
+def edit_verdict(path: Path, **changes) -> None:
+    data = json.loads(path.read_text())
+    data.update(changes)
+    path.write_text(json.dumps(data))
+
+
+def test_a_verdict_flipped_after_sealing_is_refused_by_the_cli(sharded):
+    parts, copy, units = forge(sharded, "flipped")
+    verdict = copy / f"{units[0]}.verdict.json"
+    was = json.loads(verdict.read_text())["verdict"]
+    edit_verdict(verdict, verdict="fail" if was == "pass" else "pass", reasons=[])
+    into = sharded["tmp"] / "merged-flipped"
+    code, out, err = obai_json("merge-runs", *map(str, parts), "--into", str(into), env=sharded["env"])
+    assert code == 2 and "Traceback" not in err, err[-2000:]
+    assert (out["error"], out["reason"]) == ("merge_refused", "seal_broken")
+    assert f"changed: {verdict.name}" in out["message"] and str(copy) in out["message"]
+    assert not into.exists() or not (into / "run.json").exists()
+
+
+def test_a_packet_linked_to_a_file_outside_is_refused_by_name_by_the_cli(sharded):
+    parts, copy, units = forge(sharded, "linked-packet")
+    packet = copy / f"{units[0]}.json"
+    packet.unlink()
+    packet.symlink_to("/etc/hostname")
+    code, out, err = obai_json("merge-runs", *map(str, parts), "--into", str(sharded["tmp"] / "merged-linked"),
+                               env=sharded["env"])
+    assert code == 2 and "Traceback" not in err, err[-2000:]
+    assert out["reason"] == "symlink" and str(packet) in out["message"] and "/etc/hostname" in out["message"]
+
+
+def test_a_verdict_linked_to_a_forged_file_is_refused_even_when_sealed(sharded):
+    parts, copy, units = forge(sharded, "linked-verdict")
+    forged = sharded["tmp"] / "forged" / "elsewhere.json"
+    verdict = copy / f"{units[0]}.verdict.json"
+    forged.write_text(verdict.read_text())
+    verdict.unlink()
+    verdict.symlink_to(forged)
+    seal_again(copy)
+    e = refused(parts)
+    assert e.reason == "symlink" and e.where == str(copy) and str(verdict) in str(e)
+
+
+def test_a_half_edited_verdict_is_refused_unless_an_override_says_why(sharded):
+    parts, copy, units = forge(sharded, "half-edited")
+    verdict = copy / f"{units[0]}.verdict.json"
+    mechanical = json.loads(verdict.read_text())["mechanical"]
+    flipped = "fail" if mechanical["verdict"] == "pass" else "pass"
+    edit_verdict(verdict, verdict=flipped, reasons=["routing.skill_missing"] if flipped == "fail" else [])
+    seal_again(copy)
+    e = refused(parts)
+    assert e.reason == "verdict_disagrees" and e.where == str(verdict) and "no override" in str(e)
+    edit_verdict(verdict, override={"rule": "routing.skill_missing", "reason": "the skill loads lazily"})
+    seal_again(copy)
+    assert len(check_parts(load_parts(parts))) == len(json.loads((copy / "run.json").read_text())["shard"]["plan_units"])
+
+
+def test_a_record_of_another_unit_is_refused(sharded):
+    parts, copy, units = forge(sharded, "swapped")
+    first, second = (copy / f"{u}.verdict.json" for u in units[:2])
+    text = second.read_text()
+    first.write_text(text)
+    seal_again(copy)
+    e = refused(parts)
+    assert e.reason == "unit_mismatch" and f"of {units[1]!r}, not of {units[0]!r}" in str(e)
+
+
+@pytest.mark.parametrize("damage", ["unsealed", "garbage"])
+def test_an_unsealed_or_unreadable_part_is_refused(sharded, damage):
+    parts, copy, units = forge(sharded, damage)
+    if damage == "unsealed":
+        (copy / SEAL).unlink()
+    else:
+        (copy / f"{units[0]}.json").write_bytes(b'{"unit_id": ')
+        seal_again(copy)
+    e = refused(parts)
+    assert e.reason == ("not_sealed" if damage == "unsealed" else "unreadable"), e

@@ -41,6 +41,19 @@ class UsageError(ObaiError):
     kind = "usage_error"
 
 
+class MergeRefused(UsageError):
+    """merge-runs refused a part: ``reason`` names the check it failed, ``where`` the part or file."""
+
+    kind = "merge_refused"
+
+    def __init__(self, reason: str, message: str, where: str | None = None):
+        super().__init__(f"{reason}: {message}")
+        self.reason, self.where = reason, where
+
+    def to_json(self) -> dict:
+        return {**super().to_json(), "reason": self.reason, "where": self.where}
+
+
 class ConfigError(ObaiError):
     """A configuration, cases, catalog or plan file is missing or invalid."""
 

@@ -18,6 +18,36 @@ def bundle_root() -> Path:
     return Path(__file__).resolve().parents[3]
 
 
+def _repository_root(root: Path) -> Path | None:
+    """The git checkout that holds the bundle (an installed skill lives inside one), or None."""
+    for folder in (root, *root.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def portable(path: Path | str) -> str:
+    """``path`` as run.json records it: relative to the bundle root when it is in the bundle's
+    checkout (``../`` where needed), so that another checkout of the same commit at another
+    path finds it; absolute otherwise."""
+    target = Path(path).resolve()
+    root = bundle_root()
+    if target.is_relative_to(root):
+        return target.relative_to(root).as_posix()
+    repository = _repository_root(root)
+    if repository is not None and target.is_relative_to(repository):
+        return Path(os.path.relpath(target, root)).as_posix()
+    return str(target)
+
+
+def recorded(text: str | None) -> Path | None:
+    """A path run.json recorded (see :func:`portable`), resolved against this checkout's bundle."""
+    if not text:
+        return None
+    path = Path(text)
+    return path if path.is_absolute() else bundle_root() / path
+
+
 def runs_root() -> Path:
     env = os.environ.get("OBAI_E2E_RUNS")
     if env:

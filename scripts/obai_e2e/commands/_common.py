@@ -89,7 +89,9 @@ def sampled(args, case_set: CaseSet, filters: Filters, config_plan: Path | None 
         from ..loss.plan import load_plan
 
         load_plan(given)  # a bad plan stops the run before its first turn, not when it is scored
-        recorded["loss_plan"] = str(Path(given).resolve())
+        from ..base.paths import portable
+
+        recorded["loss_plan"] = portable(given)
     if not getattr(args, "sample", False):
         return filters, None, recorded or None
     from ..config.selection import Filters
@@ -121,8 +123,8 @@ def run_dir_of(args) -> Path | None:
     return Path(value) if value else None
 
 
-def _recorded(path: str | None) -> Path | None:
-    return Path(path) if path and Path(path).exists() else None
+def _existing(path: Path | None) -> Path | None:
+    return path if path is not None and path.exists() else None
 
 
 def load(args) -> tuple[TargetConfig, CaseSet]:
@@ -134,11 +136,11 @@ def load(args) -> tuple[TargetConfig, CaseSet]:
 
     run_dir = run_dir_of(args)
     meta = load_run(run_dir) if run_dir is not None else None
-    target = getattr(args, "target", None) or (_recorded(meta.target_config) if meta else None)
+    target = getattr(args, "target", None) or (_existing(meta.target_config_path) if meta else None)
     config = load_target_config(target)
-    cases_path = getattr(args, "cases", None) or (_recorded(meta.cases_file) if meta else None)
+    cases_path = getattr(args, "cases", None) or (_existing(meta.cases_path) if meta else None)
     if meta is not None and meta.holdout:
-        return config, load_holdout_cases(config, run_dir, cases_path or Path(meta.cases_file))
+        return config, load_holdout_cases(config, run_dir, cases_path or meta.cases_path)
     return config, load_cases_for(config, cases_path)
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..base.errors import Exit
+from ..base.errors import Exit, MergeRefused
 from ..base.output import emit, say
 from ..config.cases import load_cases_for
 from ..config.target import load_target_config
@@ -18,8 +18,11 @@ def register(sub) -> None:
                        description="Checks that the parts share plan, cases, target configuration, filters and git "
                                    "commit and cover the plan exactly once, then writes one run directory with "
                                    "report.md, results.json, JUnit, the loss layer, report.html and the seal. "
-                                   "Exit codes: 0 merged; 1 a unit failed; 3 inconclusive units; 2 the parts do "
-                                   "not belong together (the message names the part or unit).")
+                                   "Each part must be a finished shard whose seal verifies; no symbolic link is "
+                                   "followed, each record must be its file's unit and each verdict its mechanical "
+                                   "outcome unless an override says why. Exit codes: 0 merged; 1 a unit failed; 3 "
+                                   "inconclusive units; 2 a part was refused (the JSON's reason names the check, "
+                                   "the message the part, unit or file).")
     p.add_argument("parts", nargs="+", type=Path, metavar="SHARD_RUN_DIR", help="run directory of each shard")
     p.add_argument("--into", type=Path, metavar="RUN_DIR",
                    help="the merged run directory (default: a new runs/<date>/<time>/)")
@@ -35,10 +38,14 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    first = load_parts(args.parts)[0].meta
-    config = load_target_config(args.target or Path(first.target_config))
-    cases = load_cases_for(config, args.cases or Path(first.cases_file))
-    into = merge(config, cases, args.parts, args.into)
+    parts = load_parts(args.parts)
+    first = parts[0].meta
+    config = load_target_config(args.target or first.target_config_path)
+    cases = load_cases_for(config, args.cases or first.cases_path)
+    try:
+        into = merge(config, cases, parts, args.into)
+    except OSError as exc:  # a file the checks did not reach (the target directory, a full disk)
+        raise MergeRefused("io_error", f"{exc.filename or ''}: {exc.strerror or exc}") from None
     out = finish(config, cases, plan(into, cases), html=not args.no_html, baseline=args.baseline)
     out["summaries"] = write_summaries(into, args.summary_md, args.report_url)
     emit({"run_dir": str(into), **out})

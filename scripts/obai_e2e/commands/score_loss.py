@@ -34,7 +34,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     meta = load_run(args.run_dir) if (args.run_dir / RUN_FILE).is_file() else None
-    recorded = Path(meta.target_config) if meta and Path(meta.target_config).is_file() else None
+    recorded = meta.target_config_path if meta and meta.target_config_path and meta.target_config_path.is_file() else None
     config = load_target_config(args.target or recorded)
     plan = args.plan or (plan_of(args.run_dir) if meta else None) or config.plan
     out = score_run(args.run_dir, config=config, baseline=args.baseline, catalog_path=args.catalog, plan_path=plan)

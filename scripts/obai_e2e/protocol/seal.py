@@ -2,15 +2,18 @@
 
 The seal (``seal.json``, written once) lists the SHA-256 of every file of the run at the
 end of finishing. ``verify_seal`` names each file changed, removed or added since. Gate
-results are the only files expected to arrive after the seal.
+results are the only files expected to arrive after the seal. A symbolic link is never
+followed: it is recorded as the link it is, so a file swapped for a link shows as changed.
 """
 from __future__ import annotations
 
 import fnmatch
+import json
+import os
 from pathlib import Path
 
-from ..base.errors import UsageError
-from ..base.fsutil import dumps_json, sha256_file, write_once
+from ..base.errors import FrozenArtifactChanged, UsageError
+from ..base.fsutil import dumps_json, sha256_bytes, sha256_file, write_once
 from .freeze import Drift
 
 SEAL = "seal.json"
@@ -21,12 +24,13 @@ LATE = ("gate-*.json", "replay-report.json")
 def _files(run_dir: Path) -> dict[str, str]:
     out = {}
     for path in sorted(Path(run_dir).rglob("*")):
-        if not path.is_file():
-            continue
-        rel = path.relative_to(run_dir).as_posix()
         if any(fnmatch.fnmatch(path.name, pat) for pat in IGNORED):
             continue
-        out[rel] = sha256_file(path)
+        rel = path.relative_to(run_dir).as_posix()
+        if path.is_symlink():
+            out[rel] = "symlink:" + sha256_bytes(os.readlink(path).encode("utf-8", "surrogateescape"))
+        elif path.is_file():
+            out[rel] = sha256_file(path)
     return out
 
 
@@ -41,13 +45,16 @@ def seal(run_dir: Path) -> dict:
 
 
 def verify_seal(run_dir: Path) -> Drift:
-    import json
-
     run_dir = Path(run_dir)
     path = run_dir / SEAL
     if not path.exists():
         raise UsageError(f"{run_dir} is not sealed (seal.json is written when a run is finished)")
-    sealed = json.loads(path.read_text(encoding="utf-8"))["files"]
+    try:
+        sealed = json.loads(path.read_text(encoding="utf-8"))["files"]
+        sealed.items()
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise FrozenArtifactChanged(f"{path} is not a readable seal ({type(exc).__name__}: {exc}); the run's "
+                                    "integrity cannot be shown") from None
     now = _files(run_dir)
     drift = Drift()
     for rel, digest in sealed.items():

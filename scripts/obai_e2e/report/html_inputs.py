@@ -15,6 +15,7 @@ from markdown_it import MarkdownIt
 
 from ..base.errors import ConfigError, ObaiError
 from ..base.mdtable import tables, unescape
+from ..base.paths import recorded
 from ..config.cases import CaseSet, default_cases_path, load_cases
 from .rows import open_results
 
@@ -156,7 +157,7 @@ def cases_for_run(results: dict, run_dir: Path) -> CaseSet | None:
         except (OSError, ValueError):
             named = None
     if named:
-        candidates.append(Path(named))
+        candidates.append(recorded(named))
     candidates.append(default_cases_path())
     for path in candidates:
         if path.exists():

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..base.clock import iso, utc_now
 from ..base.errors import UsageError
 from ..base.fsutil import sha256_file
-from ..base.paths import bundle_root
+from ..base.paths import bundle_root, portable
 from ..config.cases import CaseSet, load_cases_for
 from ..config.selection import Filters
 from ..config.target import TargetConfig
@@ -95,10 +95,11 @@ def create_run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, roo
         created_at=iso(created),
         target={"name": config.target.name, "display_name": config.display_name, "command": config.target.command,
                 "version": target_version(config)},
-        # Absolute: later commands on this run may start in another directory.
-        target_config=str(Path(config.path).resolve()),
+        # Relative to the bundle (when inside its checkout): later commands on this run may start
+        # in another directory, or in another checkout of the same commit (a CI merge job).
+        target_config=portable(config.path),
         target_config_sha256=target_sha,
-        cases_file=str(Path(case_set.path).resolve()),
+        cases_file=portable(case_set.path),
         cases_sha256=case_set.sha256,
         git_commit=git_commit(bundle_root()),
         filters=filters.to_json(),

@@ -15,7 +15,7 @@ from typing import Any
 from ..base.clock import utc_now
 from ..base.errors import UsageError
 from ..base.fsutil import write_once_json
-from ..base.paths import runs_root
+from ..base.paths import recorded, runs_root
 from ..base.record import Record
 from ..config.selection import Filters
 
@@ -55,6 +55,16 @@ class RunMeta(Record):
         if self.shard is None:
             out.pop("shard")  # written only for one part of a sharded run
         return out
+
+    @property
+    def target_config_path(self) -> Path | None:
+        """The target configuration this run was created with, in this checkout."""
+        return recorded(self.target_config)
+
+    @property
+    def cases_path(self) -> Path | None:
+        """The cases file this run was created with, in this checkout."""
+        return recorded(self.cases_file)
 
     @property
     def selection_filters(self) -> Filters:
@@ -124,7 +134,7 @@ def latest_comparable_run(filters: Filters, cases_file: Path, root: Path | None 
             meta = load_run(run)
         except Exception:  # noqa: BLE001 - an unreadable old run is no baseline
             continue
-        if meta.holdout or meta.shard or Path(meta.cases_file or "").resolve() != Path(cases_file).resolve():
+        if meta.holdout or meta.shard or (meta.cases_path or Path("")).resolve() != Path(cases_file).resolve():
             continue  # a holdout run or a single shard is no baseline
         if meta.selection_filters == filters:
             return run
@@ -133,8 +143,7 @@ def latest_comparable_run(filters: Filters, cases_file: Path, root: Path | None 
 
 def plan_of(run_dir: Path) -> Path | None:
     """The loss plan the run was created with (``--plan``), or None for the configured one."""
-    recorded = load_run(run_dir).extra.get("loss_plan")
-    return Path(recorded) if recorded else None
+    return recorded(load_run(run_dir).extra.get("loss_plan"))
 
 
 def baseline_of(run_dir: Path) -> Path | None:
