@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from obai_e2e.base.errors import HoldoutSealed, WriteOnceViolation
+from obai_e2e.base.errors import FrozenArtifactChanged, HoldoutSealed, WriteOnceViolation
 from obai_e2e.base.fsutil import write_once, write_once_json
 from obai_e2e.config.target import load_target_config
 from obai_e2e.protocol import freeze
@@ -101,6 +101,21 @@ def test_a_sealed_run_detects_a_manual_edit(tmp_path):
     (run / "planted.json").write_text("{}")
     drift = verify_seal(run)
     assert drift.changed == ["MD1.verdict.json"] and drift.added == ["planted.json"]
+
+
+def test_a_file_swapped_for_a_link_to_the_same_bytes_is_a_change(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "MD1.verdict.json").write_text('{"verdict": "fail"}\n')
+    seal(run)
+    copy = tmp_path / "elsewhere.json"
+    copy.write_bytes((run / "MD1.verdict.json").read_bytes())
+    (run / "MD1.verdict.json").unlink()
+    (run / "MD1.verdict.json").symlink_to(copy)
+    assert verify_seal(run).changed == ["MD1.verdict.json"]
+    (run / "seal.json").write_text("{not json")
+    with pytest.raises(FrozenArtifactChanged, match="seal.json is not a readable seal"):
+        verify_seal(run)
 
 
 def test_the_holdout_file_is_refused_without_an_open(home):
