@@ -1,5 +1,9 @@
 import sys
 
-from .cli import main
+from .base import interrupts
+
+interrupts.install()  # before the command line and its command are imported
+
+from .cli import main  # noqa: E402
 
 sys.exit(main())

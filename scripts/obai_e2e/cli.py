@@ -3,16 +3,14 @@
 Each subcommand lives in ``obai_e2e.commands.<name>``, packs its arguments and calls the
 core; the core never parses argv. Errors a person can act on are printed as one JSON
 object on stdout and one line on stderr, and end the process with the error's exit code.
+SIGINT and SIGTERM are handled from the first line of :func:`main`, before a command and
+its dependencies are imported: a signal at any moment ends the command with exit 130.
 """
 from __future__ import annotations
 
-import argparse
-import importlib
 import sys
 
-from .base.errors import Exit, ObaiError
-from .base.output import emit
-from .base.version import __version__
+from .base import interrupts
 
 # Command name -> module under obai_e2e.commands, in the order --help lists them. Only the
 # module of the command being run is imported, so a script starts in a fraction of a second.
@@ -44,7 +42,12 @@ COMMANDS = {
 }
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(only: str | None = None):
+    import argparse
+    import importlib
+
+    from .base.version import __version__
+
     parser = argparse.ArgumentParser(
         prog="obai-e2e",
         description="End-to-end regression harness for the OBaI agent CLI.",
@@ -59,14 +62,26 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    only = argv[0] if argv and argv[0] in COMMANDS else None
-    args = build_parser(only).parse_args(argv)
-    return run_command(args.func, args)
+    """The command line; ``argv`` None: this process's own arguments (it ends when this returns)."""
+    interrupts.install()
+    program = argv is None
+    try:
+        argv = sys.argv[1:] if argv is None else list(argv)
+        only = argv[0] if argv and argv[0] in COMMANDS else None
+        try:
+            args = build_parser(only).parse_args(argv)
+        except KeyboardInterrupt:
+            return _interrupted()
+        return run_command(args.func, args)
+    finally:
+        interrupts.release(quiet=program)
 
 
 def run_command(func, args) -> int:
     """Run one command function, turning our errors into JSON + exit code."""
+    from .base.errors import ObaiError
+    from .base.output import emit
+
     try:
         code = func(args)
     except ObaiError as exc:
@@ -74,9 +89,15 @@ def run_command(func, args) -> int:
         print(f"obai-e2e: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("obai-e2e: interrupted", file=sys.stderr)
-        return Exit.INTERRUPTED
+        return _interrupted()
     return int(code or 0)
+
+
+def _interrupted() -> int:
+    from .base.errors import Exit
+
+    print("obai-e2e: interrupted", file=sys.stderr)
+    return Exit.INTERRUPTED
 
 
 if __name__ == "__main__":

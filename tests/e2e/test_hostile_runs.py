@@ -9,8 +9,13 @@ import time
 from pathlib import Path
 
 import pytest
-from obai_e2e.report.report_md import read_rows
+import yaml
+from markdown_it import MarkdownIt
+from obai_e2e.base.mdtable import unescape
+from obai_e2e.report.report_md import CHANGES_MARK, read_rows
 from obai_e2e.report.results import load_results
+
+from .conftest import REPO
 
 from .hostile_helpers import (
     cli,
@@ -38,10 +43,30 @@ def unit(results: dict, unit_id: str) -> dict:
     return next(u for u in results["units"] if u["unit_id"] == unit_id)
 
 
+FORGED_QUERY = ("AAPL pa\u202egnp.exe zero\u200bwidth price? [ALL PASS](https://evil.example/x) "
+                "![px](https://evil.example/p.png) <img src=x onerror=alert(1)>")
+
+
+def hostile_cases(tmp: Path) -> Path:
+    """The bundle's cases with MD1 asking a query full of Markdown, HTML and invisible characters."""
+    data = yaml.safe_load((REPO / "cases" / "cases.yaml").read_text(encoding="utf-8"))
+    next(c for c in data["cases"] if c["id"] == "MD1")["query"] = FORGED_QUERY
+    path = tmp / "cases-forged.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def markdown_kinds(text: str) -> list[str]:
+    tokens = MarkdownIt("commonmark").enable("table").parse(text)
+    return [t.type for tok in tokens for t in (tok, *(tok.children or []))]
+
+
 def test_a_span_name_outside_the_code_grammar_fails_the_unit_not_the_run(harness_env, tmp_path):
     name = "my tool \x1b[31m &lt;b&gt; \x07"
     target, _ = hostile_target(tmp_path, "error_span:" + name.encode("unicode_escape").decode("ascii"))
-    code, out, err = run_cli("run", "--id", "MD1,MD2", "--target", str(target))
+    summary = tmp_path / "summary.md"
+    code, out, err = run_cli("run", "--id", "MD1,MD2", "--target", str(target), "--cases", str(hostile_cases(tmp_path)),
+                             "--summary-md", str(summary))
     assert code == 1, err[-2000:]
     results = results_of(out)
     md1 = unit(results, "MD1")
@@ -53,13 +78,24 @@ def test_a_span_name_outside_the_code_grammar_fails_the_unit_not_the_run(harness
     report = (run_dir / "report.md").read_text(encoding="utf-8")
     for raw in ("\x1b", "\x07", "\x00", "\x7f"):
         assert raw not in report
-    assert "\u241b[31m &amp;lt;b&amp;gt; \u2407" in report  # the observed line shows the name, inert
+    assert "\u241b\\[31m &amp;lt;b&amp;gt; \u2407" in report  # the observed line shows the name, inert
     html = (run_dir / "report.html").read_text(encoding="utf-8")
     assert "\x1b" not in html
     data = json.loads(re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S)[1])
     shown = json.dumps(data, ensure_ascii=False)
     # What the page shows (textContent of these strings) is the name's own text: "&lt;b&gt;", not "<b>".
     assert "my tool \u241b[31m &lt;b&gt; \u2407" in shown and "<b>" not in shown
+    # Text from the case and the trace renders as its text: no link, image or HTML of its own,
+    # no invisible character (the one link in report.md is the trace's, which the harness built).
+    for text in (report, summary.read_text(encoding="utf-8")):
+        kinds = markdown_kinds(text)
+        assert "image" not in kinds and kinds.count("html_inline") + kinds.count("html_block") == text.count(CHANGES_MARK)
+        assert kinds.count("link_open") == text.count("](http://127.0.0.1"), text
+        assert "\u202e" not in text and "\u200b" not in text
+    assert "pa<U+202E>gnp.exe zero<U+200B>width" in unescape(report)
+    junit = (run_dir / "results.junit.xml").read_text(encoding="utf-8")
+    assert "pa&lt;U+202E&gt;gnp.exe" in junit and "\u202e" not in junit
+    assert "\u202e" not in html and "\u200b" not in html and "pa\\u003cU+202E\\u003egnp.exe" in html
 
 
 def test_a_verdict_that_cannot_be_recorded_is_that_units_harness_error_also_on_resume(harness_env, tmp_path):

@@ -66,6 +66,13 @@ class Interrupted(ObaiError):
     exit_code = Exit.INTERRUPTED
     kind = "interrupted"
 
+    def __init__(self, message: str, **details: str):
+        super().__init__(message)
+        self.details = details  # e.g. the run directory and the command that resumes it
+
+    def to_json(self) -> dict:
+        return {**super().to_json(), **self.details}
+
 
 class NotReady(ObaiError):
     """A precondition of the run does not hold (preflight refused it)."""

@@ -2,14 +2,17 @@
 from __future__ import annotations
 
 import argparse
+import shlex
+import sys
 from pathlib import Path
 
-from ..base.errors import Exit, UsageError
+from ..base.errors import Exit, Interrupted, UsageError
 from ..base.output import emit, say
 from ..judge.models.config import load as load_judges
 from ..report.ci_summary import write_summaries
 from ..run import headless
 from ..run.finish import after_run
+from ..run.resume import STARTED_BY, unfinished_run
 from ..run.shard import ShardSpec
 from ._common import (
     add_config_args,
@@ -26,13 +29,19 @@ def register(sub) -> None:
     p = sub.add_parser("run", help="run the suite headless: preflight, every case, judge, report",
                        description="Exit codes: 0 no fail and no inconclusive; 1 at least one fail; 3 no fail "
                                    "but inconclusive units; 4 preflight not ready; 2 bad input; 5 the run "
-                                   "directory is locked by another runner; 130 interrupted.")
+                                   "directory is locked by another runner; 130 interrupted (SIGINT or SIGTERM: "
+                                   "the units in flight stay pending, and the command that resumes the run is "
+                                   "printed). Run again with the same selection, it resumes the unfinished run "
+                                   "that selection left (--fresh starts a new one).")
     add_filter_args(p)
     add_sample_args(p)
     p.add_argument("--jobs", type=count(1, 256), default=1,
                    help="turns of the target running at the same time (1-256, default 1); a finished "
                         "turn's trace is read and checked while the next turn runs")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue an interrupted run directory")
+    p.add_argument("--fresh", action="store_true",
+                   help="start a new run even when an unfinished one of the same selection exists (by default "
+                        "that one is resumed)")
     p.add_argument("--baseline", type=Path, metavar="RESULTS_OR_RUN_DIR",
                    help="compare against this run (default: the previous runs/latest, when there is one)")
     panel = p.add_mutually_exclusive_group()
@@ -98,16 +107,30 @@ def run(args) -> int:
     config, cases = load(args)
     if args.shard_timings and not args.shard:
         raise UsageError("--shard-timings needs --shard K/N")
+    if args.resume and args.fresh:
+        raise UsageError("--fresh starts a new run; it does not go with --resume")
     hook = after_run(config, cases, html=not args.no_html, open_browser=args.open, baseline=args.baseline,
                      loss=args.shard is None)
     filters, repeats, extra = sampled(args, cases, filters_from(args), config.plan)
-    code, out = headless.run(config, cases, filters, jobs=args.jobs, resume=args.resume, repeats=repeats, extra=extra,
-                             after_finish=hook, say=say, panel_command=args.panel_command,
-                             panel_judges=args.panel_judges, judges=judges, shard=args.shard,
-                             shard_timings=args.shard_timings, baseline=args.baseline)
-    if "summary" in out:
-        code = exit_code(out, args.fail_on)
-        out["summaries"] = write_summaries(Path(out["run_dir"]), args.summary_md, args.report_url)
+    extra = {**(extra or {}), "started_by": STARTED_BY}
+    resume = args.resume
+    if resume is None and not args.fresh:
+        resume = unfinished_run(config, cases, filters, repeats=repeats, shard=args.shard, extra=extra)
+        if resume is not None:
+            say(f"resuming {resume}, the unfinished run of this selection ({_judged(resume)}); --fresh starts a "
+                "new run instead")
+    where: list[Path] = [resume] if resume else []
+    try:
+        code, out = headless.run(config, cases, filters, jobs=args.jobs, resume=resume, repeats=repeats, extra=extra,
+                                 after_finish=hook, say=say, panel_command=args.panel_command,
+                                 panel_judges=args.panel_judges, judges=judges, shard=args.shard,
+                                 shard_timings=args.shard_timings, baseline=args.baseline,
+                                 on_run_dir=where.append)
+        if "summary" in out:
+            code = exit_code(out, args.fail_on)
+            out["summaries"] = write_summaries(Path(out["run_dir"]), args.summary_md, args.report_url)
+    except (KeyboardInterrupt, Interrupted):
+        raise _stopped(args, where[-1] if where else None) from None
     emit(out)
     if "summary_line" in out:
         say(out["summary_line"])
@@ -124,3 +147,44 @@ def run(args) -> int:
             say(f"next step: {out['next_step']}")
     return code
 
+
+
+def _judged(run_dir: Path) -> str:
+    from ..rundir.meta import load_run
+
+    total = len(load_run(run_dir).units)
+    done = sum(1 for _ in Path(run_dir).glob("*.verdict.json"))
+    return f"{done} of {total} units judged"
+
+
+# Options that ride along to the resumed run as they were given (the selection is the run's own).
+_CARRIED = (("jobs", "--jobs", 1), ("target", "--target", None), ("cases", "--cases", None),
+            ("baseline", "--baseline", None), ("judges_file", "--judges-file", None),
+            ("panel_command", "--panel-command", None), ("panel_judges", "--panel-judges", 3),
+            ("summary_md", "--summary-md", None), ("report_url", "--report-url", None))
+_FLAGS = (("judges", "--judges"), ("no_judges", "--no-judges"), ("no_html", "--no-html"), ("open", "--open"))
+
+
+def resume_command(args, run_dir: Path) -> str:
+    """The command that resumes ``run_dir`` with the options this one was given."""
+    script = Path(sys.argv[0]).name
+    words = ["python3", sys.argv[0]] if script.endswith(".py") and script != "__main__.py" else ["obai-e2e", "run"]
+    words += ["--resume", str(run_dir)]
+    for name, option, default in _CARRIED:
+        value = getattr(args, name, default)
+        if value != default:
+            words += [option, str(value)]
+    words += [option for name, option in _FLAGS if getattr(args, name, False)]
+    if tuple(args.fail_on) != ("fail",):
+        words += ["--fail-on", ",".join(args.fail_on)]
+    return shlex.join(words)
+
+
+def _stopped(args, run_dir: Path | None) -> Interrupted:
+    if run_dir is None:
+        return Interrupted("interrupted before a run directory was made: nothing to resume; run the same "
+                           "command again")
+    command = resume_command(args, run_dir)
+    return Interrupted(f"interrupted: {_judged(run_dir)} in {run_dir}; the units in flight stay pending. "
+                       f"Resume with: {command} (or run the same command again)", resume_command=command,
+                       run_dir=str(run_dir))

@@ -26,7 +26,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Mapping
 
-from ..base import procs
+from ..base import interrupts, procs
 from ..base.errors import NotReady
 from ..base.fsutil import atomic_write_json
 from ..base.paths import runs_root
@@ -258,18 +258,9 @@ def _end_leftover_group(box: Path) -> None:
 
 
 def install_signal_teardown() -> None:
-    """Make SIGTERM and SIGINT tear everything down before the process ends.
+    """Make SIGTERM and SIGINT tear everything down before the process ends (base.interrupts).
 
     Only the main thread may install handlers; elsewhere this is a no-op.
     """
-    if threading.current_thread() is not threading.main_thread():
-        return
-
-    def handler(signum, frame):
-        teardown_all()
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
+    interrupts.on_stop(teardown_all)
+    interrupts.install()

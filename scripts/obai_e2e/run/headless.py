@@ -45,7 +45,9 @@ def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int 
         after_finish: Callable[[Path, dict], dict] | None = None, say: Callable[[str], None] = lambda m: None,
         panel_command: str | None = None, panel_judges: int = 3, judges: PanelConfig | None = None,
         repeats: dict | None = None, extra: dict | None = None, shard: ShardSpec | None = None,
-        shard_timings: Path | None = None, baseline: Path | None = None) -> tuple[int, dict]:
+        shard_timings: Path | None = None, baseline: Path | None = None,
+        on_run_dir: Callable[[Path], None] = lambda d: None) -> tuple[int, dict]:
+    """Run (or resume) the suite to its finish; ``on_run_dir`` learns the run directory as soon as it exists."""
     if not isinstance(jobs, int) or not 1 <= jobs <= 256:
         raise UsageError(f"jobs: {jobs!r} is out of range: use 1 to 256 turns at the same time")
     if shard is not None and (panel_command or judges):
@@ -66,6 +68,7 @@ def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int 
     else:
         run_dir, _ = create_run(config, case_set, filters, repeats=repeats, extra=extra, shard=shard,
                                 shard_timings=shard_timings)
+    on_run_dir(run_dir)
     say(f"run directory: {run_dir}")
     with RunLock(run_dir):
         p = plan(run_dir, case_set)

@@ -11,7 +11,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..base.clock import iso, utc_now
+from ..base.clock import iso, parse_iso, utc_now
 from ..base.errors import UsageError
 from ..base.fsutil import sha256_file
 from ..base.paths import bundle_root, portable
@@ -57,6 +57,12 @@ def provenance_of(cases) -> str:
     return kinds.pop() if len(kinds) == 1 else ("mixed" if kinds else "synthetic")
 
 
+def planned_units(selection, repeats: dict[str, int] | None) -> tuple[dict[str, int], list[str]]:
+    """(repeats per selected case, the unit ids in plan order) of a selection (``Filters.apply``)."""
+    planned = {c.id: (repeats or {}).get(c.id, c.repeats) for c in selection.cases}
+    return planned, [u.id for c in selection.cases for u in units_of(c, planned, channels=selection.channels)]
+
+
 def create_run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, root: Path | None = None,
                extra: dict | None = None, repeats: dict[str, int] | None = None,
                holdout: bool = False, shard: ShardSpec | None = None,
@@ -77,8 +83,7 @@ def create_run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, roo
     baseline = None if holdout else latest_comparable_run(filters, case_set.path)
     run_dir = new_run_dir(root)
     created = utc_now()
-    planned = {c.id: (repeats or {}).get(c.id, c.repeats) for c in selection.cases}
-    units = [u.id for c in selection.cases for u in units_of(c, planned, channels=selection.channels)]
+    planned, units = planned_units(selection, repeats)
     target_sha = sha256_file(config.path)
     shard_info = None
     if shard is not None:
@@ -150,6 +155,9 @@ def plan(run_dir: Path, case_set: CaseSet, filters: Filters | None = None) -> Ru
     meta = load_run(run_dir)
     filters = filters or meta.selection_filters
     selection = filters.apply(case_set)
+    if not (run_dir / "report.md").exists():  # a run stopped between its run.json and its report.md
+        ensure_header(run_dir / "report.md", parse_iso(meta.created_at).strftime("%Y-%m-%d %H:%M:%S UTC"),
+                      selection.disabled_line(), meta.target.get("display_name") or "OBaI")
     judged = set(judged_ids(run_dir / "report.md"))
     listed = set(meta.units)
     p = RunPlan(run_dir, meta, [], disabled_line=selection.disabled_line())
