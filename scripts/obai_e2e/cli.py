@@ -68,11 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
         only = argv[0] if argv and argv[0] in COMMANDS else None
-        try:
-            args = build_parser(only).parse_args(argv)
-        except KeyboardInterrupt:
-            return _interrupted()
+        args = build_parser(only).parse_args(argv)
         return run_command(args.func, args)
+    except KeyboardInterrupt:
+        return _interrupted()
     finally:
         interrupts.release(quiet=program)
 

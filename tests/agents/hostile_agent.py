@@ -34,6 +34,9 @@ import urllib.request
 from datetime import datetime, timezone
 
 
+ANSWER = "AAPL (Apple) last closed at 238.41 on 2026-04-30 (+0.92% on the day)."
+
+
 def uuid7() -> str:
     ms = int(time.time() * 1000)
     rand = int.from_bytes(secrets.token_bytes(10), "big")
@@ -74,10 +77,10 @@ def daemonize(mark: str) -> None:
 
 
 def write_trace(query: str, session: str, answer: str, error_span: str | None, open_span: bool = False,
-                job_payload: str | None = None) -> None:
+                job_payload: str | None = None, tag: str | None = None) -> None:
     api = os.environ["OPIK_URL_OVERRIDE"].rstrip("/")
     project = os.environ.get("OPIK_PROJECT_NAME", "obai-demo")
-    tag = os.environ.get("OBAI_TRACE_TAG")
+    tag = tag or os.environ.get("OBAI_TRACE_TAG")
     trace_id, hub_id = uuid7(), uuid7()
     t0 = ts()
     payload = job_payload or "AAPL (Apple)\nLast close: 238.41 on 2026-04-30\n1-day change: +0.92%"
@@ -123,7 +126,7 @@ def main(argv: list[str]) -> int:
         os.kill(os.getpid(), signal.SIGSEGV)
     if "daemon" in b:
         daemonize(mark)
-    answer = "AAPL (Apple) last closed at 238.41 on 2026-04-30 (+0.92% on the day)."
+    answer = ANSWER
     job_payload = None  # a job's answer is also its specialist's payload, which grounds its figures
     if "async" in b:
         asked = re.search(r"results of job (\d+)", query)

@@ -27,7 +27,7 @@ from ..trace.backend import Backend, connect, is_unreachable_error, warm_up
 from ..trace.curate import curate
 from ..trace.resolve import INCOMPLETE, RESOLVED, TurnKey, fetch, resolve
 from ..trace.values import dumps
-from .browser import UiObservation
+from .page import CRASHED, UiObservation
 from .canaries import Planted, plant
 from .packet_record import (
     AsyncJob,
@@ -84,7 +84,7 @@ def _one_turn(config: TargetConfig, backend: Backend, box: Sandbox, query: str, 
     """One turn and its trace; the turn itself runs in one of the run's slots (``slot``)."""
     tag = f"e2e-{uuid.uuid4().hex}"
     if channel == "ui":
-        return _one_ui_turn(config, backend, query, session, tag, slot)
+        return _one_ui_turn(config, backend, query, session, case.timeout_s, slot)
     argv = fill(config.target.command, {"query": query, "session": session})
     env = box.env()
     env.update(case.env)
@@ -112,11 +112,22 @@ def _one_turn(config: TargetConfig, backend: Backend, box: Sandbox, query: str, 
 
 
 def _one_ui_turn(config: TargetConfig, backend: Backend, query: str, session: str,
-                 tag: str, slot: UnitSlot) -> tuple[TurnResult, TraceBlock, UiObservation]:
-    """Ask through the web UI; the trace is found by the tag the page passed on."""
+                 timeout_s: float | None, slot: UnitSlot) -> tuple[TurnResult, TraceBlock, UiObservation]:
+    """Ask through the web UI within the case's timeout (else ui.timeout_s); the trace is found by the
+    tag the page passed on. A question whose browser crashed is asked once more, with a new tag; a
+    second crash is the unit's upstream outage."""
     channel = channel_for(config, backend)
-    with slot:
-        turn, obs = channel.ask(query, session, tag)
+    for attempt in (1, 2):
+        tag = f"e2e-{uuid.uuid4().hex}"
+        with slot:
+            turn, obs = channel.ask(query, session, tag, timeout_s)
+        obs.attempts = attempt
+        if obs.browser != CRASHED:
+            break
+    if obs.browser == CRASHED:
+        obs.outage = True
+        obs.outage_reason = f"the browser crashed while this question was asked, twice ({obs.outage_reason})"
+        return turn, TraceBlock("not_sent", message=f"the answer was not observed: {obs.outage_reason}"), obs
     if obs.state == "not_loaded":
         # The question never left the browser: there is no trace to look for.
         trace = TraceBlock("not_sent", message=f"the question was not sent: {obs.outage_reason or 'the page did not load'}")

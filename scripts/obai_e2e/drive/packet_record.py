@@ -13,7 +13,7 @@ from ..base.record import Record
 from ..config.units import check_unit_id
 from ..trace.digest import TraceDigest
 from ..trace.resolve import RESOLVED
-from .browser import UiObservation
+from .page import UiObservation
 from .canaries import CanaryFinding
 from .turn import TurnResult
 

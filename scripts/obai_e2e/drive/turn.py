@@ -32,23 +32,25 @@ PIPE_DRAIN_GRACE_S = 1.0
 
 @dataclass(frozen=True)
 class _Live:
-    pgid: int
+    pgid: int | None
     mark: str | None
     under: Path | None
     since: int
 
 
-# Turns in flight, so a signal handler can end them all.
-_LIVE: dict[int, _Live] = {}
+# Turns in flight, and the long-lived processes of a run (a web UI server, the browser), so
+# that a signal handler can end them all.
+_LIVE: dict[object, _Live] = {}
 _LIVE_LOCK = threading.Lock()
 
 
 def kill_live_groups() -> None:
-    """Kill every process of every turn still in flight (used on SIGTERM/SIGINT)."""
+    """Kill every process of every turn still in flight, and of what track() names (used on SIGTERM/SIGINT)."""
     with _LIVE_LOCK:
         live = list(_LIVE.values())
     for t in live:
-        procs.end_all(mark=t.mark, groups=[t.pgid], sessions=[t.pgid], under=t.under, since_ticks=t.since)
+        groups = [t.pgid] if t.pgid else []
+        procs.end_all(mark=t.mark, groups=groups, sessions=groups, under=t.under, since_ticks=t.since)
 
 
 @dataclass
@@ -190,16 +192,17 @@ class _Watch:
                 stream.close()
 
 
-def track_group(pgid: int) -> None:
-    """Count a long-lived process group (a web UI server) among those a signal handler kills."""
-    entry = procs.stat(pgid)
+def track(key: object, *, pgid: int | None = None, mark: str | None = None, under: Path | None = None) -> None:
+    """Count long-lived processes (a web UI server's group, the browser) among those a signal handler
+    kills: the group ``pgid`` leads and its session, the processes carrying ``mark``, those working under ``under``."""
+    entry = procs.stat(pgid) if pgid else None
     with _LIVE_LOCK:
-        _LIVE[pgid] = _Live(pgid, None, None, entry.start_ticks if entry else 0)
+        _LIVE[key] = _Live(pgid, mark, Path(under) if under else None, entry.start_ticks if entry else 0)
 
 
-def untrack_group(pgid: int) -> None:
+def untrack(key: object) -> None:
     with _LIVE_LOCK:
-        _LIVE.pop(pgid, None)
+        _LIVE.pop(key, None)
 
 
 def _kill_group(pgid: int, sig: int) -> None:

@@ -1,9 +1,13 @@
 """The ui channel: one question asked through the target's web UI, in Chromium under Playwright.
 
-A unit's query, session and correlation tag go in; a ``TurnResult`` and the browser's
-``UiObservation`` come out. The channel owns one browser thread (browser.py) per target
-and process; when target.yaml starts the UI (``ui.server``), the channel starts it once
-(ui_server.py), in its own sandbox with the run's canaries planted, and stops it at the end.
+A unit's query, session, correlation tag and time (its ``timeout_s``) go in; a
+``TurnResult`` and the browser's ``UiObservation`` come out, the answer capped like a CLI
+answer. The channel owns one browser thread (browser.py) per target and process; when
+target.yaml starts the UI (``ui.server``), the channel starts it once (ui_server.py), in
+its own sandbox with the run's canaries planted, and stops it at the end. The question
+may take the unit's time and a grace for reading the page; a page that takes longer has
+its browser ended (the unit's answer never finished), and a browser that crashed is
+launched again for the next question.
 
 An upstream outage (the UI or its backend down) is what the driver sees when the page
 does not load (connection refused, HTTP 5xx), or when the answer ends in an error, an
@@ -21,12 +25,14 @@ from ..base.errors import NotReady
 from ..config.target import TargetConfig
 from ..config.ui import UiConfig
 from ..trace.backend import Backend
-from .browser import DONE, BrowserThread, UiObservation, ask_page
+from .browser import LAUNCH_TIMEOUT_S, BrowserCrashed, BrowserStalled, BrowserThread, BrowserUnavailable
 from .canaries import Planted
+from .page import CRASHED, DONE, ENDED, FAILED, NOT_LOADED, TIMEOUT, UiObservation, ask_page, first_line
 from .turn import TurnResult
 from .ui_server import UiServer
 
 HEALTH_TIMEOUT_S = 5.0
+READ_GRACE_S = 5.0  # beyond the unit's time: reading the page and closing its context
 
 
 class UiChannel:
@@ -49,6 +55,9 @@ class UiChannel:
 
     def _ensure(self) -> BrowserThread:
         with self._lock:
+            if self._browser is not None and self._browser.broken:
+                self._browser.stop()  # its driver stopped answering: a new thread, a new driver
+                self._browser = None
             if self._browser is None:
                 if self.ui.server is not None and self._server is None:
                     server = UiServer(self.config, self.backend)
@@ -56,22 +65,38 @@ class UiChannel:
                     self._server = server
                 browser = BrowserThread(self.ui)
                 browser.start()
-                browser.ready.result()
+                try:
+                    browser.ready.result(timeout=LAUNCH_TIMEOUT_S + READ_GRACE_S)
+                except TimeoutError:
+                    browser.stop()
+                    raise NotReady(f"the ui channel's browser did not start within {LAUNCH_TIMEOUT_S:g} s") from None
                 self._browser = browser
             return self._browser
 
-    def ask(self, query: str, session: str, tag: str) -> tuple[TurnResult, UiObservation]:
-        """Ask one question in a fresh browser context; never raises for the target's own failures."""
+    def ask(self, query: str, session: str, tag: str, timeout_s: float | None = None) -> tuple[TurnResult, UiObservation]:
+        """Ask one question in a fresh browser context within ``timeout_s`` (default: ui.timeout_s); never
+        raises for the target's own failures, nor for its browser's."""
         browser = self._ensure()
+        timeout_s = timeout_s or self.ui.timeout_s
         url = self.ui.page_url(self.base, session, tag)
         started = utc_now()
         t0 = time.monotonic()
-        obs = browser.call(ask_page, self.ui, url, query)
-        if obs.state != DONE or obs.banner is not None or obs.outage:
+        try:
+            obs = browser.call(ask_page, self.ui, url, query, timeout_s, budget_s=timeout_s + READ_GRACE_S)
+        except BrowserStalled as exc:
+            obs = UiObservation(url=url, state=TIMEOUT, browser=ENDED, outage_reason=str(exc))
+        except BrowserCrashed as exc:
+            obs = UiObservation(url=url, state=FAILED, browser=CRASHED, outage_reason=str(exc))
+        except BrowserUnavailable as exc:
+            obs = UiObservation(url=url, state=NOT_LOADED, browser=CRASHED, outage=True,
+                                outage_reason=f"the browser could not be started again: {first_line(exc)}")
+        if obs.browser is None and (obs.state != DONE or obs.banner is not None or obs.outage):
             _check_health(self.ui, self.base, obs)
         turn = TurnResult(argv=["ui", url], exit_code=obs.exit_code, stdout=obs.answer,
                           stderr_tail=obs.banner or "", started_at=iso(started), ended_at=iso(utc_now()),
-                          wall_ms=int((time.monotonic() - t0) * 1000), correlation_tag=tag)
+                          wall_ms=int((time.monotonic() - t0) * 1000), correlation_tag=tag,
+                          stdout_truncated=obs.answer_truncated, stdout_bytes=obs.answer_bytes or 0,
+                          timeout_s=timeout_s)
         return turn, obs
 
     def close(self) -> None:

@@ -3,8 +3,11 @@
 The target configuration's ``ui.server`` and the trace backend go in; the base URL the
 server prints on its stdout comes out. The server runs in a fresh sandbox with the run's
 canaries planted, in a process group of its own that is recorded in the sandbox (so a
-killed run's leftover server is found and ended), and is stopped with SIGTERM, then
-SIGKILL after a grace period.
+killed run's leftover server is found and ended), with the mark a turn's processes carry
+(``OBAI_E2E_TURN``). It is stopped with SIGTERM, then SIGKILL after the target's kill
+grace, and then, as at the end of a turn, everything it started is swept: its group and
+session, whatever carries its mark (a ``setsid`` child that ignores SIGTERM and left the
+sandbox too) and whatever works in its sandbox.
 """
 from __future__ import annotations
 
@@ -15,14 +18,13 @@ import threading
 import uuid
 from concurrent.futures import Future
 
+from ..base import procs
 from ..base.errors import NotReady
 from ..config.target import TargetConfig
 from ..trace.backend import Backend
 from .canaries import Planted, plant
 from .sandbox import Sandbox, record_group
-from .turn import track_group, untrack_group
-
-STOP_GRACE_S = 10.0
+from .turn import track, untrack
 
 
 class UiServer:
@@ -36,13 +38,15 @@ class UiServer:
         base_env = {**os.environ, **config.target.env, **backend.sdk_env}
         self.box = Sandbox(config, f"ui-{uuid.uuid4().hex[:10]}", base_env)
         self.proc: subprocess.Popen | None = None
+        self.mark: str | None = None
         self.planted = Planted()
         self.lines: list[str] = []
 
     def start(self) -> str:
         self.box.__enter__()
         self.planted = plant(self.config.canaries, self.box.dir)
-        env = {**self.box.env(), **self.planted.env}
+        self.mark = self.box.next_mark()
+        env = {**self.box.env(), **self.planted.env, procs.MARK_VAR: self.mark}
         log = open(self.box.dir / "ui-server.log", "wb")
         try:
             self.proc = subprocess.Popen(list(self.spec.command), cwd=str(self.box.workdir), env=env,
@@ -54,7 +58,7 @@ class UiServer:
             raise NotReady(f"the web UI server {self.spec.command[0]!r} could not start ({exc}); check "
                            "ui.server.command in the target configuration") from None
         log.close()
-        track_group(self.proc.pid)
+        track(self, pgid=self.proc.pid, mark=self.mark, under=self.box.folder)
         record_group(self.box.dir, self.proc.pid)
         found: Future = Future()
         threading.Thread(target=self._read, args=(found,), name="ui-server-stdout", daemon=True).start()
@@ -90,12 +94,14 @@ class UiServer:
         if proc is not None and proc.poll() is None:
             try:
                 os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(timeout=STOP_GRACE_S)
+                proc.wait(timeout=self.config.target.kill_grace_s)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
             except ProcessLookupError:
                 pass
         if proc is not None:
-            untrack_group(proc.pid)
+            procs.sweep(mark=self.mark, groups=[proc.pid], sessions=[proc.pid], under=self.box.folder,
+                        from_pid=proc.pid)
+        untrack(self)
         self.box.teardown()

@@ -94,7 +94,9 @@ def observed_text(packet: Packet) -> str:
         parts.append("follow-up: " + packet.followup_error[:120])
     if packet.ui is not None:
         parts.append(f"page: {packet.ui.state}" + (", error banner" if packet.ui.banner else "")
-                     + (", upstream outage" if packet.ui.outage else ""))
+                     + (", upstream outage" if packet.ui.outage else "")
+                     + (f", browser {packet.ui.browser}" if packet.ui.browser else "")
+                     + (f", asked {packet.ui.attempts} times" if packet.ui.attempts > 1 else ""))
     leaked = [f.name for f in packet.canaries if f.found]
     if leaked:
         parts.append("canaries leaked: " + ", ".join(leaked))
