@@ -72,6 +72,17 @@ def hang_timeout(turn_seconds: float) -> float:
     return round(max(5.0, 2 * turn_seconds + 2), 1)
 
 
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def need_chromium() -> None:
+    """Debian's Chromium, for the ui channel: missing, skip locally and fail in CI."""
+    if not CHROMIUM.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but {CHROMIUM} is missing")
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install -y chromium)")
+
+
 def target_variant(tmp_path: Path, **changes) -> Path:
     """A copy of the bundled target.yaml with some values changed (dotted keys)."""
     data = yaml.safe_load((REPO / "cases" / "target.yaml").read_text())

@@ -27,12 +27,11 @@ import pytest
 import yaml
 from obai_e2e.report.results import load_results
 
-from .conftest import REPO
+from .conftest import REPO, need_chromium
 from .hostile_helpers import hostile_target, marked, run_cli, sandboxes
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
-CHROMIUM = Path("/usr/bin/chromium")
 WEB = REPO / "tests" / "agents" / "hostile_web.py"
 TIMEOUT_S = 5
 BEHAVIOURS = {"(w1)": "crash_once", "(w2)": "stall", "(w3)": "huge:3", "(w4)": "crash_always"}
@@ -56,10 +55,7 @@ def web_cases(tmp: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def web_run(harness_env, tmp_path_factory):
-    if not CHROMIUM.exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true but {CHROMIUM} is missing")
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install -y chromium)")
+    need_chromium()
     tmp = tmp_path_factory.mktemp("web")
     target, mark = hostile_target(tmp, **{
         "ui.server.command": [sys.executable, str(WEB)], "ui.timeout_s": TIMEOUT_S,

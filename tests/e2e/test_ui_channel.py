@@ -31,12 +31,11 @@ from markdown_it import MarkdownIt
 from obai_e2e.base.errors import Exit
 from obai_e2e.report.results import load_results
 
-from .conftest import REPO, target_variant
+from .conftest import REPO, need_chromium, target_variant
 from .conftest import obai_json as obai
 
 pytestmark = [pytest.mark.slow, pytest.mark.heavy(41), pytest.mark.browser]
 
-CHROMIUM = Path("/usr/bin/chromium")
 UI_CATEGORIES = ("ui_rendering", "ui_display", "ui_latency")
 UI_RULES = ("ui.answer_not_rendered", "ui.raw_markup", "ui.error_banner", "ui.slow_first_token", "ui.slow_done")
 # ui fault -> (case, scope text, the codes it trips)
@@ -65,10 +64,7 @@ def finished(code: int, out: dict, err: str) -> dict:
 
 @pytest.fixture(scope="module")
 def setup(harness_env, tmp_path_factory):
-    if not CHROMIUM.exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true but {CHROMIUM} is missing")
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install -y chromium)")
+    need_chromium()
     tmp = tmp_path_factory.mktemp("ui")
     data = yaml.safe_load((REPO / "cases" / "cases.yaml").read_text())
     smoke = [c for c in data["cases"] if c.get("smoke")]
