@@ -115,7 +115,8 @@ def run(args) -> int:
     extra = {**(extra or {}), "started_by": STARTED_BY}
     resume = args.resume
     if resume is None and not args.fresh:
-        resume = unfinished_run(config, cases, filters, repeats=repeats, shard=args.shard, extra=extra)
+        resume = unfinished_run(config, cases, filters, repeats=repeats, shard=args.shard,
+                                shard_timings=args.shard_timings, extra=extra)
         if resume is not None:
             say(f"resuming {resume}, the unfinished run of this selection ({_judged(resume)}); --fresh starts a "
                 "new run instead")

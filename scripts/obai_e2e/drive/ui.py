@@ -21,7 +21,8 @@ import threading
 import time
 
 from ..base.clock import iso, utc_now
-from ..base.errors import NotReady
+from ..base.errors import Interrupted, NotReady
+from ..base.procs import STOPPING
 from ..config.target import TargetConfig
 from ..config.ui import UiConfig
 from ..trace.backend import Backend
@@ -75,7 +76,10 @@ class UiChannel:
 
     def ask(self, query: str, session: str, tag: str, timeout_s: float | None = None) -> tuple[TurnResult, UiObservation]:
         """Ask one question in a fresh browser context within ``timeout_s`` (default: ui.timeout_s); never
-        raises for the target's own failures, nor for its browser's."""
+        raises for the target's own failures, nor for its browser's. When the runner is stopping, a question
+        is neither asked nor answered (the unit stays pending)."""
+        if STOPPING.is_set():
+            raise Interrupted("the run is stopping; this question was not asked")
         browser = self._ensure()
         timeout_s = timeout_s or self.ui.timeout_s
         url = self.ui.page_url(self.base, session, tag)
@@ -90,6 +94,8 @@ class UiChannel:
         except BrowserUnavailable as exc:
             obs = UiObservation(url=url, state=NOT_LOADED, browser=CRASHED, outage=True,
                                 outage_reason=f"the browser could not be started again: {first_line(exc)}")
+        if STOPPING.is_set():
+            raise Interrupted("the run was stopped during this question; it will be asked again on resume")
         if obs.browser is None and (obs.state != DONE or obs.banner is not None or obs.outage):
             _check_health(self.ui, self.base, obs)
         turn = TurnResult(argv=["ui", url], exit_code=obs.exit_code, stdout=obs.answer,

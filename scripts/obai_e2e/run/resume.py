@@ -27,7 +27,7 @@ STARTED_BY = "run"  # run.json extra "started_by" of a run the run command made
 
 
 def unfinished_run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, repeats: dict | None = None,
-                   shard: ShardSpec | None = None, extra: dict | None = None,
+                   shard: ShardSpec | None = None, shard_timings: Path | None = None, extra: dict | None = None,
                    root: Path | None = None) -> Path | None:
     root = root or runs_root()
     candidates = sorted((p.parent for p in root.glob(f"????-??-??/??????*/{RUN_FILE}")
@@ -43,7 +43,7 @@ def unfinished_run(config: TargetConfig, case_set: CaseSet, filters: Filters, *,
             meta = load_run(run_dir)
         except Exception:  # noqa: BLE001 - an unreadable run is nobody's to resume
             continue
-        if _same(meta, wanted, units, shard, case_set) and not _held(run_dir):
+        if _same(meta, wanted, units, shard, case_set) and _same_timings(meta, shard_timings) and not _held(run_dir):
             return run_dir
     return None
 
@@ -60,6 +60,15 @@ def _same(meta: RunMeta, wanted: dict, units: list[str], shard: ShardSpec | None
         return meta.shard is None and meta.units == units
     s = meta.shard or {}
     return (s.get("index"), s.get("total"), s.get("plan_units")) == (shard.index, shard.total, units)
+
+
+def _same_timings(meta: RunMeta, shard_timings: Path | None) -> bool:
+    """A part split by an earlier run's latencies (--shard-timings) resumes only with the same ones."""
+    recorded = ((meta.shard or {}).get("timings") or {}).get("sha256")
+    if shard_timings is None:
+        return recorded is None
+    path = Path(shard_timings) / "results.json" if Path(shard_timings).is_dir() else Path(shard_timings)
+    return path.is_file() and recorded == sha256_file(path)
 
 
 def _held(run_dir: Path) -> bool:
