@@ -2,9 +2,10 @@
 
 Enters: what a new run would be made of (configuration, cases, filters, repeats, shard,
 loss plan). Leaves: the newest run directory that ``obai-e2e run`` started with exactly
-that selection, on the same commit, and did not finish (no seal), when no other runner
-holds it; or None. Such a run is resumed rather than started again, so finished units
-are never driven twice.
+that selection, on the same commit of the bundle and the same version of the target (its
+``version_command``), and did not finish (no seal), when no other runner holds it; or
+None. Such a run is resumed rather than started again, so finished units are never
+driven twice.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from ..config.target import TargetConfig
 from ..protocol.seal import SEAL
 from ..rundir.lock import LOCK_NAME
 from ..rundir.meta import RUN_FILE, RunMeta, load_run
-from .plan import git_commit, planned_units
+from .plan import git_commit, planned_units, target_version
 from .shard import ShardSpec
 
 STARTED_BY = "run"  # run.json extra "started_by" of a run the run command made
@@ -38,12 +39,17 @@ def unfinished_run(config: TargetConfig, case_set: CaseSet, filters: Filters, *,
     wanted = {"filters": filters.to_json(), "cases_sha256": case_set.sha256, "repeats": planned,
               "target_config_sha256": sha256_file(config.path), "git_commit": git_commit(bundle_root()),
               "loss_plan": (extra or {}).get("loss_plan")}
+    version: list[str | None] = []  # asked of the target once, and only for a run that matches otherwise
     for run_dir in candidates:
         try:
             meta = load_run(run_dir)
         except Exception:  # noqa: BLE001 - an unreadable run is nobody's to resume
             continue
-        if _same(meta, wanted, units, shard, case_set) and _same_timings(meta, shard_timings) and not _held(run_dir):
+        if not (_same(meta, wanted, units, shard, case_set) and _same_timings(meta, shard_timings)):
+            continue
+        if not version:
+            version.append(target_version(config))
+        if meta.target.get("version") == version[0] and not _held(run_dir):
             return run_dir
     return None
 
