@@ -85,6 +85,7 @@ def test_a_page_that_blocks_its_event_loop_is_ended_within_its_time(web_run):
     assert packet["turn"]["wall_ms"] < (TIMEOUT_S + 5 + 10) * 1000, packet["turn"]
     tripped = {o["rule"] for o in w2["rule_outcomes"] if o["status"] == "fail"}
     assert "ui.answer_not_rendered" in tripped, tripped  # the agent answered (its trace), the page never showed it
+    assert w2["reasons"] == ["ui.answer_not_rendered"], w2
 
 
 def test_a_huge_web_answer_is_capped_like_a_cli_answer(web_run):

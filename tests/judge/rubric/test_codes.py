@@ -260,3 +260,11 @@ def test_the_same_case_clean_passes_the_code(code):
             assert (value["verdict"], value["reasons"]) == ("pass", [])
         else:
             assert status == "pass", (case_id, rule_of(code), status)
+
+
+def test_a_page_that_never_showed_the_answer_is_named_before_the_empty_answer_it_left():
+    # The agent answered (its trace holds the final response); the page stopped before showing any of it.
+    result = check(on_ui("MD1", state="timeout", answer=""))
+    failed = [o.rule for o in result.outcomes if o.status == "fail"]
+    assert failed[:1] == ["hub.empty_response"] and "ui.answer_not_rendered" in failed, failed
+    assert (result.verdict, result.reasons) == ("fail", ["ui.answer_not_rendered"])

@@ -188,6 +188,15 @@ def questions_for(outcomes: list[RuleOutcome]) -> list[dict]:
     return out
 
 
+def first_failure(outcomes: list[RuleOutcome]) -> RuleOutcome | None:
+    """The hard failure that names the verdict: the first in layer order, except that on the ui channel
+    an empty answer whose page never showed the agent's answer is the page's failure, not the agent's."""
+    fails = [o for o in outcomes if o.status == FAIL]
+    if fails and fails[0].rule == "hub.empty_response":
+        return next((o for o in fails if o.rule == "ui.answer_not_rendered"), fails[0])
+    return fails[0] if fails else None
+
+
 def check_packet(packet: Packet, case: Case, config: TargetConfig) -> CheckResult:
     unit_id = packet.unit_id or case.id
     expected = expected_text(case)
@@ -199,7 +208,7 @@ def check_packet(packet: Packet, case: Case, config: TargetConfig) -> CheckResul
                            infra=infra)
     ctx = context_for(packet, case, config)
     outcomes = routing.check(ctx) + specialist.check(ctx) + answer.check(ctx) + ui.check(ctx) + adversarial.check(ctx)
-    first_fail = next((o for o in outcomes if o.status == FAIL), None)
+    first_fail = first_failure(outcomes)
     soft = [c for o in outcomes if o.status == NEEDS_REVIEW for c in o.tripped_codes]
     if first_fail is not None:
         verdict, reasons = FAIL_V, [first_fail.code]
