@@ -130,7 +130,7 @@ def test_string_guardrail_decision(ledger, tmp_path):
 def test_declared_error_shape(ledger):
     outcomes, result = judge("Q2_feed_error", ledger)
     assert result["reasons"] == ["specialist.quotes.tool_error"]
-    assert outcomes["specialist.tool_error"]["detail"] == "quotes reported an error (/status == 'error')"
+    assert outcomes["specialist.tool_error"]["detail"] == "quotes reported an error (/output/status == 'error')"
     assert outcomes["specialist.tool_error"]["evidence"][0]["excerpt"] == "quote feed timed out"
 
 
@@ -178,7 +178,7 @@ def test_raw_tree_marks_what_the_vocabulary_reads(ledger):
     assert [h.split("─ ", 1)[1].split(" [")[0] for h in heads] == ["orchestrator", "policy.check", "toolkit.mount",
                                                                      "agent:quotes", "writer"]
     assert heads[0].startswith("└─ ") and heads[-1].startswith("   └─ ")
-    assert heads[1].endswith('← guardrail: output.decision = "allow" (allowed)')
+    assert heads[1].endswith('← guardrail: /output/decision = "allow" (allowed)')
     assert heads[2].endswith("← skill load: equities") and heads[3].endswith("← specialist: quotes")
     assert "   │     metadata:  {\"toolkit\": \"equities\"}" in lines
     unmarked = raw.render(raw.tree(tree["trace"], tree["spans"]))

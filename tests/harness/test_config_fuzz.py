@@ -60,7 +60,7 @@ TARGET_STRINGS = [("target", "name"), ("target", "workdir"), ("trace_backend", "
                   ("vocabulary", "hub_span"), ("vocabulary", "skill_name_field"), ("run", "catalog")]
 TARGET_REQUIRED = [("version",), ("target",), ("trace_backend",), ("correlation",), ("vocabulary",),
                    ("target", "name"), ("target", "command"), ("trace_backend", "kind"),
-                   ("correlation", "match"), ("vocabulary", "specialists"), ("vocabulary", "hub_span")]
+                   ("correlation", "match"), ("vocabulary", "specialists"), ("vocabulary", "guardrail_span")]
 
 
 def wrong_value(kind: str):

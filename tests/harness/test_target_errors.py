@@ -49,15 +49,35 @@ def example_with(tmp_path: Path, old: str, new: str) -> Path:
      "/vocabulary/specialist_span", "the only placeholder is {name}"),
     ('specialist_span: "agent:{name}"', 'specialist_span: "re:agent:(?P<name>"', "specialist_span:",
      "/vocabulary/specialist_span", "not a valid regular expression"),
-    ("- {pointer: /status, equals: error, message: /detail}",
-     "- {pointer: /status, equals: error, matches: '^e', message: /detail}", "pointer: /status",
+    ("- {pointer: /output/status, equals: error, message: /output/detail}",
+     "- {pointer: /output/status, equals: error, matches: '^e', message: /output/detail}", "pointer: /output/status",
      "/vocabulary/specialist_output/errors/0", "exactly one of equals, matches or present"),
-    ("- {pointer: /status, equals: error, message: /detail}", "- {pointer: /status, matches: '(', message: /detail}",
-     "pointer: /status", "/vocabulary/specialist_output/errors/0/matches", "not a valid regular expression"),
+    ("- {pointer: /output/status, equals: error, message: /output/detail}",
+     "- {pointer: /output/status, matches: '(', message: /output/detail}",
+     "pointer: /output/status", "/vocabulary/specialist_output/errors/0/matches", "not a valid regular expression"),
     ('guardrail_refused_values: ["deny"]', 'guardrail_refused_values: ["deny", "allow"]', "guardrail_refused_values",
      "/vocabulary/guardrail_refused_values", "'allow' is listed as both allowed and refused"),
-    ("skill_name_field: metadata.toolkit", "skill_name_field: name", "skill_name_field",
+    ("skill_name_field: /metadata/toolkit", "skill_name_field: name", "skill_name_field",
      "/vocabulary/skill_name_field", "has none (e.g. skill:{name})"),
+    # One path syntax: an old dotted path is refused with the pointer to write instead.
+    ("skill_name_field: /metadata/toolkit", "skill_name_field: metadata.toolkit", "skill_name_field",
+     "/vocabulary/skill_name_field", "is a dotted path; this field takes a JSON pointer into the span as "
+     "`traces sample --json` prints it: write '/metadata/toolkit'"),
+    ("guardrail_allowed_field: /output/decision", "guardrail_allowed_field: decision", "guardrail_allowed_field",
+     "/vocabulary/guardrail_allowed_field", "write '/output/decision'"),
+    # A pointer written from the output alone (as old files did) names the span field it lacks.
+    ("text: /output/body", "text: /body", "text: /body", "/vocabulary/specialist_output/text",
+     "does not start at a field of the span"),
+    ("max_loss: /output/figures/max_loss", "max_loss: /metadata/max_loss", "max_loss:",
+     "/vocabulary/options_payload/max_loss", "start the pointer with /output"),
+    ('answer_from: "trace_output:/final/text"', 'answer_from: "stdout_json:result"', 'answer_from: "',
+     "/target/answer_from", "does not match"),
+    ("  env_var: LEDGER_RUN_REF\n", "", "match: metadata", "/correlation/match", "needs /correlation/env_var"),
+    ('catalog: "{bundle}/catalogs/loss-catalog.v1.json"', 'catalog: "{home}/catalogs/loss-catalog.v1.json"',
+     "catalog:", "/run/catalog", "the only placeholder in a path is {bundle}"),
+    ('guardrail_refused_values: ["deny"]', "guardrail_refused_values: [no]", "guardrail_refused_values",
+     "/vocabulary/guardrail_refused_values/0", 'unquoted no is read as the boolean false (YAML 1.1); write "no" in '
+     "quotes"),
     ('answer_from: "trace_output:/final/text"', 'answer_from: "trace_output:final"', 'answer_from: "',
      "/target/answer_from", "does not match"),
     ("specialists: [quotes, financials, derivs]", "specialists: [quotes, financials, derivs, 'skill:x']",
@@ -70,6 +90,24 @@ def test_bad_target_names_file_line_and_field(tmp_path, capsys, old, new, needle
     reason = out["reason"]
     assert reason.startswith(f"{path}:{line_of(path, needle)}: field {field}"), reason
     assert says in reason, reason
+
+
+def test_thread_correlation_needs_the_session_in_the_command(tmp_path, capsys):
+    text = (EXAMPLE / "target.yaml").read_text().replace("  match: metadata\n", "  match: thread\n")
+    path = write(tmp_path, text.replace('"--conversation", "{session}", ', ""))
+    code, out = preflight(capsys, path)
+    assert out["reason"].startswith(f"{path}:{line_of(path, 'command: [')}: field /target/command: correlation "
+                                     "match: thread ties a turn to the trace whose thread_id is the turn's session")
+    # With the session passed, thread correlation needs no env_var.
+    path = write(tmp_path, text.replace("  env_var: LEDGER_RUN_REF\n", ""))
+    code, out = preflight(capsys, path)
+    assert next(c for c in out["checks"] if c["name"] == "target_config")["ok"], out
+
+
+def test_unquoted_yes_is_a_boolean_where_only_a_boolean_fits(tmp_path, capsys):
+    text = (EXAMPLE / "target.yaml").read_text().replace("  enabled: true\n", "  enabled: yes\n")
+    code, out = preflight(capsys, write(tmp_path, text))
+    assert next(c for c in out["checks"] if c["name"] == "target_config")["ok"], out
 
 
 def test_a_bad_options_label_names_its_line(tmp_path, capsys):

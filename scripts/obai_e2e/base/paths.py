@@ -48,19 +48,32 @@ def recorded(text: str | None) -> Path | None:
     return path if path.is_absolute() else bundle_root() / path
 
 
+_configured_runs: Path | None = None
+
+
+def use_runs_root(path: Path | None) -> None:
+    """The runs folder a target configuration names (run.runs_dir); $OBAI_E2E_RUNS still wins."""
+    global _configured_runs
+    _configured_runs = Path(path).resolve() if path is not None else None
+
+
 def runs_root() -> Path:
     env = os.environ.get("OBAI_E2E_RUNS")
     if env:
         return Path(env).resolve()
-    return bundle_root() / "runs"
+    return _configured_runs or bundle_root() / "runs"
 
 
 def store_dir() -> Path:
-    """State of the local trace store: database, pid/port file and log."""
+    """State of the local trace store: database, pid/port file and log.
+
+    One store serves every target, so a target's own runs folder does not move it.
+    """
     env = os.environ.get("OBAI_TRACE_STORE_DIR")
     if env:
         return Path(env).resolve()
-    return runs_root() / ".trace-store"
+    runs = os.environ.get("OBAI_E2E_RUNS")
+    return (Path(runs).resolve() if runs else bundle_root() / "runs") / ".trace-store"
 
 
 def cases_dir() -> Path:

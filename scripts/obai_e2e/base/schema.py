@@ -181,3 +181,32 @@ def _raise(source: str, lines: Lines | None, item_label: Callable[[tuple], str |
     field = pointer(path)
     subject = f"{label}, field {field}" if label else f"field {field}"
     raise ConfigError(f"{where}: {subject}: {message}")
+
+
+def refuse_yaml11_booleans(data: Any, schema_name: str, words: dict[tuple, str], *, source: str,
+                           lines: Lines | None = None) -> None:
+    """Refuse an unquoted yes/no/on/off (a boolean in YAML 1.1) where the schema also takes a string.
+
+    ``words`` maps each such value's path to the word written. Where only a boolean fits
+    (``enabled: yes``) the word stays a boolean; where a string fits too, it is refused.
+    """
+    for path, word in sorted(words.items(), key=lambda kv: [str(p) for p in kv[0]]):
+        if _takes_string(data, schema_name, path, word):
+            _raise(source, lines, None, path,
+                   f"unquoted {word} is read as the boolean {str(_get(data, path)).lower()} (YAML 1.1); write "
+                   f"\"{word}\" in quotes for the text, or true/false for a boolean")
+
+
+def _get(data: Any, path: tuple) -> Any:
+    for p in path:
+        data = data[p]
+    return data
+
+
+def _takes_string(data: Any, schema_name: str, path: tuple, word: str) -> bool:
+    copy = json.loads(json.dumps(data))
+    cur = copy
+    for p in path[:-1]:
+        cur = cur[p]
+    cur[path[-1]] = word
+    return not any(tuple(e.absolute_path)[:len(path)] == path for e in validator(schema_name).iter_errors(copy))

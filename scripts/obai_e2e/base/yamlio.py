@@ -45,6 +45,7 @@ _STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"
 _FLOAT = "tag:yaml.org,2002:float"
 _MERGE = "tag:yaml.org,2002:merge"
+_BOOL = "tag:yaml.org,2002:bool"
 
 
 class _Loader(_BaseLoader):
@@ -64,6 +65,7 @@ class YamlDoc:
     lines: Lines
     numbers: dict[tuple, str] = field(default_factory=dict)
     sha256: str = ""
+    yaml11_bools: dict[tuple, str] = field(default_factory=dict)  # path -> word (yes, off, ...) read as a boolean
 
 
 def max_bytes() -> int:
@@ -113,6 +115,7 @@ class _Checker:
         self.source = source
         self.lines: Lines = {}
         self.numbers: dict[tuple, str] = {}
+        self.yaml11_bools: dict[tuple, str] = {}
         self.done: dict[int, tuple[int, int]] = {}  # node id -> (expanded size, height)
         self.active: set[int] = set()
         self.alias_extra = 0
@@ -146,6 +149,8 @@ class _Checker:
         if isinstance(node, yaml.ScalarNode):
             if node.tag != _STR:
                 self.scalar(node, path)
+                if node.tag == _BOOL and node.value.lower() not in ("true", "false"):
+                    self.yaml11_bools[path] = node.value
             elif self.pure and not node.value.isascii():
                 self.text(node)
             result = (1, 1)
@@ -273,7 +278,7 @@ def load_yaml_doc(path: Path, *, label: str | None = None, libyaml: bool = LIBYA
         if collecting:
             gc.enable()
     return YamlDoc(path=path, data=data, lines=checker.lines, numbers=checker.numbers,
-                   sha256=hashlib.sha256(raw).hexdigest())
+                   sha256=hashlib.sha256(raw).hexdigest(), yaml11_bools=checker.yaml11_bools)
 
 
 def load_yaml(path: Path, *, label: str | None = None) -> tuple[Any, Lines]:

@@ -10,7 +10,7 @@ from ..base import schema
 from ..base.errors import ConfigError, HoldoutSealed, UsageError
 from ..base.fsutil import sha256_file
 from ..base.paths import cases_file
-from ..base.yamlio import Lines, load_yaml
+from ..base.yamlio import Lines, load_yaml_doc
 from .target import TargetConfig
 
 DEFAULT_STOCHASTIC_REPEATS = 3
@@ -209,7 +209,8 @@ def load_cases(path: Path | None = None, *, specialists: Iterable[str] | None = 
     """
     path = Path(path) if path else default_cases_path()
     source = str(path)
-    data, lines = load_yaml(path, label=source)
+    doc = load_yaml_doc(path, label=source)
+    data, lines = doc.data, doc.lines
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping with 'version' and 'cases'")
     if data.get("holdout") is True and not allow_holdout:
@@ -217,6 +218,7 @@ def load_cases(path: Path | None = None, *, specialists: Iterable[str] | None = 
             f"{path} is the sealed holdout set: it is never planned, run, listed or shown by the normal flow. "
             "It opens once, through freeze_audit.py open-holdout, after the development gate passed.")
     schema.check(data, "cases.schema.json", source=source, lines=lines, item_label=_case_label(data))
+    schema.refuse_yaml11_booleans(data, "cases.schema.json", doc.yaml11_bools, source=source, lines=lines)
     _semantic_checks(data, lines, source, specialists, strategy, options, correlation_var, has_ui)
     cases = []
     for index, c in enumerate(data["cases"]):
@@ -256,6 +258,8 @@ def load_cases(path: Path | None = None, *, specialists: Iterable[str] | None = 
 def load_cases_for(config: TargetConfig, path: Path | None = None, *, allow_holdout: bool = False) -> CaseSet:
     """Load a cases file (default: the bundle's), checking names against ``config``'s vocabulary."""
     v = config.vocabulary
-    return load_cases(path, specialists=v.specialists, strategy=v.strategy_specialist,
+    # Found by pattern or type with no list: any name can be a specialist, so none is refused here.
+    known = None if v.open_names and not v.specialists else v.specialists
+    return load_cases(path, specialists=known, strategy=v.strategy_specialist,
                       options=v.options_specialist, allow_holdout=allow_holdout,
                       correlation_var=config.correlation.env_var, has_ui=config.ui is not None)

@@ -30,12 +30,23 @@ class Target:
     refusal_exit_code: int
     stderr_tail_bytes: int
     display_name: str = ""
-    answer_from: str = "stdout"  # "stdout" or "trace_output:<JSON pointer>"
+    answer_from: str = "stdout"  # "stdout", "trace_output:<JSON pointer>" or "stdout_json:<JSON pointer>"
+    version_timeout_s: float = 60.0
+
+    @property
+    def answer_source(self) -> str:
+        """Where the answer is read: stdout, trace_output or stdout_json."""
+        return self.answer_from.split(":", 1)[0]
 
     @property
     def answer_pointer(self) -> str | None:
         """The JSON pointer into the trace's output when the answer is read there."""
-        return self.answer_from.split(":", 1)[1] if self.answer_from.startswith("trace_output:") else None
+        return self.answer_from.split(":", 1)[1] if self.answer_source == "trace_output" else None
+
+    @property
+    def stdout_pointer(self) -> str | None:
+        """The JSON pointer into a JSON document (or JSON line) on stdout when the answer is read there."""
+        return self.answer_from.split(":", 1)[1] if self.answer_source == "stdout_json" else None
 
 
 @dataclass(frozen=True)
@@ -64,41 +75,56 @@ class TraceBackend:
 
 @dataclass(frozen=True)
 class Correlation:
-    """How a turn is tied to its trace."""
+    """How a turn is tied to its trace.
 
-    env_var: str
+    ``tag`` / ``metadata``: the value the harness puts in ``env_var``, recorded by the
+    target; ``thread``: the trace's thread_id is the ``{session}`` of the command;
+    ``none``: the turn's time window and its query.
+    """
+
+    env_var: str | None
     match: str
     metadata_key: str | None
     window_slack_s: float
 
+    @property
+    def window(self) -> bool:
+        """True when a turn's trace is told apart only by its time window and query."""
+        return self.match == "none"
+
 
 @dataclass(frozen=True)
 class Vocabulary:
-    """The span names and fields that carry each part of a turn."""
+    """The span names and fields that carry each part of a turn.
 
-    hub_span: str
+    Every field that points into a span or a trace is a JSON pointer that starts at the
+    span (or trace) as ``traces sample --json`` prints it (config/pointers.py).
+    """
+
+    hub_span: str | None
     guardrail_span: str
     guardrail_allowed_field: str
     skill_load_span: str
-    skill_name_field: str
+    skill_name_field: str                     # a pointer into the skill-load span, or "name"
     specialists: tuple[str, ...]
     strategy_specialist: str | None
     strategy_input_field: str | None
     prediction_specialist: str | None
     options_specialist: str | None
-    final_response_field: str
+    final_response_field: str | None          # pointer into the trace; None: the curated text has no answer
     guardrail_allowed_values: tuple = (True,)
     guardrail_refused_values: tuple = (False,)
     specialist_span: str | None = None
-    specialist_text: str | None = None        # JSON pointer into a specialist's output
-    specialist_data: str | None = None        # JSON pointer to its structured part
+    specialist_type: str | None = None        # a span of this type is a specialist (e.g. tool)
+    specialist_text: str | None = None        # pointers into a specialist's span
+    specialist_data: str | None = None
     error_shapes: tuple[ErrorShape, ...] = ()
-    options_max_loss: str | None = None       # JSON pointers into the options specialist's output
+    options_max_loss: str | None = None       # pointers into the options specialist's span (under /output)
     options_breakevens: str | None = None
 
     @cached_property
-    def hub(self) -> SpanPattern:
-        return span_pattern(self.hub_span)
+    def hub(self) -> SpanPattern | None:
+        return span_pattern(self.hub_span) if self.hub_span else None
 
     @cached_property
     def guardrail(self) -> SpanPattern:
@@ -112,15 +138,35 @@ class Vocabulary:
     def specialist(self) -> SpanPattern | None:
         return span_pattern(self.specialist_span) if self.specialist_span else None
 
-    def specialist_name(self, span_name: str | None) -> str | None:
-        """The specialist a span is a call of, or None when it is not a specialist span."""
+    def is_hub(self, span_name: str | None) -> bool:
+        return self.hub is not None and self.hub.matches(span_name)
+
+    def specialist_name(self, span_name: str | None, span_type: str | None = None) -> str | None:
+        """The specialist a span is a call of, or None when it is not a specialist span.
+
+        With ``specialist_span`` and/or ``specialist_type`` a span is a specialist when it
+        matches every one given, unless it is the hub, the guardrail or a skill load;
+        without either, when its name is one of ``specialists``.
+        """
         pattern = self.specialist
-        if pattern is None:
+        if pattern is None and self.specialist_type is None:
             return span_name if span_name in self.specialists else None
+        if self.specialist_type is not None and span_type != self.specialist_type:
+            return None
+        if span_name is None or self.is_hub(span_name) or self.guardrail.matches(span_name) \
+                or self.skill_load.matches(span_name):
+            return None
+        if pattern is None:
+            return span_name
         hit, name = pattern.match(span_name)
         if not hit:
             return None
         return name if name is not None else span_name
+
+    @property
+    def open_names(self) -> bool:
+        """True when specialists are found by pattern or type, so names outside ``specialists`` occur."""
+        return self.specialist_span is not None or self.specialist_type is not None
 
 
 @dataclass(frozen=True)
@@ -130,6 +176,15 @@ class OptionsLabels:
     max_loss: re.Pattern
     breakeven: re.Pattern
     unlimited: re.Pattern
+
+
+@dataclass(frozen=True)
+class StrategyLabels:
+    """How the strategy contract is found in the strategy specialist's text (regular expressions)."""
+
+    verdict: re.Pattern
+    operators: re.Pattern
+    total_trades: re.Pattern  # its first group is the number of trades
 
 
 @dataclass(frozen=True)

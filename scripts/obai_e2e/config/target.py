@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..base import jsonptr, schema
+from ..base import schema
 from ..base.errors import ConfigError
-from ..base.paths import bundle_root, cases_file
-from ..base.yamlio import Lines, line_for, load_yaml
+from ..base.paths import cases_file, use_runs_root
+from ..base.yamlio import Lines, line_for, load_yaml_doc
 from .adversarial import Canary, parse_canaries
+from .fields import Fields
 from .sections import (
     AsyncJobs,
     Correlation,
@@ -23,12 +24,13 @@ from .sections import (
     Privacy,
     ReportSettings,
     Sandbox,
+    StrategyLabels,
     Target,
     TraceBackend,
     Vocabulary,
 )
-from .shapes import ErrorShape, span_pattern
 from .ui import UiConfig, parse_ui
+from .vocabulary import parse_vocabulary
 
 DEFAULT_REDACT = ["*KEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*"]
 # The demo's English option labels; a target with other wording sets rubric.options_labels.
@@ -36,6 +38,12 @@ DEFAULT_OPTIONS_LABELS = {
     "max_loss": r"(?i)\bmax(?:imum)?\.?\s+loss\b",
     "breakeven": r"(?i)\bbreak-?\s?evens?\b",
     "unlimited": r"(?i)\b(unlimited|unbounded|uncapped|infinite)\b",
+}
+# The demo's strategy contract; a target with other wording sets rubric.strategy_labels.
+DEFAULT_STRATEGY_LABELS = {
+    "verdict": r"\bVerdict\b",
+    "operators": r"(?im)^\s*operators?\s*:|(?:^|\s)(?:<=|>=|<|>|crosses (?:above|below))\s*\d",
+    "total_trades": r"(?im)^\s*total\s+trades\s*[:=]\s*(\d+)",
 }
 DEFAULT_FAILURE_ACK = [r"(?i)\b(unavailable|not available|could not|couldn't|cannot|can't|failed|failure|error|"
                        r"unable|timed out|try again)\b"]
@@ -73,6 +81,8 @@ class TargetConfig:
     ui: UiConfig | None = field(default=None)  # None: the target has no ui channel
     canaries: tuple[Canary, ...] = field(default=())
     lines: Lines = field(default_factory=dict, repr=False)
+    strategy_labels: StrategyLabels | None = field(default=None)
+    runs_dir: Path | None = field(default=None)  # run.runs_dir; None: $OBAI_E2E_RUNS or the bundle's runs/
 
     @property
     def display_name(self) -> str:
@@ -84,77 +94,24 @@ class TargetConfig:
         return f"{self.path}:{line}" if line else str(self.path)
 
 
-class _Fields:
-    """Messages about fields of one file, each naming the file, the line and the field."""
-
-    def __init__(self, source: str, lines: Lines):
-        self.source, self.lines = source, lines
-
-    def error(self, path: tuple, message: str) -> ConfigError:
-        line = line_for(self.lines, path)
-        where = f"{self.source}:{line}" if line else self.source
-        field_ = "/" + "/".join(str(p) for p in path)
-        return ConfigError(f"{where}: field {field_}: {message}")
-
-    def regex(self, value: str, path: tuple) -> re.Pattern:
-        try:
-            return re.compile(value)
-        except re.error as exc:
-            raise self.error(path, f"{value!r} is not a valid regular expression ({exc})") from None
-
-    def span(self, value: str | None, path: tuple) -> str | None:
-        if value is None:
-            return None
-        try:
-            span_pattern(value)
-        except ValueError as exc:
-            raise self.error(path, f"not a span name, template or re: pattern: {exc}") from None
-        return value
-
-    def pointer(self, value: str | None, path: tuple) -> str | None:
-        if value is None:
-            return None
-        try:
-            jsonptr.parse(value)
-        except ValueError as exc:
-            raise self.error(path, str(exc)) from None
-        return value
-
-
-def _error_shapes(f: _Fields, entries: list, base: tuple) -> tuple[ErrorShape, ...]:
-    shapes = []
-    for i, e in enumerate(entries):
-        where = base + (i,)
-        tests = [k for k in ("equals", "matches", "present") if k in e]
-        if len(tests) != 1:
-            raise f.error(where, "give exactly one of equals, matches or present")
-        shapes.append(ErrorShape(
-            pointer=f.pointer(e["pointer"], where + ("pointer",)),
-            equals=e["equals"] if "equals" in e else jsonptr.MISSING,
-            matches=f.regex(e["matches"], where + ("matches",)) if "matches" in e else None,
-            present=e.get("present"),
-            message=f.pointer(e.get("message"), where + ("message",)),
-        ))
-    return tuple(shapes)
-
-
 def load_target_config(path: Path | None = None) -> TargetConfig:
     path = Path(path) if path else default_target_path()
     source = str(path)
-    data, lines = load_yaml(path, label=source)
+    doc = load_yaml_doc(path, label=source)
+    data, lines = doc.data, doc.lines
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping at the top level")
     schema.check(data, "target.schema.json", source=source, lines=lines)
-    root = bundle_root()
-    f = _Fields(source, lines)
+    schema.refuse_yaml11_booleans(data, "target.schema.json", doc.yaml11_bools, source=source, lines=lines)
+    # Paths in the file are relative to the file's own folder.
+    f = Fields(source, lines, folder=path.resolve().parent)
 
     t = data["target"]
-    workdir = Path(t.get("workdir", "."))
     target = Target(
         name=t["name"],
         command=list(t["command"]),
         version_command=list(t["version_command"]) if t.get("version_command") else None,
-        workdir=workdir if workdir.is_absolute() else (Path.cwd() / workdir).resolve(),
+        workdir=f.path(t.get("workdir", "."), ("target", "workdir")),
         env=dict(t.get("env", {})),
         timeout_s=float(t.get("timeout_s", 180)),
         kill_grace_s=float(t.get("kill_grace_s", 2)),
@@ -162,11 +119,11 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
         stderr_tail_bytes=int(t.get("stderr_tail_bytes", 4000)),
         display_name=t.get("display_name", ""),
         answer_from=t.get("answer_from", "stdout"),
+        version_timeout_s=float(t.get("version_timeout_s", 60)),
     )
     if not any("{query}" in part for part in target.command):
         raise f.error(("target", "command"), "must contain the placeholder {query}")
-    if target.answer_pointer is not None:
-        f.pointer(target.answer_pointer, ("target", "answer_from"))
+    f.pointer(target.answer_pointer or target.stdout_pointer, ("target", "answer_from"))
 
     a = data.get("async_jobs", {})
     async_jobs = AsyncJobs(
@@ -193,52 +150,20 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
     if c["match"] == "metadata" and not c.get("metadata_key"):
         raise f.error(("correlation", "match"), "match: metadata needs /correlation/metadata_key, the trace "
                                                  "metadata key the target stores the correlation value under")
+    if c["match"] in ("tag", "metadata") and not c.get("env_var"):
+        raise f.error(("correlation", "match"), f"match: {c['match']} needs /correlation/env_var, the variable the "
+                                                 "harness puts each turn's correlation value in")
+    if c["match"] == "thread" and not any("{session}" in part for part in target.command):
+        raise f.error(("target", "command"), "correlation match: thread ties a turn to the trace whose thread_id is "
+                                             "the turn's session: the command must pass {session} to the agent")
     correlation = Correlation(
-        env_var=c["env_var"],
+        env_var=c.get("env_var"),
         match=c["match"],
         metadata_key=c.get("metadata_key"),
         window_slack_s=float(c.get("window_slack_s", 2)),
     )
 
-    v = data["vocabulary"]
-    out = v.get("specialist_output", {})
-    opts = v.get("options_payload", {})
-    vocabulary = Vocabulary(
-        hub_span=f.span(v["hub_span"], ("vocabulary", "hub_span")),
-        guardrail_span=f.span(v["guardrail_span"], ("vocabulary", "guardrail_span")),
-        guardrail_allowed_field=v.get("guardrail_allowed_field", "output.allowed"),
-        skill_load_span=f.span(v["skill_load_span"], ("vocabulary", "skill_load_span")),
-        skill_name_field=v["skill_name_field"],
-        specialists=tuple(v["specialists"]),
-        strategy_specialist=v.get("strategy_specialist"),
-        strategy_input_field=v.get("strategy_input_field"),
-        prediction_specialist=v.get("prediction_specialist"),
-        options_specialist=v.get("options_specialist"),
-        final_response_field=v["final_response_field"],
-        guardrail_allowed_values=tuple(v.get("guardrail_allowed_values", [True])),
-        guardrail_refused_values=tuple(v.get("guardrail_refused_values", [False])),
-        specialist_span=f.span(v.get("specialist_span"), ("vocabulary", "specialist_span")),
-        specialist_text=f.pointer(out.get("text"), ("vocabulary", "specialist_output", "text")),
-        specialist_data=f.pointer(out.get("data"), ("vocabulary", "specialist_output", "data")),
-        error_shapes=_error_shapes(f, out.get("errors", []), ("vocabulary", "specialist_output", "errors")),
-        options_max_loss=f.pointer(opts.get("max_loss"), ("vocabulary", "options_payload", "max_loss")),
-        options_breakevens=f.pointer(opts.get("breakevens"), ("vocabulary", "options_payload", "breakevens")),
-    )
-    for key in ("strategy_specialist", "prediction_specialist", "options_specialist"):
-        name = getattr(vocabulary, key)
-        if name is not None and name not in vocabulary.specialists:
-            raise f.error(("vocabulary", key), f"{name!r} is not in /vocabulary/specialists")
-    both = set(map(repr, vocabulary.guardrail_allowed_values)) & set(map(repr, vocabulary.guardrail_refused_values))
-    if both:
-        raise f.error(("vocabulary", "guardrail_refused_values"),
-                      f"{', '.join(sorted(both))} is listed as both allowed and refused")
-    if vocabulary.skill_name_field == "name" and not vocabulary.skill_load.captures:
-        raise f.error(("vocabulary", "skill_name_field"), "'name' reads the {name} part of /vocabulary/"
-                      f"skill_load_span, but {vocabulary.skill_load_span!r} has none (e.g. skill:{{name}})")
-    for i, name in enumerate(vocabulary.specialists):
-        if name.startswith("skill:"):
-            raise f.error(("vocabulary", "specialists", i), f"{name!r}: a specialist name may not start with "
-                          "'skill:' (expected_sequence uses that prefix for skill loads)")
+    vocabulary = parse_vocabulary(f, data["vocabulary"], target.answer_pointer)
 
     r = data.get("rubric", {})
     refusal = tuple(f.regex(p, ("rubric", "refusal_patterns", i)) for i, p in enumerate(r.get("refusal_patterns", [])))
@@ -248,6 +173,11 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
                                       for k in DEFAULT_OPTIONS_LABELS})
     ack = tuple(f.regex(p, ("rubric", "failure_ack_patterns", i))
                 for i, p in enumerate(r.get("failure_ack_patterns", DEFAULT_FAILURE_ACK)))
+    strategy = {**DEFAULT_STRATEGY_LABELS, **r.get("strategy_labels", {})}
+    strategy_labels = StrategyLabels(**{k: f.regex(strategy[k], ("rubric", "strategy_labels", k))
+                                        for k in DEFAULT_STRATEGY_LABELS})
+    if strategy_labels.total_trades.groups < 1:
+        raise f.error(("rubric", "strategy_labels", "total_trades"), "needs one group: the number of trades")
 
     s = data.get("sandbox", {})
     sandbox = Sandbox(
@@ -272,9 +202,9 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
     if template is not None and not template.startswith(("http://", "https://")):
         raise f.error(("report", "trace_url_template"), "must start with http:// or https://")
     report = ReportSettings(trace_url_template=template, feedback_scores=bool(rep.get("feedback_scores", False)))
-    catalog = run.get("catalog")
-    holdout = run.get("holdout_cases")
-    plan = run.get("plan")
+    runs_dir = f.path(run.get("runs_dir"), ("run", "runs_dir"))
+    # Every later stage finds the runs folder through base.paths; the file's choice holds for this process.
+    use_runs_root(runs_dir)
     return TargetConfig(
         path=path,
         raw=data,
@@ -290,9 +220,11 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
         anti_mock_version_markers=tuple(m.get("version_markers", [])),
         redact_patterns=tuple(data.get("redact", {}).get("env_name_patterns", DEFAULT_REDACT)),
         mode=run.get("mode", "A"),
-        catalog=(root / catalog) if catalog else None,
-        holdout_cases=(root / holdout) if holdout else None,
-        plan=(Path(plan) if Path(plan).is_absolute() else root / plan) if plan else None,
+        catalog=f.path(run.get("catalog"), ("run", "catalog")),
+        holdout_cases=f.path(run.get("holdout_cases"), ("run", "holdout_cases")),
+        plan=f.path(run.get("plan"), ("run", "plan")),
+        runs_dir=runs_dir,
+        strategy_labels=strategy_labels,
         privacy=privacy,
         report=report,
         options_labels=options_labels,

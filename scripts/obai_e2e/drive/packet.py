@@ -89,7 +89,8 @@ def _one_turn(config: TargetConfig, backend: Backend, box: Sandbox, query: str, 
     env = box.env()
     env.update(case.env)
     env.update(extra_env or {})
-    env[config.correlation.env_var] = tag
+    if config.correlation.env_var:
+        env[config.correlation.env_var] = tag
     timeout_s = case.timeout_s or config.target.timeout_s
     try:
         with slot:
@@ -106,7 +107,7 @@ def _one_turn(config: TargetConfig, backend: Backend, box: Sandbox, query: str, 
                            message=f"the target did not finish within {timeout_s:g} s and was killed")
     else:
         key = TurnKey(query=query, started_at=turn.started_at, ended_at=turn.ended_at,
-                      tag=tag if config.correlation.match != "none" else None)
+                      tag=tag if config.correlation.match in ("tag", "metadata") else None, session=session)
         trace = _trace_block(backend, config, key)
     return turn, trace, None
 
@@ -133,7 +134,7 @@ def _one_ui_turn(config: TargetConfig, backend: Backend, query: str, session: st
         trace = TraceBlock("not_sent", message=f"the question was not sent: {obs.outage_reason or 'the page did not load'}")
     else:
         key = TurnKey(query=query, started_at=turn.started_at, ended_at=turn.ended_at,
-                      tag=tag if config.correlation.match != "none" else None)
+                      tag=tag if config.correlation.match in ("tag", "metadata") else None, session=session)
         trace = _trace_block(backend, config, key)
     return turn, trace, obs
 

@@ -61,8 +61,8 @@ class Verdict(Record):
 def applicable_codes(case: Case, config: TargetConfig, channel: str = "cli") -> tuple[list[str], list[str]]:
     """(hard code patterns, soft code patterns) that can apply to ``case`` on ``channel``."""
     v = config.vocabulary
-    # With a specialist_span pattern any name the pattern reads can occur, listed or not.
-    names = (codes.SPECIALIST_NAME if v.specialist_span
+    # With a specialist_span pattern or a specialist_type any name can occur, listed or not.
+    names = (codes.SPECIALIST_NAME if v.open_names
              else "(" + "|".join(re.escape(codes.specialist_name(n)) for n in v.specialists) + ")")
     hard, soft = [], []
     if case.expect_rejection:

@@ -202,7 +202,7 @@ def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *,
             workdir = config.target.workdir if config.target.workdir.is_dir() else None
             where = f"{config.where('target', 'version_command')}: field /target/version_command"
             try:
-                done = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                done = subprocess.run(cmd, capture_output=True, text=True, timeout=config.target.version_timeout_s,
                                       cwd=str(workdir) if workdir else None, env={**os.environ, **config.target.env},
                                       stdin=subprocess.DEVNULL)
             except FileNotFoundError:
@@ -210,7 +210,8 @@ def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *,
             except PermissionError:
                 _fail(f"{where}: the target version command {cmd[0]!r} is not executable")
             except subprocess.TimeoutExpired:
-                _fail(f"{where}: the target version command {' '.join(cmd)} did not finish in 60 s")
+                _fail(f"{where}: the target version command {' '.join(cmd)} did not finish in "
+                      f"{config.target.version_timeout_s:g} s (target.version_timeout_s)")
             if done.returncode != 0:
                 _fail(f"{where}: the target version command exited {done.returncode}: {done.stderr.strip()[-300:]}")
             version = (done.stdout or done.stderr).strip()
@@ -230,7 +231,7 @@ def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *,
             except OSError as exc:
                 _fail(f"the runs folder {root} is not writable ({exc.strerror})")
             return str(root)
-        _check(report, "runs_writable", runs_writable, "make the runs folder writable or set OBAI_E2E_RUNS")
+        _check(report, "runs_writable", runs_writable, "make the runs folder writable, or set run.runs_dir in the target configuration (or OBAI_E2E_RUNS)")
 
         def backend_ok():
             backend = connect(config, start_local=start_store)

@@ -27,6 +27,7 @@ from .values import (
     cut,
     dig,
     dumps,
+    error_text,
     guardrail_decision,
     ms_since,
     read_output,
@@ -54,7 +55,7 @@ def curate(trace: dict, spans: list[dict], vocabulary: Vocabulary, *, complete: 
                          duration_ms=span_ms(s), has_error=bool(s.get("error_info")))
                  for s in ordered]
 
-    hub = next((s for s in ordered if v.hub.matches(s.get("name"))), None)
+    hub = next((s for s in ordered if v.is_hub(s.get("name"))), None)
     guard = next((s for s in ordered if v.guardrail.matches(s.get("name"))), None)
     guardrail = None
     if guard is not None:
@@ -74,9 +75,9 @@ def curate(trace: dict, spans: list[dict], vocabulary: Vocabulary, *, complete: 
 
     calls = []
     for s in ordered:
-        name = v.specialist_name(s.get("name"))
+        name = v.specialist_name(s.get("name"), s.get("type"))
         if name is not None:
-            env = read_output(s.get("output"), v)
+            env = read_output(s, v)
             calls.append(SpecialistCall(
                 name=name, span_id=s.get("id"), parent_span_id=s.get("parent_span_id"),
                 offset_ms=ms_since(s.get("start_time"), origin), duration_ms=span_ms(s),
@@ -90,7 +91,7 @@ def curate(trace: dict, spans: list[dict], vocabulary: Vocabulary, *, complete: 
 
     strategy_input = None
     span = next((s for s in ordered if v.strategy_specialist
-                 and v.specialist_name(s.get("name")) == v.strategy_specialist), None)
+                 and v.specialist_name(s.get("name"), s.get("type")) == v.strategy_specialist), None)
     if span is not None:
         raw = dig(span, v.strategy_input_field) if v.strategy_input_field else span.get("input")
         strategy_input = StrategyInput(span_id=span.get("id"), text=dumps(raw) if raw is not None else "")
@@ -99,9 +100,9 @@ def curate(trace: dict, spans: list[dict], vocabulary: Vocabulary, *, complete: 
     for s in ordered:
         info = s.get("error_info")
         if info:
-            error_spans.append(ErrorSpan(span_id=s.get("id"), name=s.get("name"),
-                                         exception_type=(info or {}).get("exception_type"),
-                                         message=cut(str((info or {}).get("message", "")), 500)))
+            kind, text = error_text(info)
+            error_spans.append(ErrorSpan(span_id=s.get("id"), name=s.get("name"), exception_type=kind,
+                                         message=cut(text, 500)))
 
     usage, cost = usage_and_cost(trace, spans)
     final = dig(trace, v.final_response_field)

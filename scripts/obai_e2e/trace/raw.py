@@ -27,7 +27,7 @@ def marks(span: dict, v: Vocabulary) -> list[str]:
     """What the vocabulary reads in ``span``, e.g. ``specialist: quotes``."""
     name = span.get("name")
     out = []
-    if v.hub.matches(name):
+    if v.is_hub(name):
         out.append("hub")
     if v.guardrail.matches(name):
         value = dig(span, v.guardrail_allowed_field)
@@ -38,9 +38,9 @@ def marks(span: dict, v: Vocabulary) -> list[str]:
         skill = captured if v.skill_name_field == "name" else dig(span, v.skill_name_field)
         out.append(f"skill load: {skill if isinstance(skill, str) else json.dumps(skill)}"
                    + ("" if isinstance(skill, str) else f" (nothing at {v.skill_name_field})"))
-    specialist = v.specialist_name(name)
+    specialist = v.specialist_name(name, span.get("type"))
     if specialist is not None:
-        listed = "" if specialist in v.specialists else " (not in vocabulary.specialists)"
+        listed = "" if specialist in v.specialists or not v.specialists else " (not in vocabulary.specialists)"
         out.append(f"specialist: {specialist}{listed}")
     return out
 

@@ -20,6 +20,7 @@ from ..base.errors import Interrupted
 from ..base.procs import STOPPING
 from ..config.target import TargetConfig
 from .backend import Backend, client, is_unreachable_error
+from .threads import thread_search
 
 RESOLVED = "resolved"
 NOT_FOUND = "trace_not_found"
@@ -40,6 +41,7 @@ class TurnKey:
     started_at: str
     ended_at: str
     tag: str | None = None
+    session: str | None = None  # the {session} of the command, for correlation by thread
 
 
 @dataclass
@@ -96,6 +98,8 @@ def _input_has_query(trace: dict, query: str) -> bool:
 def build_search(config: TargetConfig, key: TurnKey) -> tuple[str, str, Callable[[dict], bool]]:
     """(method, filter string, exact check) for this turn."""
     corr = config.correlation
+    if key.session and corr.match == "thread":
+        return thread_search(corr, key.session, key.started_at, key.ended_at)
     if key.tag and corr.match == "tag":
         return "tag", f"tags contains {_quote(key.tag)}", lambda t: key.tag in (t.get("tags") or [])
     if key.tag and corr.match == "metadata":

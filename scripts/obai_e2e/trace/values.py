@@ -1,7 +1,7 @@
 """Values of raw spans as curation reads them: paths, text, times and a tool's output.
 
 A span (a dict as the backend returns it) and the vocabulary go in; plain values come out:
-the value at a dotted path, a value as text (cut with a visible marker when long), offsets
+the value at a JSON pointer into the span, a value as text (cut with a visible marker when long), offsets
 and durations in whole milliseconds, a tool output's text and error state, the guardrail's
 decision, the turn's token usage and cost. ``curate.py`` and ``raw.py`` share them.
 """
@@ -18,17 +18,28 @@ from ..config.shapes import same_json, suspect_error
 MAX_VALUE_CHARS = 2000
 
 
-def dig(data: Any, dotted: str | None) -> Any:
-    """Value at a dotted path (``output.response``) or None."""
-    if not dotted:
+def dig(record: Any, pointer: str | None) -> Any:
+    """Value at a JSON pointer into a span or trace (``/output/response``), or None."""
+    if not pointer:
         return None
-    cur = data
-    for part in dotted.split("."):
-        if isinstance(cur, dict) and part in cur:
-            cur = cur[part]
-        else:
-            return None
-    return cur
+    value = jsonptr.resolve(record, pointer)
+    return None if value is jsonptr.MISSING else value
+
+
+def error_text(info: dict | None) -> tuple[str | None, str]:
+    """(exception type, what went wrong) from an ``error_info``.
+
+    The text is its message, else the traceback's last line, which names the exception and
+    its text: Opik's LangChain integration leaves ``message`` empty and puts LangChain's
+    error text in ``traceback``. The type is the first line of ``exception_type``.
+    """
+    info = info if isinstance(info, dict) else {}
+    kind = str(info.get("exception_type") or "").strip().splitlines()
+    message = info.get("message")
+    if isinstance(message, str) and message.strip():
+        return (kind[0] if kind else None), message
+    last = [line.strip() for line in str(info.get("traceback") or "").splitlines() if line.strip()]
+    return (kind[0] if kind else None), (last[-1] if last else "")
 
 
 def cut(value: str, limit: int = MAX_VALUE_CHARS) -> str:
@@ -139,20 +150,25 @@ def guardrail_decision(value: Any, v: Vocabulary) -> bool | None:
     return None
 
 
-def read_output(output: Any, v: Vocabulary) -> dict:
-    """A specialist's output read as the vocabulary says: text, data, error, emptiness."""
+def read_output(span: dict, v: Vocabulary) -> dict:
+    """A specialist's output read as the vocabulary says: text, data, error, emptiness.
+
+    The vocabulary's pointers start at the span; without them the output is read as an
+    MCP envelope, a plain string or the whole value.
+    """
+    output = span.get("output")
     env = envelope(output)
     value = unwrap(output)
     if v.specialist_text is not None:
-        text = jsonptr.resolve(value, v.specialist_text)
-        env["text"] = "" if text is None or text is jsonptr.MISSING else (text if isinstance(text, str) else dumps(text))
+        text = dig(span, v.specialist_text)
+        env["text"] = "" if text is None else (text if isinstance(text, str) else dumps(text))
     if v.specialist_data is not None:
-        env["structured"] = bool(jsonptr.resolve(value, v.specialist_data))
+        env["structured"] = bool(dig(span, v.specialist_data))
     env["empty"] = not env["text"].strip() and not env["structured"]
     env["error_shape"] = None
     if not env["is_error"]:
         for shape in v.error_shapes:
-            found = shape.test(value)
+            found = shape.test(span)
             if found is not None:
                 env["is_error"], env["error_text"], env["error_shape"] = True, found, shape.describe()
                 break

@@ -13,8 +13,9 @@ import re
 from decimal import Decimal, InvalidOperation
 
 from ...base import jsonptr
+from ...config.pointers import under
+from ...config.sections import StrategyLabels
 from ...trace.digest import SpecialistCall, TraceDigest
-from ...trace.values import unwrap
 from .codes import specialist_name
 from .context import Context
 from .numbers import extract
@@ -22,9 +23,6 @@ from .outcome import FAIL, PASS, SKIPPED, Evidence, RuleOutcome, excerpt
 
 LAYER = 2
 
-_VERDICT = re.compile(r"\bVerdict\b")
-_OPERATORS = re.compile(r"(?im)^\s*operators?\s*:|(?:^|\s)(?:<=|>=|<|>|crosses (?:above|below))\s*\d")
-_TOTAL_TRADES = re.compile(r"(?im)^\s*total\s+trades\s*[:=]\s*(\d+)")
 _CONDITION_ID = re.compile(r"\b0x[0-9a-fA-F]{64}\b")
 # A slug has letters: dates such as 2026-12-16 are not slugs.
 _SLUG = re.compile(r"\b(?=[a-z0-9-]*[a-z])[a-z0-9]+(?:-[a-z0-9]+){2,}\b")
@@ -107,8 +105,9 @@ def tool_output(ctx: Context) -> list[RuleOutcome]:
     return out
 
 
-def contract(digest: TraceDigest | None, strategy: str, source: str, *, required: bool = False) -> list[RuleOutcome]:
-    """The strategy contract (Verdict, operators, Total trades) and the zero-trades rule.
+def contract(digest: TraceDigest | None, strategy: str, source: str, labels: StrategyLabels, *,
+             required: bool = False) -> list[RuleOutcome]:
+    """The strategy contract (Verdict, operators, Total trades, as ``labels`` find them) and the zero-trades rule.
 
     Without a strategy call the rules are skipped (routing.specialist_missing names it),
     unless the turn had to deliver the result (``required``: an async follow-up).
@@ -124,11 +123,11 @@ def contract(digest: TraceDigest | None, strategy: str, source: str, *, required
     call = calls[-1]
     text = call.output_text
     lacking = []
-    if not _VERDICT.search(text):
+    if not labels.verdict.search(text):
         lacking.append("Verdict")
-    if not _OPERATORS.search(text):
+    if not labels.operators.search(text):
         lacking.append("operator list")
-    trades = _TOTAL_TRADES.search(text)
+    trades = labels.total_trades.search(text)
     if not trades:
         lacking.append("Total trades line")
     ev = [Evidence(excerpt(text), call.span_id, source)]
@@ -148,13 +147,15 @@ def contract(digest: TraceDigest | None, strategy: str, source: str, *, required
 
 
 def strategy(ctx: Context) -> list[RuleOutcome]:
+    """The strategy contract of a strategy case; the async rules of any case that expects an async job."""
     name = ctx.vocab.strategy_specialist
+    labels = ctx.config.strategy_labels
     rules = ("specialist.strategy.async_stub_broken", "specialist.strategy.async_followup_missing")
-    if not ctx.is_strategy_case:
+    if not ctx.is_strategy_case and not ctx.case.expect_async_job:
         return _skip_all("not a strategy case", "specialist.strategy.contract_broken",
                          "specialist.strategy.zero_trades", *rules)
     if not ctx.case.expect_async_job:
-        return contract(ctx.digest, name, "trace") + _skip_all("not an async job case", *rules)
+        return contract(ctx.digest, name, "trace", labels) + _skip_all("not an async job case", *rules)
     a = ctx.config.async_jobs
     out = []
     job, eta = a.job_id_pattern.search(ctx.answer or ""), a.eta_pattern.search(ctx.answer or "")
@@ -173,7 +174,10 @@ def strategy(ctx: Context) -> list[RuleOutcome]:
         return out
     out.append(RuleOutcome(rules[1], LAYER, PASS, detail="follow-up turn recorded",
                        evidence=[Evidence(excerpt(ctx.followup_answer), None, "followup_answer")]))
-    return out + contract(ctx.followup_digest, name, "followup_trace", required=True)
+    if not ctx.is_strategy_case:
+        return out + _skip_all("the job is not a strategy specialist's", "specialist.strategy.contract_broken",
+                               "specialist.strategy.zero_trades")
+    return out + contract(ctx.followup_digest, name, "followup_trace", labels, required=True)
 
 
 def prediction(ctx: Context) -> RuleOutcome:
@@ -237,11 +241,12 @@ def _from_payload(ctx: Context, call: SpecialistCall) -> tuple[bool, bool, list[
     if v.options_max_loss is None or v.options_breakevens is None:
         return None
     try:
-        payload = unwrap(json.loads(call.payload_text))
+        output = json.loads(call.payload_text)
     except ValueError:
         return None
-    loss = jsonptr.resolve(payload, v.options_max_loss)
-    evens = jsonptr.resolve(payload, v.options_breakevens)
+    # The pointers start at the span; payload_text is the span's output.
+    loss = jsonptr.resolve(output, under(v.options_max_loss, "output"))
+    evens = jsonptr.resolve(output, under(v.options_breakevens, "output"))
     if loss is jsonptr.MISSING or not isinstance(evens, list):
         return None
     unlimited = isinstance(loss, str) and bool(ctx.config.options_labels.unlimited.search(loss))
