@@ -27,6 +27,7 @@ from ..trace.backend import Backend, connect, is_unreachable_error, warm_up
 from ..trace.curate import curate
 from ..trace.resolve import INCOMPLETE, RESOLVED, TurnKey, fetch, resolve
 from ..trace.values import dumps
+from .answer import from_stdout_json
 from .page import CRASHED, UiObservation
 from .canaries import Planted, plant
 from .packet_record import (
@@ -93,7 +94,7 @@ def _one_turn(config: TargetConfig, backend: Backend, box: Sandbox, query: str, 
         env[config.correlation.env_var] = tag
     timeout_s = case.timeout_s or config.target.timeout_s
     try:
-        with slot:
+        with slot.asking(query):
             turn = run_turn(argv, env=env, cwd=box.workdir, timeout_s=timeout_s,
                             kill_grace_s=config.target.kill_grace_s,
                             stderr_tail_bytes=config.target.stderr_tail_bytes,
@@ -120,7 +121,7 @@ def _one_ui_turn(config: TargetConfig, backend: Backend, query: str, session: st
     channel = channel_for(config, backend)
     for attempt in (1, 2):
         tag = f"e2e-{uuid.uuid4().hex}"
-        with slot:
+        with slot.asking(query):
             turn, obs = channel.ask(query, session, tag, timeout_s)
         obs.attempts = attempt
         if obs.browser != CRASHED:
@@ -191,7 +192,7 @@ def build_packet(config: TargetConfig, backend: Backend, run_dir: Path, meta: Ru
     slot = slot or UnitSlot()
     spec = config.sandbox
     try:
-        with slot if spec.enabled and (spec.snapshot or spec.restore) else nullcontext():
+        with slot.asking(unit.case.query) if spec.enabled and (spec.snapshot or spec.restore) else nullcontext():
             return _build_packet(config, backend, run_dir, meta, unit, defer_removal, slot)
     finally:
         slot.close()  # a unit that never took a turn lets the next one go
@@ -256,8 +257,11 @@ def _turns(packet: Packet) -> list[TurnResult]:
 
 
 def answer_of(config: TargetConfig, turn: TurnResult, trace: TraceBlock) -> str:
-    """The final answer of a turn: its stdout, or the value target.answer_from names in the trace's output."""
-    if config.target.answer_pointer is None:
+    """The final answer of a turn, where target.answer_from says it is (answer.py)."""
+    t = config.target
+    if t.stdout_pointer is not None:
+        return from_stdout_json(turn.stdout, t.stdout_pointer)
+    if t.answer_pointer is None:
         return (turn.stdout or "").strip()
     return trace.answer or ""
 

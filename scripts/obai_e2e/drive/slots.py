@@ -10,6 +10,12 @@ for the whole unit, hooks included: they may reset state that every turn shares.
 Units take their first turn in the order they were handed out (the plan's order), so that
 the target sees the same sequence of questions as when one unit ran after the other; an
 async job's follow-up takes the next free slot.
+
+When turns are told apart from their traces only by time window and query (correlation
+``match: none``), two turns with the same query must not overlap: ``apart_s`` (the
+window's slack) keeps them apart. A turn with a query already running, or that ended less
+than ``apart_s`` ago, waits; the repeats of a stochastic case then run one after the other
+while other units go on.
 """
 from __future__ import annotations
 
@@ -25,10 +31,13 @@ STOP_CHECK_S = 0.1  # how often a unit queued for a slot looks whether the run i
 class Slots:
     """``n`` turns at a time, shared by every worker of a run."""
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, apart_s: float | None = None):
         if n < 1:
             raise ValueError(f"slots: {n} is not a positive count")
         self.n = n
+        self.apart_s = apart_s
+        self._asking: dict[str, int] = {}     # query -> turns asking it now
+        self._asked: dict[str, float] = {}    # query -> when its last turn ended (monotonic)
         self._lock = threading.Lock()
         self._free = n
         self._issued = 0     # tickets handed out, one per unit, in plan order
@@ -45,20 +54,29 @@ class Slots:
             self._issued += 1
         return UnitSlot(self, ticket)
 
-    def _can_go(self, ticket: int | None) -> bool:
-        return self._free > 0 and (ticket is None or ticket == self._next)
+    def _can_go(self, ticket: int | None, key: str | None = None) -> bool:
+        return self._free > 0 and (ticket is None or ticket == self._next) and self._apart(key)
 
-    def _take(self, ticket: int | None) -> None:
+    def _apart(self, key: str | None) -> bool:
+        """No turn asks ``key`` now, and the last one ended at least ``apart_s`` ago."""
+        if key is None or self.apart_s is None:
+            return True
+        if self._asking.get(key):
+            return False
+        ended = self._asked.get(key)
+        return ended is None or time.monotonic() - ended >= self.apart_s
+
+    def _take(self, ticket: int | None, key: str | None = None) -> None:
         """Wait for a free slot (and, for a first turn, for this ticket's turn in the order)."""
         with self._lock:
-            if not self._can_go(ticket):
+            if not self._can_go(ticket, key):
                 cond = threading.Condition(self._lock)
                 if ticket is None:
                     self._later_waiting.append(cond)
                 else:
                     self._first_waiting[ticket] = cond
                 try:
-                    while not self._can_go(ticket):
+                    while not self._can_go(ticket, key):
                         if STOPPING.is_set():
                             raise Interrupted("the run is stopping; this unit's turn was not started")
                         cond.wait(STOP_CHECK_S)
@@ -68,12 +86,17 @@ class Slots:
                     else:
                         del self._first_waiting[ticket]
             self._free -= 1
+            if key is not None:
+                self._asking[key] = self._asking.get(key, 0) + 1
             if ticket is not None:
                 self._pass(ticket)
 
-    def _give_back(self) -> None:
+    def _give_back(self, key: str | None = None) -> None:
         with self._lock:
             self._free += 1
+            if key is not None:
+                self._asking[key] -= 1
+                self._asked[key] = time.monotonic()
             self._wake()
 
     def _wake(self) -> None:
@@ -115,11 +138,19 @@ class UnitSlot:
         self._first = True
         self._depth = 0
         self.queued_s = 0.0
+        self._key: str | None = None
+        self._held: str | None = None
+
+    def asking(self, query: str) -> "UnitSlot":
+        """The next turn asks ``query``: the slots keep it apart from others asking the same (window mode)."""
+        self._key = query
+        return self
 
     def __enter__(self) -> "UnitSlot":
         if self._depth == 0 and self._slots is not None:
             t0 = time.monotonic()
-            self._slots._take(self._ticket if self._first else None)
+            self._held = self._key if self._slots.apart_s is not None else None
+            self._slots._take(self._ticket if self._first else None, self._held)
             self._first = False
             self.queued_s += time.monotonic() - t0
         self._depth += 1
@@ -128,7 +159,7 @@ class UnitSlot:
     def __exit__(self, *exc) -> None:
         self._depth -= 1
         if self._depth == 0 and self._slots is not None:
-            self._slots._give_back()
+            self._slots._give_back(self._held)
 
     def close(self) -> None:
         if self._first and self._slots is not None:

@@ -40,6 +40,8 @@ from .plan import RunPlan, create_run, plan
 from .progress import Progress
 from .shard import ShardSpec
 
+APART_MARGIN_S = 0.1  # on top of the window's slack, for timestamps rounded on either side
+
 
 def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int = 1, resume: Path | None = None,
         after_finish: Callable[[Path, dict], dict] | None = None, say: Callable[[str], None] = lambda m: None,
@@ -61,6 +63,8 @@ def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int 
                            filters=load_run(resume).selection_filters if resume else filters)
     if not report.ready:
         return Exit.NOT_READY, {"status": "not_ready", "reason": report.reason, "next_step": report.next_step}
+    for warning in report.warnings:
+        say(f"warning: {warning}")
     backend = connect(config)
     if resume:
         run_dir = Path(resume)
@@ -135,7 +139,9 @@ def _drive_all(config: TargetConfig, p: RunPlan, backend: Backend, jobs: int, pr
         return
     started: dict[str, float] = {}
     queue = deque(p.pending)
-    slots = Slots(max(1, jobs))
+    corr = config.correlation
+    # Told apart by time window and query only: turns asking the same never overlap (drive/slots.py).
+    slots = Slots(max(1, jobs), apart_s=corr.window_slack_s + APART_MARGIN_S if corr.window else None)
     workers = 2 * slots.n
     try:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="unit") as pool:

@@ -32,6 +32,7 @@ class Report:
     reason: str | None = None
     next_step: str | None = None
     info: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # ready all the same, but worth knowing
 
     @property
     def ready(self) -> bool:
@@ -39,7 +40,7 @@ class Report:
 
     def to_json(self) -> dict:
         return {"status": "ready" if self.ready else "not_ready", "reason": self.reason,
-                "next_step": self.next_step, "checks": self.checks, **self.info}
+                "next_step": self.next_step, "checks": self.checks, "warnings": self.warnings, **self.info}
 
 
 class _Stop(Exception):
@@ -58,6 +59,26 @@ def _check(report: Report, name: str, fn: Callable[[], str | None], next_step: s
 
 def _fail(message: str) -> None:
     raise ObaiError(message)
+
+
+def window_repeats(config: TargetConfig, cases: CaseSet, filters: Filters | None) -> str | None:
+    """A warning when turns are told apart by time window and query, and some query is asked more than once."""
+    if not config.correlation.window:
+        return None
+    chosen = filters.apply(cases).cases if filters is not None else [c for c in cases.cases if not c.disabled]
+    asked: dict[str, list[str]] = {}
+    for c in chosen:
+        for _ in range(max(1, c.repeats) * max(1, len(c.channels))):
+            asked.setdefault(c.query, []).append(c.id)
+    again = {q: ids for q, ids in asked.items() if len(ids) > 1}
+    if not again:
+        return None
+    named = ", ".join(f"{ids[0]} ×{len(ids)}" if len(set(ids)) == 1 else "/".join(dict.fromkeys(ids))
+                      for ids in list(again.values())[:5])
+    return (f"correlation match: none tells a turn's trace apart only by its time window and query, and "
+            f"{len(again)} query(ies) are asked more than once ({named}): those turns run one after another, "
+            f"each {config.correlation.window_slack_s:g} s (window_slack_s) after the last ended, so --jobs does "
+            "not speed them up. Correlate by thread (the {session} the command passes), tag or metadata instead.")
 
 
 def anti_mock_findings(config: TargetConfig, env: dict[str, str]) -> list[str]:
@@ -89,6 +110,9 @@ def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *,
         def cases_ok():
             state["cases"] = cases if isinstance(cases, CaseSet) else load_cases_for(config, cases)
             cs = state["cases"]
+            warning = window_repeats(config, cs, filters)
+            if warning:
+                report.warnings.append(warning)
             return f"{len(cs.cases)} cases in {cs.path}"
         _check(report, "cases", cases_ok, "fix the cases file at the line named above")
 
