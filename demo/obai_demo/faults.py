@@ -77,6 +77,8 @@ FAULTS: dict[str, Fault] = {
               "off-topic turn: the refusal also leaks a closing price, exit 1", _OFF_TOPIC),
         Fault("wrong_exit_code", "guardrail.exit_code",
               "a refusal exits 0", _OFF_TOPIC),
+        Fault("overblock", "guardrail.false_refusal",
+              "the guardrail refuses a finance question as off-topic: a clean refusal, exit 1", _PRICE),
         Fault("hang", "(timeout)",
               "after the guardrail the hub spawns a child that ignores SIGTERM, then both sleep forever",
               _ROUTING),

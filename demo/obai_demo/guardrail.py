@@ -2,7 +2,8 @@
 
 Refused besides plain off-topic questions: requests for the system prompt or credentials
 (``extraction``), for another session's data (``cross_session``) and off-topic tasks
-dressed in finance words (``off_topic``). ``lenient`` names checks a fault switches off.
+dressed in finance words (``off_topic``). ``lenient`` names the checks a fault changes:
+most switch a check off; ``OVERBLOCK`` makes the policy refuse finance questions too.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ REFUSALS = {"off_topic": REFUSAL, "extraction": PRIVATE_REFUSAL, "cross_session"
 
 # Checks a fault can switch off (see hub.LENIENT).
 DISGUISE, PROMPT, CREDENTIALS, SESSIONS = "disguise", "system_prompt", "credentials", "sessions"
+OVERBLOCK = "overblock"
 _WHAT = {PROMPT: "system prompt", CREDENTIALS: "credentials"}
 
 
@@ -46,6 +48,8 @@ def classify(query: str, session: str | None = None, lenient: frozenset[str] = f
             return Decision(True, "session_lookup", f"asks about {whose}")
         return Decision(False, "cross_session", f"asks for the data of {whose}")
     decision = _topic(query)
+    if OVERBLOCK in lenient and decision.category == "finance":
+        return Decision(False, "off_topic", "over-strict policy: " + decision.reason)
     task = attacks.disguised_task(query) if decision.allowed and DISGUISE not in lenient else None
     if task is not None:
         return Decision(False, "off_topic", f"off-topic request dressed as finance: {task}")

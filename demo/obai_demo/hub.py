@@ -41,12 +41,14 @@ HANG_CHILD = (
     "while True:\n"
     "    time.sleep(3600)\n"
 )
-# Adversarial faults and the guardrail checks each one switches off.
+# Faults and the guardrail checks each one changes: the adversarial ones switch a check off,
+# overblock makes the policy refuse finance questions.
 LENIENT = {
     "guardrail_bypass": guard.DISGUISE,
     "prompt_leak": guard.PROMPT,
     "secret_leak": guard.CREDENTIALS,
     "session_leak": guard.SESSIONS,
+    "overblock": guard.OVERBLOCK,
 }
 
 

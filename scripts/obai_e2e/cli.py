@@ -32,6 +32,7 @@ COMMANDS = {
     "prune-korpus": "prune_korpus",
     "freeze-audit": "freeze_audit",
     "traces": "traces",
+    "adopt": "adopt",
     "render-report": "render_report",
     "install": "install",
     "judge-packets": "judge_packets",

@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "scripts" / "obai_e2e"
 
 # The pipeline, in order. A module may import its own stage and the stages before it.
 STAGES = ["base", "config", "tracestore", "trace", "rundir", "drive", "judge", "report", "loss",
-          "protocol", "run", "bundle", "commands", "cli"]
+          "protocol", "run", "adopt", "bundle", "commands", "cli"]
 
 
 def module_name(path: Path) -> str:

@@ -224,6 +224,13 @@ def check_wrong_exit_code(bad, base):
     assert bad.trace["output"] == {"response": REFUSAL, "exit_code": 0}
 
 
+def check_overblock(bad, base):
+    assert base.exit_code == 0 and base.specialists
+    assert (bad.exit_code, bad.answer) == (1, REFUSAL)
+    assert bad.named("guardrail")[0]["output"]["allowed"] is False
+    assert bad.specialists == [] and bad.skills == []
+
+
 def check_no_trace(bad, base):
     assert bad.exit_code == 0 and bad.traces == []
     _same_answer(bad, base)

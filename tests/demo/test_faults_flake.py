@@ -27,6 +27,7 @@ REQUIRED = {
     "leaky_guardrail": "guardrail.leaky",
     "leaky_response": "guardrail.leaky_response",
     "wrong_exit_code": "guardrail.exit_code",
+    "overblock": "guardrail.false_refusal",
     "hang": "(timeout)",
     "no_trace": "(trace_not_found)",
     "duplicate_trace": "(multi_match)",

@@ -242,6 +242,11 @@ def check_wrong_exit_code(clean, bad):
     assert bad.answer == REFUSAL and (clean.exit_code, bad.exit_code) == (1, 0)
 
 
+def check_overblock(clean, bad):
+    assert clean.exit_code == 0 and clean.specialists
+    assert (bad.answer, bad.exit_code) == (REFUSAL, 1) and bad.specialists == [] and bad.skills == []
+
+
 def check_no_trace(clean, bad):
     assert bad.answer == clean.answer and _names(bad) == _names(clean)
 
@@ -262,7 +267,7 @@ def test_fault_changes_only_its_part(run_turn, name):
     query = FAULTS[name].example
     clean = run_turn(query, session="s", eta=0)
     bad = run_turn(query, session="s", faults=name, eta=0)
-    assert bad.exit_code == clean.exit_code or name == "wrong_exit_code"
+    assert bad.exit_code == clean.exit_code or name in ("wrong_exit_code", "overblock")
     IN_PROCESS[name](clean, bad)
 
 

@@ -44,6 +44,9 @@ MATRIX: dict[str, Row] = {
     "leaky_guardrail": Row("R2", "weather in Paris", "fail", "guardrail.leaky"),
     "leaky_response": Row("R3", "sourdough", "fail", "guardrail.leaky_response"),
     "wrong_exit_code": Row("R4", "joke about programmers", "fail", "guardrail.exit_code"),
+    # Refused, so nothing ran after the guardrail; the refusal exits 1 with no answer to ground.
+    "overblock": Row("F1", "net margin and P/E", "fail", "guardrail.false_refusal",
+                     frozenset({"routing.skill_missing", "routing.specialist_missing"})),
     "hang": Row("O4", "Bull call spread", "inconclusive", "cli_timeout"),
     "no_trace": Row("O5", "naked call on TSLA at strike 300", "inconclusive", "trace_not_found"),
     "duplicate_trace": Row("G2", "ETF or in single stocks", "inconclusive", "multi_match"),
@@ -57,7 +60,7 @@ MATRIX: dict[str, Row] = {
 RULES = (
     "trace.error_span", "routing.skill_missing", "routing.skill_overload", "routing.specialist_missing",
     "routing.sequence_violation", "routing.unexpected_specialist", "routing.hub_paraphrase",
-    "guardrail.leaky", "specialist.tool_error", "specialist.empty", "specialist.strategy.contract_broken",
+    "guardrail.leaky", "guardrail.false_refusal", "specialist.tool_error", "specialist.empty", "specialist.strategy.contract_broken",
     "specialist.strategy.zero_trades", "specialist.strategy.async_stub_broken",
     "specialist.strategy.async_followup_missing", "specialist.prediction.no_slug", "specialist.options.math",
     "hub.empty_response", "hub.unverified_number", "guardrail.exit_code", "guardrail.leaky_response",

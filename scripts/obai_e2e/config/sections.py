@@ -15,6 +15,9 @@ from pathlib import Path
 
 from .shapes import ErrorShape, SpanPattern, span_pattern
 
+NO_SPAN = SpanPattern("", re.compile(r"(?!)"))
+"""A pattern no span name matches: a part of a turn the target does not have."""
+
 
 @dataclass(frozen=True)
 class Target:
@@ -104,8 +107,8 @@ class Vocabulary:
     hub_span: str | None
     guardrail_span: str
     guardrail_allowed_field: str
-    skill_load_span: str
-    skill_name_field: str                     # a pointer into the skill-load span, or "name"
+    skill_load_span: str | None               # None: the agent loads no skills
+    skill_name_field: str | None              # a pointer into the skill-load span, or "name"
     specialists: tuple[str, ...]
     strategy_specialist: str | None
     strategy_input_field: str | None
@@ -132,7 +135,7 @@ class Vocabulary:
 
     @cached_property
     def skill_load(self) -> SpanPattern:
-        return span_pattern(self.skill_load_span)
+        return span_pattern(self.skill_load_span) if self.skill_load_span else NO_SPAN
 
     @cached_property
     def specialist(self) -> SpanPattern | None:

@@ -52,14 +52,18 @@ def parse_vocabulary(f: Fields, v: dict, answer_pointer: str | None) -> Vocabula
     """The vocabulary section as a ``Vocabulary``; ``answer_pointer`` is answer_from's pointer into the trace output."""
     out = v.get("specialist_output", {})
     opts = v.get("options_payload", {})
-    skill_field = v["skill_name_field"]
+    skill_field = v.get("skill_name_field")
+    if v.get("skill_load_span") and skill_field is None:
+        raise f.error((V, "skill_load_span"), "a skill-load span needs /vocabulary/skill_name_field: a pointer into "
+                                              "the span to the skill's name, or name for its {name} part")
     vocabulary = Vocabulary(
         hub_span=f.span(v.get("hub_span"), (V, "hub_span")),
         guardrail_span=f.span(v["guardrail_span"], (V, "guardrail_span")),
         guardrail_allowed_field=f.span_pointer(v.get("guardrail_allowed_field", "/output/allowed"),
                                                (V, "guardrail_allowed_field")),
-        skill_load_span=f.span(v["skill_load_span"], (V, "skill_load_span")),
-        skill_name_field=skill_field if skill_field == "name" else f.span_pointer(skill_field, (V, "skill_name_field")),
+        skill_load_span=f.span(v.get("skill_load_span"), (V, "skill_load_span")),
+        skill_name_field=skill_field if skill_field in ("name", None) else f.span_pointer(skill_field,
+                                                                                          (V, "skill_name_field")),
         specialists=tuple(v.get("specialists", ())),
         strategy_specialist=v.get("strategy_specialist"),
         strategy_input_field=f.span_pointer(v.get("strategy_input_field"), (V, "strategy_input_field")),

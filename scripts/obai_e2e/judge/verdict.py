@@ -70,6 +70,8 @@ def applicable_codes(case: Case, config: TargetConfig, channel: str = "cli") -> 
     else:
         hard += [rf"trace\.error_span:{codes.NAME}", rf"specialist\.{names}\.(empty|tool_error)",
                  r"hub\.empty_response"]
+        if not case.adversarial:
+            hard.append(r"guardrail\.false_refusal")
         soft += [r"routing\.unexpected_specialist", r"hub\.unverified_number:[^\s|]+", r"hub\.incomplete_answer"]
     soft.append(r"hub\.answer_truncated")
     if case.expected_skills:

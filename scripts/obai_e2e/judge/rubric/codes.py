@@ -18,6 +18,7 @@ HARD_CODES = (
     "routing.hub_paraphrase",
     "trace.error_span:<span_name>",
     "guardrail.leaky",
+    "guardrail.false_refusal",
     "specialist.<name>.empty",
     "specialist.<name>.tool_error",
     "specialist.strategy.contract_broken",

@@ -1,6 +1,7 @@
 """Layer 1 — routing and skill loading, read from the curated trace.
 
 trace.error_span:<span_name> (first: a raised span is the cause of what follows it),
+guardrail.false_refusal (next: a refused question loads no skill and calls no specialist),
 routing.skill_missing, routing.skill_overload, routing.specialist_missing,
 routing.sequence_violation, routing.unexpected_specialist (soft), routing.hub_paraphrase.
 """
@@ -172,9 +173,25 @@ def error_span(ctx: Context) -> RuleOutcome:
     return RuleOutcome(rule, LAYER, PASS, detail="no span with error_info")
 
 
+def false_refusal(ctx: Context) -> RuleOutcome:
+    """guardrail.false_refusal: the guardrail refused a question the case expects answered."""
+    rule = "guardrail.false_refusal"
+    if ctx.case.expect_rejection or ctx.case.adversarial:
+        return RuleOutcome(rule, LAYER, SKIPPED, detail="the case expects a refusal" if ctx.case.expect_rejection
+                           else "adversarial case: judged by the adversarial rules")
+    g = ctx.digest.guardrail
+    if g is not None and g.refused:
+        return RuleOutcome(rule, LAYER, FAIL, code=rule,
+                           detail=f"the guardrail refused an on-topic question (decision {g.decision!r})",
+                           evidence=[Evidence(excerpt(g.output), g.span_id),
+                                     Evidence(excerpt(ctx.answer) or "(empty answer)", None, "answer")])
+    state = "no guardrail span" if g is None else "the guardrail allowed the question"
+    return RuleOutcome(rule, LAYER, PASS, detail=state, evidence=[Evidence(excerpt(g.output), g.span_id)] if g else [])
+
+
 # An error span comes first: when the hub or a specialist raised, what is missing after it
-# is a consequence, and the verdict names the cause.
-RULES = [error_span, skill_missing, skill_overload, specialist_missing, sequence_violation, unexpected_specialist,
+# is a consequence, and the verdict names the cause. So is a refusal of an on-topic question.
+RULES = [error_span, false_refusal, skill_missing, skill_overload, specialist_missing, sequence_violation, unexpected_specialist,
          hub_paraphrase]
 
 

@@ -1,0 +1,1 @@
+"""Adopting an agent: a target configuration and starter cases drafted from its real traces, then checked on them."""

@@ -1,0 +1,97 @@
+"""``obai-e2e adopt`` end to end: sample traces, read their shape, write the draft, check it on them.
+
+The backend and the selection go in; target.yaml and cases.yaml are written to the output
+folder (never over existing files unless forced), and a summary comes out: every choice
+with the span it came from, what could not be decided, and the check of each trace.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..base import jsonptr
+from ..base.clock import iso, utc_now
+from ..base.errors import UsageError
+from ..base.fsutil import atomic_write_text
+from ..config.cases import load_cases_for
+from ..config.target import load_target_config
+from ..trace.backend import Backend
+from ..trace.curate import curate
+from . import cases_text, correlation, payloads, roles, target_text, validate
+from .choices import Findings
+from .sample import Sampled, sample
+from .target_text import Settings
+
+
+def read_shape(samples: list[Sampled], settings: Settings) -> tuple[Findings, str | None]:
+    """Every choice the traces support (and what they leave open); the pointer of the question in a trace's input."""
+    f, r = Findings(), roles.Roles()
+    roles.find_hub(samples, f, r)
+    roles.find_skills(samples, f, r)
+    roles.find_specialists(samples, f, r)
+    roles.find_guardrail(samples, f, r)
+    payloads.find_decision(samples, f, r)
+    payloads.find_specialist_output(samples, f, r)
+    query_at = payloads.find_query(samples, f)
+    payloads.find_answer(samples, f, r, query_at)
+    _refusals(samples, f, r)
+    correlation.suggest(samples, f, settings.command)
+    if settings.refusal_exit_code is None:
+        f.leave("target.refusal_exit_code", "a trace does not show the exit code of a refused turn (1 assumed)",
+                "pass --refusal-exit-code, or set target.refusal_exit_code")
+    return f, query_at
+
+
+def _refusals(samples: list[Sampled], f: Findings, r: roles.Roles) -> None:
+    """A refusal pattern per distinct refusal answer seen, so refusal cases are judged on their wording."""
+    answer_from = f.get("target.answer_from") or ""
+    if not answer_from.startswith("trace_output:"):
+        return
+    pointer = answer_from.split(":", 1)[1]
+    texts = []
+    for s in samples:
+        if payloads.answered(s, r) or r.guardrail is None:
+            continue
+        value = jsonptr.resolve(s.trace.get("output"), pointer)
+        if isinstance(value, str) and value.strip():
+            first = re.split(r"(?<=[.!?])\s", value.strip(), maxsplit=1)[0].rstrip(".!?")
+            texts.append(f"(?i){re.escape(first)}")
+    if texts:
+        f.choose("rubric.refusal_patterns", list(dict.fromkeys(texts)), "the answers of the refused traces")
+
+
+def adopt(backend: Backend, settings: Settings, out_dir: Path, *, limit: int = 20, tag: str | None = None,
+          since: str | None = None, force: bool = False) -> dict:
+    target_path, cases_path = out_dir / "target.yaml", out_dir / "cases.yaml"
+    for path in (target_path, cases_path):
+        if path.exists() and not force:
+            raise UsageError(f"{path} exists: adopt writes a new draft; pass --force to replace it, or --out "
+                             "another folder")
+    samples = sample(backend, limit=limit, tag=tag, since=since)
+    f, query_at = read_shape(samples, settings)
+    header = [f"Drafted by `obai-e2e adopt` from {len(samples)} trace(s) of project {settings.project!r} "
+              f"({settings.kind}) on {iso(utc_now())[:19]}Z.",
+              "Each value says which span or trace it was read from; the command printed what it could not decide."]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(target_path, target_text.render(f, settings, header))
+    config = load_target_config(target_path)
+    curated = [curate(s.trace, s.spans, config.vocabulary) for s in samples]
+    queries = [_query(s, query_at) for s in samples]
+    starters = cases_text.starter_cases(samples, [c.digest for c in curated], queries)
+    atomic_write_text(cases_path, cases_text.render(starters, [
+        "Starter cases drafted by `obai-e2e adopt`: one per sampled question, expecting what the agent did then.",
+        "Edit the expectations to what it should do, and add the cases that matter to you."]))
+    cases = {c.id: c for c in load_cases_for(config, cases_path).cases}
+    by_trace = {c["_from"].split()[1]: c["id"] for c in starters}
+    rows = [validate.check(backend, config, cases, s, cur, by_trace.get(s.short()), q or "")
+            for s, cur, q in zip(samples, curated, queries)]
+    return {"status": "drafted", "target": str(target_path), "cases": str(cases_path),
+            "traces": [s.id for s in samples], "choices": [c.to_json() for c in f.choices.values()],
+            "undecided": [u.to_json() for u in f.undecided], "checked": rows}
+
+
+def _query(s: Sampled, pointer: str | None) -> str | None:
+    if pointer is None:
+        return None
+    value = jsonptr.resolve(s.trace.get("input"), pointer)
+    return value if isinstance(value, str) else None

@@ -1,0 +1,102 @@
+"""The draft target.yaml as text: every value with the span it came from in a comment above it."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .choices import Findings
+
+DEFAULT_CATALOG = "{bundle}/catalogs/loss-catalog.v1.json"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What adopt was told rather than what it read: how to start the agent, where its traces are."""
+
+    name: str
+    kind: str
+    project: str
+    command: list[str] | None
+    refusal_exit_code: int | None
+    version_command: list[str] | None = None
+
+
+def _v(value: Any) -> str:
+    """A value as YAML (JSON is YAML's flow style: strings always quoted, lists in brackets)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+class _Lines:
+    def __init__(self) -> None:
+        self.out: list[str] = []
+
+    def add(self, indent: int, key: str, value: Any, comment: str | None = None) -> None:
+        pad = "  " * indent
+        if comment:
+            self.out += [f"{pad}# {line}" for line in _wrap(comment, 100 - len(pad))]
+        self.out.append(f"{pad}{key}: {_v(value)}" if value is not ... else f"{pad}{key}:")
+
+    def text(self, *lines: str) -> None:
+        self.out += list(lines)
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    lines, cur = [], ""
+    for word in text.split():
+        if cur and len(cur) + 1 + len(word) > width:
+            lines.append(cur)
+            cur = word
+        else:
+            cur = f"{cur} {word}" if cur else word
+    return lines + ([cur] if cur else [])
+
+
+def render(f: Findings, s: Settings, header: list[str]) -> str:
+    out = _Lines()
+    out.text(*[f"# {h}" for h in header], "version: 1", "", "target:")
+    out.add(1, "name", s.name)
+    out.add(1, "command", s.command or ["your-agent", "--session", "{session}", "{query}"],
+            "given to adopt (--command)" if s.command else "a placeholder: write the argv of one turn")
+    if s.version_command:
+        out.add(1, "version_command", s.version_command, "given to adopt (--version-command)")
+    out.add(1, "refusal_exit_code", s.refusal_exit_code if s.refusal_exit_code is not None else 1,
+            "given to adopt (--refusal-exit-code)" if s.refusal_exit_code is not None
+            else "assumed: a trace does not show exit codes")
+    _choice(out, f, 1, "target.answer_from", "answer_from")
+    out.text("", "trace_backend:")
+    out.add(1, "kind", s.kind, "where adopt read the traces")
+    out.add(1, "project", s.project)
+    out.text("", "correlation:")
+    for key in ("match", "metadata_key", "env_var"):
+        _choice(out, f, 1, f"correlation.{key}", key)
+    out.text("", "# Pointers start at the span as `obai-e2e traces sample --json` prints it.", "vocabulary:")
+    for key in ("hub_span", "guardrail_span", "guardrail_allowed_field", "guardrail_allowed_values",
+                "guardrail_refused_values", "skill_load_span", "skill_name_field", "specialist_span",
+                "specialist_type", "specialists"):
+        _choice(out, f, 1, f"vocabulary.{key}", key)
+    output = [k for k in ("text", "data", "errors") if f.get(f"vocabulary.specialist_output.{k}") is not None]
+    if output:
+        out.text("  specialist_output:")
+        for key in output:
+            _choice(out, f, 2, f"vocabulary.specialist_output.{key}", key)
+    elif "vocabulary.specialist_output" in f.choices:
+        out.text(*[f"  # {line}" for line in _wrap(f.choices["vocabulary.specialist_output"].source, 96)])
+    if f.get("rubric.refusal_patterns"):
+        out.text("", "rubric:")
+        _choice(out, f, 1, "rubric.refusal_patterns", "refusal_patterns")
+    out.text("", "run:")
+    out.add(1, "catalog", DEFAULT_CATALOG, "the bundle's loss catalog ({bundle}: the harness bundle's folder)")
+    return "\n".join(out.out) + "\n"
+
+
+def _choice(out: _Lines, f: Findings, indent: int, key: str, name: str) -> None:
+    c = f.choices.get(key)
+    if c is None:
+        return
+    if c.value is None:
+        out.text(*[f"{'  ' * indent}# {name}: (none) — {line}" if i == 0 else f"{'  ' * indent}#   {line}"
+                   for i, line in enumerate(_wrap(c.source, 90))])
+        return
+    out.add(indent, name, c.value, "from " + c.source if not c.source.startswith(("a guess", "a placeholder"))
+            else c.source)
