@@ -32,7 +32,7 @@ def starter_cases(samples: list[Sampled], digests: list[TraceDigest], queries: l
         note = "refused" if refused else f"skills {', '.join(skills) or '(none)'}; tools {', '.join(tools) or '(none)'}"
         if d.error_spans:
             note += f"; error_info in span {d.error_spans[0].name}: fix these expectations"
-        case["_from"], case["_note"] = seen_in, note
+        case["_from"], case["_note"], case["_trace"] = seen_in, note, s.id
         out.append(case)
     return out
 

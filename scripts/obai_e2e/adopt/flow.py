@@ -50,7 +50,7 @@ def _refusals(samples: list[Sampled], f: Findings, r: roles.Roles) -> None:
     pointer = answer_from.split(":", 1)[1]
     texts = []
     for s in samples:
-        if payloads.answered(s, r) or r.guardrail is None:
+        if not payloads.refused(s, f, r):
             continue
         value = jsonptr.resolve(s.trace.get("output"), pointer)
         if isinstance(value, str) and value.strip():
@@ -62,12 +62,26 @@ def _refusals(samples: list[Sampled], f: Findings, r: roles.Roles) -> None:
 
 def adopt(backend: Backend, settings: Settings, out_dir: Path, *, limit: int = 20, tag: str | None = None,
           since: str | None = None, force: bool = False) -> dict:
-    target_path, cases_path = out_dir / "target.yaml", out_dir / "cases.yaml"
-    for path in (target_path, cases_path):
+    """Sample the backend's traces, then ``draft`` from them (each trace also resolved through the backend)."""
+    _writable(out_dir, force)
+    return draft(sample(backend, limit=limit, tag=tag, since=since), settings, out_dir, backend=backend, force=force)
+
+
+def _writable(out_dir: Path, force: bool) -> None:
+    for path in (out_dir / "target.yaml", out_dir / "cases.yaml"):
         if path.exists() and not force:
             raise UsageError(f"{path} exists: adopt writes a new draft; pass --force to replace it, or --out "
                              "another folder")
-    samples = sample(backend, limit=limit, tag=tag, since=since)
+
+
+def draft(samples: list[Sampled], settings: Settings, out_dir: Path, *, backend: Backend | None = None,
+          force: bool = False) -> dict:
+    """Write target.yaml and cases.yaml from ``samples`` and check them on the same traces.
+
+    Without a backend the traces are curated and judged but not resolved.
+    """
+    _writable(out_dir, force)
+    target_path, cases_path = out_dir / "target.yaml", out_dir / "cases.yaml"
     f, query_at = read_shape(samples, settings)
     header = [f"Drafted by `obai-e2e adopt` from {len(samples)} trace(s) of project {settings.project!r} "
               f"({settings.kind}) on {iso(utc_now())[:19]}Z.",
@@ -82,8 +96,8 @@ def adopt(backend: Backend, settings: Settings, out_dir: Path, *, limit: int = 2
         "Starter cases drafted by `obai-e2e adopt`: one per sampled question, expecting what the agent did then.",
         "Edit the expectations to what it should do, and add the cases that matter to you."]))
     cases = {c.id: c for c in load_cases_for(config, cases_path).cases}
-    by_trace = {c["_from"].split()[1]: c["id"] for c in starters}
-    rows = [validate.check(backend, config, cases, s, cur, by_trace.get(s.short()), q or "")
+    by_trace = {c["_trace"]: c["id"] for c in starters}
+    rows = [validate.check(backend, config, cases, s, cur, by_trace.get(s.id), q or "")
             for s, cur, q in zip(samples, curated, queries)]
     return {"status": "drafted", "target": str(target_path), "cases": str(cases_path),
             "traces": [s.id for s in samples], "choices": [c.to_json() for c in f.choices.values()],

@@ -36,6 +36,18 @@ def answered(s: Sampled, roles: Roles) -> bool:
     return any(roles.is_specialist(sp) or roles.is_skill(sp) for sp in visible(s))
 
 
+def refused(s: Sampled, f: Findings, roles: Roles) -> bool:
+    """The trace's guardrail decision is one the draft reads as a refusal."""
+    pointer, values = f.get("vocabulary.guardrail_allowed_field"), f.get("vocabulary.guardrail_refused_values") or []
+    if pointer is None:
+        return False
+    for sp in visible(s):
+        if sp.get("name") == roles.guardrail:
+            value = dict(leaves(sp.get("output"), "/output")).get(pointer)
+            return any(value == v and type(value) is type(v) for v in values)
+    return False
+
+
 def find_decision(samples: list[Sampled], f: Findings, roles: Roles) -> None:
     pairs = [(sp, s) for s in samples for sp in visible(s) if sp.get("name") == roles.guardrail]
     if not pairs:
@@ -81,9 +93,12 @@ def find_specialist_output(samples: list[Sampled], f: Findings, roles: Roles) ->
                  "structuredContent, isError), which the harness reads without pointers")
         return
     docs = [dict(leaves(sp["output"], "/output")) for sp, _ in pairs]
-    texts = [p for p in common(docs) if all(isinstance(d[p], str) for d in docs)]
+    # The text is read from calls that worked: a failed call may carry only its error.
+    worked = [d for d in docs if not any(last_key(p) in STATUS_KEYS and str(v).lower() in FAILED
+                                         for p, v in d.items())] or docs
+    texts = [p for p in common(worked) if all(isinstance(d[p], str) for d in worked)]
     if texts:
-        texts.sort(key=lambda p: (_rank(p, TEXT_KEYS), -sum(len(d[p]) for d in docs)))
+        texts.sort(key=lambda p: (_rank(p, TEXT_KEYS), -sum(len(d[p]) for d in worked)))
         f.choose("vocabulary.specialist_output.text", texts[0], where(*pairs[0], texts[0]))
     base = texts[0].rsplit("/", 1)[0] if texts else "/output"
     for sp, s in pairs:

@@ -1,0 +1,153 @@
+"""``adopt`` on stored real traces of the three example targets: what it chooses, where it says each
+choice came from, what it leaves open, and the check of the draft on the same traces.
+
+The traces are real (the demo's: tests/recorded/record.py; ledger-agent's: tests/examples/data/record.py;
+desk-graph's: tests/examples/graph_data/record.py). No backend is needed: the draft is written,
+loaded, and every trace curated and judged with it.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from obai_e2e.adopt.flow import draft
+from obai_e2e.adopt.sample import Sampled
+from obai_e2e.adopt.target_text import Settings
+from obai_e2e.base.errors import UsageError
+from obai_e2e.config.target import load_target_config
+
+TESTS = Path(__file__).resolve().parents[1]
+DEMO = TESTS / "recorded" / "data" / "clean"
+LEDGER = TESTS / "examples" / "data"
+GRAPH = TESTS / "examples" / "graph_data"
+
+
+def demo(unit: str) -> Sampled:
+    t = json.loads((DEMO / f"{unit}.traces.json").read_text())[0]
+    return Sampled(trace=t["trace"], spans=sorted(t["spans"], key=lambda s: (s["start_time"], s["id"])))
+
+
+def tree(folder: Path, name: str) -> Sampled:
+    t = json.loads((folder / f"{name}.trace.json").read_text())
+    return Sampled(trace=t["trace"], spans=sorted(t["spans"], key=lambda s: (s["start_time"], s["id"])))
+
+
+def run(tmp_path: Path, samples: list[Sampled], **settings) -> dict:
+    s = {"name": "agent", "kind": "local", "project": "p", "command": ["agent", "--session", "{session}", "{query}"],
+         "refusal_exit_code": 1, **settings}
+    return draft(samples, Settings(**s), tmp_path)
+
+
+def chosen(summary: dict) -> dict:
+    return {c["key"]: c["value"] for c in summary["choices"]}
+
+
+def verdicts(summary: dict) -> dict:
+    return {r["case"]: (r["verdict"], r["reasons"]) for r in summary["checked"] if r["case"]}
+
+
+GRAPH_CLEAN = ["price", "price_revenue", "financials", "naked_call", "condor", "general", "refused"]
+
+
+def test_langgraph_traces_give_a_draft_whose_clean_cases_pass(tmp_path):
+    summary = run(tmp_path, [tree(GRAPH, n) for n in GRAPH_CLEAN], refusal_exit_code=3)
+    c = chosen(summary)
+    assert c["vocabulary.hub_span"] is None  # OpikTracer writes no root span
+    assert (c["vocabulary.guardrail_span"], c["vocabulary.guardrail_allowed_field"]) == ("screen",
+                                                                                       "/output/screen/verdict")
+    assert (c["vocabulary.guardrail_allowed_values"], c["vocabulary.guardrail_refused_values"]) == (["pass"],
+                                                                                                  ["block"])
+    assert (c["vocabulary.skill_load_span"], c["vocabulary.skill_name_field"]) == ("load_playbook", "/input/playbook")
+    assert c["vocabulary.specialist_type"] == "tool"
+    assert set(c["vocabulary.specialists"]) == {"quote_lookup", "company_financials", "option_payoff"}
+    # The integration wraps a tool's ToolMessage in {"output": ...}: the pointer says so.
+    assert c["vocabulary.specialist_output.text"] == "/output/output/content"
+    assert c["vocabulary.specialist_output.errors"] == [{"pointer": "/output/output/status", "equals": "error"}]
+    assert c["target.answer_from"] == "trace_output:/answer"
+    assert c["correlation.match"] == "thread"
+    assert c["rubric.refusal_patterns"] == [r"(?i)I\ can\ only\ help\ with\ questions\ about\ markets\ and\ listed\ "
+                                            r"companies"]
+    assert {v for v, _ in verdicts(summary).values()} == {"pass"}, verdicts(summary)
+    assert all(r["unread"] == [] for r in summary["checked"]), summary["checked"]
+    assert [u["key"] for u in summary["undecided"]] == []
+
+
+def test_every_value_of_the_draft_says_where_it_came_from(tmp_path):
+    summary = run(tmp_path, [tree(GRAPH, n) for n in GRAPH_CLEAN])
+    lines = Path(summary["target"]).read_text().splitlines()
+    in_vocabulary = False
+    for i, line in enumerate(lines):
+        if line and not line.startswith(" "):
+            in_vocabulary = line.startswith(("vocabulary:", "correlation:", "rubric:"))
+        if in_vocabulary and re.match(r"^\s+\w+: \S", line):
+            assert lines[i - 1].lstrip().startswith("# "), (line, lines[i - 1])
+    assert "# from span screen (general) of trace " in "\n".join(lines)
+    # The draft is a valid configuration, as written.
+    assert load_target_config(Path(summary["target"])).vocabulary.guardrail_span == "screen"
+
+
+def test_faults_in_the_sampled_traces_show_in_the_check(tmp_path):
+    summary = run(tmp_path, [tree(GRAPH, n) for n in GRAPH_CLEAN + ["price_feed_down"]], refusal_exit_code=3)
+    cases = yaml.safe_load(Path(summary["cases"]).read_text())["cases"]
+    # The faulty turn asks a question already sampled: it adds no case, and the clean one is kept.
+    assert len(cases) == len(GRAPH_CLEAN)
+    assert {v for v, _ in verdicts(summary).values()} == {"pass"}
+    again = run(tmp_path / "alone", [tree(GRAPH, "price_feed_down"), tree(GRAPH, "refused")], refusal_exit_code=3)
+    rows = {r["case"]: r for r in again["checked"]}
+    assert rows["T1"]["verdict"] == "fail" and rows["T1"]["reasons"] == ["trace.error_span:tools"]
+    assert "error_info in span tools" in Path(again["cases"]).read_text()
+
+
+def test_ledger_traces(tmp_path):
+    summary = run(tmp_path, [tree(LEDGER, n) for n in ("Q1", "O1", "R1", "Q2_feed_error")], refusal_exit_code=3)
+    c = chosen(summary)
+    assert c["vocabulary.hub_span"] == "orchestrator"
+    assert (c["vocabulary.guardrail_span"], c["vocabulary.guardrail_allowed_field"]) == ("policy.check",
+                                                                                       "/output/decision")
+    assert (c["vocabulary.guardrail_allowed_values"], c["vocabulary.guardrail_refused_values"]) == (["allow"],
+                                                                                                  ["deny"])
+    assert (c["vocabulary.skill_load_span"], c["vocabulary.skill_name_field"]) == ("toolkit.mount",
+                                                                                 "/metadata/toolkit")
+    assert c["vocabulary.specialist_span"] == "agent:{name}"
+    assert c["vocabulary.specialist_output.text"] == "/output/body"
+    assert c["vocabulary.specialist_output.data"] == "/output/figures"
+    assert c["vocabulary.specialist_output.errors"] == [{"pointer": "/output/status", "equals": "error",
+                                                         "message": "/output/detail"}]
+    assert c["target.answer_from"] == "trace_output:/final/text"
+    got = verdicts(summary)
+    assert got["T1"] == ("pass", []) and got["T3"] == ("pass", [])
+    assert got["T4"] == ("fail", ["specialist.quotes.tool_error"])
+
+
+def test_demo_traces(tmp_path):
+    summary = run(tmp_path, [demo(u) for u in ("MD1", "F1", "M1.r1", "O1", "P1", "R1")])
+    c = chosen(summary)
+    assert (c["vocabulary.hub_span"], c["vocabulary.guardrail_span"]) == ("hub", "guardrail")
+    assert c["vocabulary.guardrail_allowed_field"] == "/output/allowed"
+    assert (c["vocabulary.guardrail_allowed_values"], c["vocabulary.guardrail_refused_values"]) == ([True], [False])
+    assert (c["vocabulary.skill_load_span"], c["vocabulary.skill_name_field"]) == ("load_skill", "/input/skill")
+    assert c["vocabulary.specialist_output"] is None  # MCP envelopes: read without pointers
+    assert c["target.answer_from"] == "trace_output:/response"
+    assert {v for v, _ in verdicts(summary).values()} == {"pass"}, verdicts(summary)
+
+
+def test_what_the_traces_cannot_tell_is_listed(tmp_path):
+    summary = run(tmp_path, [tree(GRAPH, "price"), tree(GRAPH, "financials")], command=None,
+                  refusal_exit_code=None)
+    open_keys = {u["key"] for u in summary["undecided"]}
+    # No refused question among them: the refused value is a guess, and said to be one.
+    assert chosen(summary)["vocabulary.guardrail_refused_values"] == ["block"]
+    assert {"vocabulary.guardrail_refused_values", "target.refusal_exit_code", "target.command"} <= open_keys
+    text = Path(summary["target"]).read_text()
+    assert "# a guess: no refused turn among the traces" in text
+    assert "# a placeholder: write the argv of one turn" in text
+
+
+def test_a_draft_never_replaces_files_unless_forced(tmp_path):
+    (tmp_path / "target.yaml").write_text("mine\n")
+    with pytest.raises(UsageError, match="target.yaml exists"):
+        run(tmp_path, [tree(GRAPH, "price")])
+    assert (tmp_path / "target.yaml").read_text() == "mine\n"
