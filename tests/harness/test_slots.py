@@ -144,3 +144,30 @@ def test_a_follow_up_turn_takes_any_free_slot():
     follow.join(5)
     assert not follow.is_alive()  # not held back by the order
     early.__exit__(None, None, None)
+
+
+def test_window_mode_keeps_turns_with_the_same_query_apart():
+    """Two slots free, but a second turn asking the same waits for the first to end, plus the window's slack."""
+    slots = Slots(2, apart_s=0.3)
+    first, same, other = slots.for_unit(), slots.for_unit(), slots.for_unit()
+    first.asking("q").__enter__()
+    t_same, got_same = entering(same.asking("q"))
+    assert not got_same.wait(0.2)  # the same query is being asked
+    # The queue keeps the plan's order: the third unit waits behind the second.
+    t_other, got_other = entering(other.asking("another"))
+    first.__exit__(None, None, None)
+    ended = time.monotonic()
+    assert got_same.wait(10) and time.monotonic() - ended >= 0.25  # and then the slack
+    assert got_other.wait(10)
+    leaving(same, t_same)
+    leaving(other, t_other)
+
+
+def test_without_a_window_the_same_query_may_overlap():
+    slots = Slots(2)
+    first, same = slots.for_unit(), slots.for_unit()
+    first.asking("q").__enter__()
+    t, got = entering(same.asking("q"))
+    assert got.wait(10)
+    first.__exit__(None, None, None)
+    leaving(same, t)

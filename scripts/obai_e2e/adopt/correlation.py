@@ -19,8 +19,8 @@ def suggest(samples: list[Sampled], f: Findings, command: list[str] | None) -> N
     threads = [s.trace.get("thread_id") for s in samples]
     with_session = command is None or any("{session}" in part for part in command)
     if all(threads) and len(set(threads)) == len(threads) and with_session:
-        f.choose("correlation.match", "thread", f"every trace has its own thread_id ({threads[0]} in trace "
-                 f"{samples[0].short()}): the harness passes a fresh {{session}} per unit")
+        f.choose("correlation.match", "thread", f"the traces: each has a thread_id of its own ({threads[0]} in "
+                 f"trace {samples[0].short()}), and the harness passes a fresh {{session}} per unit")
         if command is None:
             f.leave("target.command", "the traces do not show how the agent is started",
                     "write target.command (an argv with {query}, and {session} where the thread id goes)")
@@ -30,7 +30,7 @@ def suggest(samples: list[Sampled], f: Findings, command: list[str] | None) -> N
                 "pass {session} where the agent takes its conversation or thread id, then use match: thread")
     key = _unique_metadata(samples)
     if key:
-        f.choose("correlation.match", "metadata", f"metadata.{key} differs in every trace")
+        f.choose("correlation.match", "metadata", f"the traces: metadata.{key} differs in each")
         f.choose("correlation.metadata_key", key, f"metadata of trace {samples[0].short()}")
         f.leave("correlation.env_var", f"the traces do not show which variable the agent copies into metadata.{key}",
                 "name it in correlation.env_var (the harness puts a fresh value there for every turn)")
@@ -39,13 +39,13 @@ def suggest(samples: list[Sampled], f: Findings, command: list[str] | None) -> N
     tags = Counter(t for s in samples for t in (s.trace.get("tags") or []))
     unique = [s for s in samples if any(tags[t] == 1 for t in (s.trace.get("tags") or []))]
     if len(samples) > 1 and len(unique) == len(samples):
-        f.choose("correlation.match", "tag", "every trace carries a tag of its own")
+        f.choose("correlation.match", "tag", "the traces: each carries a tag of its own")
         f.leave("correlation.env_var", "the traces do not show which variable the agent reads its tag from",
                 "name it in correlation.env_var")
         f.choose("correlation.env_var", "AGENT_TRACE_TAG", "a placeholder: see the undecided list")
         return
-    f.choose("correlation.match", "none", "no thread id, metadata value or tag tells the traces apart: the time "
-             "window and the query do")
+    f.choose("correlation.match", "none", "the traces: no thread id, metadata value or tag tells them apart, so "
+             "the time window and the query do")
     f.leave("correlation.match", "window correlation: two units with the same query never run at once, and a "
             "trace written twice is a multi_match", "record the {session} as the trace's thread_id (or a tag) in "
             "the agent, then adopt again")

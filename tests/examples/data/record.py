@@ -43,7 +43,8 @@ def main() -> None:
         chosen.append(case)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        shutil.copy(EXAMPLE / "target.yaml", work / "target.yaml")
+        for name in ("target.yaml", "plan.yaml"):  # the target names its plan beside itself
+            shutil.copy(EXAMPLE / name, work / name)
         (work / "cases.yaml").write_text(yaml.safe_dump({"version": 1, "cases": chosen}, sort_keys=False))
         env = {**os.environ, "OBAI_E2E_RUNS": str(work / "runs"), "OBAI_TRACE_STORE_DIR": str(work / "store")}
         try:
