@@ -21,7 +21,7 @@ THREAD_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 SDK_DEFAULTS = {"OPIK_DEFAULT_FLUSH_TIMEOUT": "5", "OPIK_ANALYTICS_ENABLE": "false", "OPIK_SENTRY_ENABLE": "false",
                 "OPIK_CHECK_TLS_CERTIFICATE": "true"}
 ENVIRONMENT = """environment:
-  DESK_GRAPH_PROJECT  Opik project of the traces (default desk-graph)
+  DESK_GRAPH_PROJECT  Opik project of the traces (default: OPIK_PROJECT_NAME, else desk-graph)
   DESK_GRAPH_TRACE    on (default) or off
   DESK_GRAPH_FAULTS   comma-separated faults (desk-graph faults lists them)
   OPIK_URL_OVERRIDE, OPIK_API_KEY, OPIK_WORKSPACE, ~/.opik.config: where traces go
@@ -85,7 +85,8 @@ def ask(question: str, thread: str, active: frozenset[str]) -> int:
             os.environ.setdefault(key, value)
         from opik.integrations.langchain import OpikTracer
 
-        tracer = OpikTracer(project_name=os.environ.get("DESK_GRAPH_PROJECT", "desk-graph"), thread_id=thread,
+        project = os.environ.get("DESK_GRAPH_PROJECT") or os.environ.get("OPIK_PROJECT_NAME") or "desk-graph"
+        tracer = OpikTracer(project_name=project, thread_id=thread,
                             metadata={"agent": "desk-graph", "version": __version__})
     answer, outcome, code = "", "answered", 0
     try:
