@@ -272,7 +272,7 @@ def test_declared_and_undeclared_error_shapes(example_run):
     run = example_run
     declared = next(c for c in digest(run, "Q2_feed_error", run["work"] / "target.yaml")["specialist_calls"])
     assert (declared["is_error"], declared["error_text"], declared["error_shape"]) == (
-        True, "quote feed timed out", "/status == 'error'")
+        True, "quote feed timed out", "/output/status == 'error'")
     undeclared = variant(run["work"], "no-error-shapes", lambda d: d["vocabulary"]["specialist_output"].pop("errors"))
     call = digest(run, "Q2_feed_error", undeclared)["specialist_calls"][0]
     assert (call["is_error"], call["suspect_error"]) == (False, "status: error")
@@ -337,7 +337,7 @@ def test_raw_span_tree_for_writing_a_vocabulary(example_run):
     text = raw.stdout
     assert text.startswith(f"TRACE {q1['trace']['trace_id']}  chat-turn")
     assert re.search(r"^└─ orchestrator \[general\] .*← hub$", text, re.M)
-    assert re.search(r"^   ├─ policy\.check \[guardrail\] .*← guardrail: output\.decision = \"allow\" \(allowed\)$",
+    assert re.search(r"^   ├─ policy\.check \[guardrail\] .*← guardrail: /output/decision = \"allow\" \(allowed\)$",
                      text, re.M)
     assert re.search(r"^   ├─ toolkit\.mount \[general\] .*← skill load: equities$", text, re.M)
     assert re.search(r"^   ├─ agent:quotes \[tool\] .*← specialist: quotes$", text, re.M)

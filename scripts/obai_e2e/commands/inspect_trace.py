@@ -18,7 +18,8 @@ def register(sub) -> None:
                                    "vocabulary reads in each span.")
     p.add_argument("--trace-id", required=True)
     p.add_argument("--json", action="store_true", help="print the structured digest (or, with --raw, the tree) as JSON")
-    p.add_argument("--raw", action="store_true", help="print the raw span tree (every span, input, output, metadata)")
+    p.add_argument("--raw", action="store_true", help="print the raw span tree (every span, input, output, metadata): "
+                                                       "the document the configuration's pointers start at")
     p.add_argument("--target", default=None, help="target configuration file")
     p.set_defaults(func=run)
 

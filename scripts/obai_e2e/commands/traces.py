@@ -129,7 +129,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "sample",
         help="print the raw span tree of one trace (default: the newest of the project)",
         description="Reads one trace and all its spans from the trace backend and prints them as a tree: "
-        "name, type, offset, duration, input, output, metadata and error of every span. With --target, each "
+        "name, type, offset, duration, input, output, metadata and error of every span, as the backend has them: "
+        "every pointer of a target configuration starts at a span exactly as --json prints it (/output/decision; "
+        "depth, offset_ms, duration_ms and marks are the command's own). With --target, each "
         "span also shows what that configuration's vocabulary reads in it (hub, guardrail decision, skill "
         "load, specialist). Without --target, name the project (and --kind opik for a real Opik).",
         epilog=SAMPLE_EXIT_CODES,
