@@ -28,7 +28,6 @@ from ..trace.curate import curate
 from ..trace.resolve import INCOMPLETE, RESOLVED, TurnKey, fetch, resolve
 from ..trace.values import dumps
 from .answer import from_stdout_json
-from .page import CRASHED, UiObservation
 from .canaries import Planted, plant
 from .packet_record import (
     AsyncJob,
@@ -41,6 +40,7 @@ from .packet_record import (
     load_packet,
     packet_path,
 )
+from .page import CRASHED, UiObservation
 from .privacy import protect_packet
 from .sandbox import Sandbox
 from .slots import UnitSlot

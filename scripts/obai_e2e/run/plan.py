@@ -45,7 +45,8 @@ def target_version(config: TargetConfig) -> str | None:
     if not cmd:
         return None
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=30, cwd=str(config.target.workdir),
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=config.target.version_timeout_s,
+                              cwd=str(config.target.workdir),
                               env={**os.environ, **config.target.env}, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return None
