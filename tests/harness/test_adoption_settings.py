@@ -102,3 +102,24 @@ def test_preflight_warns_when_window_mode_meets_repeats(tmp_path):
     warning = window_repeats(window, cases, None)
     assert warning and "S1 ×3" in warning and "run one after another" in warning
     assert window_repeats(load_target_config(REPO / "cases" / "target.yaml"), cases, None) is None
+
+
+def test_async_rules_follow_the_targets_wording_and_need_no_strategy_specialist(tmp_path):
+    unit = packet("clean", "A1")
+
+    def target(edit) -> object:
+        data = yaml.safe_load((REPO / "cases" / "target.yaml").read_text())
+        edit(data)
+        path = tmp_path / "target.yaml"
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        return load_target_config(path)
+
+    plain = target(lambda d: d["vocabulary"].pop("strategy_specialist"))
+    a1 = load_cases_for(plain, REPO / "cases" / "cases.yaml").by_id("A1")
+    outcomes = {o.rule: o for o in check_packet(unit, a1, plain).outcomes}
+    assert outcomes["specialist.strategy.async_stub_broken"].status == "pass"
+    assert outcomes["specialist.strategy.async_followup_missing"].status == "pass"
+    assert outcomes["specialist.strategy.contract_broken"].detail == "the job is not a strategy specialist's"
+    german = target(lambda d: d["async_jobs"].update(job_id_pattern=r"Auftrag:\s*(\d+)"))
+    result = check_packet(unit, case("A1"), german)
+    assert (result.verdict, result.reasons) == ("fail", ["specialist.strategy.async_stub_broken"])
