@@ -1,10 +1,12 @@
 """Combining a round's validated judge answers: majority, agreement, rater variance.
 
 N is the round's panel size; a judge whose response failed to parse, whose entry for a
-packet was refused, or who did not answer, casts no vote there. A choice given by more
-than N/2 judges is the majority; otherwise the question is ``abstain`` (undecided). The
-result is a pure function of the stored packets and validations, written once as
-``aggregate.json`` and reproducible byte for byte by the offline replay.
+packet was refused, or who did not answer, casts no vote there. A question is decided
+only by a decisive choice (anything but ``abstain``) given by more than N/2 judges: an
+abstention never decides, so two abstentions and one vote leave the question open.
+Otherwise the question is ``abstain`` (undecided). The result is a pure function of the
+stored packets and validations, written once as ``aggregate.json`` and reproducible byte
+for byte by the offline replay.
 """
 from __future__ import annotations
 
@@ -27,6 +29,19 @@ VOTING = ("valid", "repaired")
 
 def _exact(value) -> str | None:
     return None if value is None else str(value)
+
+
+def decide(choices, n_panel: int) -> tuple[str | None, bool]:
+    """(the majority choice, decided) of the judges' ``choices`` (None: no vote) on a panel of ``n_panel``.
+
+    Only a decisive choice given by more than half of the panel decides; abstentions and
+    missing votes count towards the panel, never towards a decision.
+    """
+    votes = Counter(c for c in choices if c is not None and c != ABSTAIN)
+    for choice, count in votes.most_common(1):
+        if 2 * count > n_panel:
+            return choice, True
+    return None, False
 
 
 def _answer(record: dict, question_id: str) -> dict | None:
@@ -95,8 +110,7 @@ def aggregate(rnd: Round, responses: dict[str, dict]) -> dict:
                      "applies": applicable, "choices": choices, "no_vote": no_vote, "votes": dict(votes),
                      "ratings": ratings, "evidence": evidence, "rationale": rationale}
             if applicable:
-                top, count = votes.most_common(1)[0] if votes else (None, 0)
-                decided = 2 * count > n_panel
+                top, decided = decide(choices.values(), n_panel)
                 entry["majority"] = top if decided else ABSTAIN
                 entry["decided"] = decided
                 entry["majority_loss"] = qdef.loss_of(top) if decided else None
