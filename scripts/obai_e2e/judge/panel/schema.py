@@ -11,12 +11,20 @@ a passage of its text), one answer per question and no missing answer hold for e
 version. Quotes are optional: they are the evidence of a packet without payloads or
 numbers (a refused attack).
 
+A quote, or a number as the judge wrote it, is accepted when it occurs in the packet's
+text as written, compared after the same evening-out on both sides (``written``): the
+JSON escapes a judge sees in the packet (``\\n``, ``\\"``, ``\\uXXXX``) read as what they
+stand for, Markdown emphasis and code marks (asterisks, backticks) dropped, whitespace runs as one
+space. A number must stand on its own there (``2026`` in ``2026-04-30``, not ``20`` in
+``2026``); one written differently (``1,234.50`` for ``1234.5``) is still found by value.
+
 Exactly one repair is listed: ``non_applicable_rating:/answers/<i>/choice`` — a known
 choice given for a question that does not apply, in an answer that is otherwise valid,
 becomes ``null``; the original and the rule id are kept. Nothing missing is invented.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ...base.errors import VerdictInvalid
@@ -108,16 +116,51 @@ class Context:
     def of(cls, packet: dict) -> "Context":
         texts = packet_texts(packet)
         return cls(packet, context_version(packet), frozenset(span_ids(packet)), Pool(texts),
-                   tuple(_flat(t) for t in texts if t))
+                   tuple(written(t) for t in texts if t))
 
     def quoted(self, quote: str) -> bool:
-        quote = _flat(quote)
-        return bool(quote) and any(quote in t for t in self.texts)
+        quote = written(quote)
+        return len(quote) >= MIN_QUOTE and any(quote in t for t in self.texts)
+
+    def number_written(self, cited: str) -> bool:
+        """``cited`` occurs in the text standing on its own: no digit (or decimal part) glued to either end."""
+        cited = written(cited)
+        if not cited:
+            return False
+        for text in self.texts:
+            start = text.find(cited)
+            while start >= 0:
+                end = start + len(cited)
+                if not (_glued(text, start - 1, -1) or _glued(text, end, 1)):
+                    return True
+                start = text.find(cited, start + 1)
+        return False
 
 
-def _flat(text: str) -> str:
-    """Whitespace runs as one space: a quote may wrap where the text does not."""
+_ESCAPE = re.compile(r'\\(u[0-9a-fA-F]{4}|["\\/bfnrt])')
+_ESCAPED = {'"': '"', "\\": "\\", "/": "/", "b": " ", "f": " ", "n": " ", "r": " ", "t": " "}
+_MARKS = re.compile(r"[*`]+")
+
+
+def _unescape(m: re.Match) -> str:
+    code = m.group(1)
+    return chr(int(code[1:], 16)) if code[0] == "u" else _ESCAPED[code]
+
+
+def written(text: str) -> str:
+    """``text`` evened out for comparing a quote with the packet (see the module docstring)."""
+    text = _MARKS.sub("", _ESCAPE.sub(_unescape, text or ""))
     return " ".join(text.split())
+
+
+def _glued(text: str, i: int, step: int) -> bool:
+    """Whether position ``i`` (next to a match, looking away from it by ``step``) continues a number."""
+    if not 0 <= i < len(text):
+        return False
+    if text[i].isdigit():
+        return True
+    j = i + step
+    return text[i] in ".," and 0 <= j < len(text) and text[j].isdigit()
 
 
 def span_ids(packet: dict) -> list[str]:
@@ -159,13 +202,16 @@ def _checks(entry: dict, ctx: Context) -> list[Problem]:
             found = extract(s, skip_list_markers=False)
             if not found:
                 out.append(Problem(f"/answers/{i}/evidence/numbers/{k}", f"{s!r} is not a number"))
-            elif not all(ctx.pool.contains(n) for n in found):
+            elif not ctx.number_written(s) and not all(ctx.pool.contains(n) for n in found):
                 out.append(Problem(f"/answers/{i}/evidence/numbers/{k}",
                                    f"the number {s!r} does not occur in this packet's text"))
         for k, s in enumerate(ev.get("quotes", [])):
-            if not ctx.quoted(s):
+            if len(written(s)) < MIN_QUOTE:
+                out.append(Problem(f"/answers/{i}/evidence/quotes/{k}", f"the quote {s[:60]!r} is too short: "
+                                   f"at least {MIN_QUOTE} characters of text besides formatting marks"))
+            elif not ctx.quoted(s):
                 out.append(Problem(f"/answers/{i}/evidence/quotes/{k}",
-                                   f"the quote {s[:60]!r} is not a passage of this packet's query or answers"))
+                                   f"the quote {s[:60]!r} is not a passage of this packet's text"))
     for q in ctx.packet["questions"]:
         if q["id"] not in first_at:
             out.append(Problem("/answers", f"no answer to question {q['id']}; every question needs exactly one "
