@@ -42,7 +42,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from judging.helpers import copy_run, make_round  # noqa: E402
 from obai_e2e.config.cases import load_cases_for  # noqa: E402
 from obai_e2e.config.target import load_target_config  # noqa: E402
-from obai_e2e.judge.models.ask import ask_round, redactor_for  # noqa: E402
+from obai_e2e.judge.models.ask import ask_round  # noqa: E402
+from obai_e2e.judge.models.keys import redactor_for  # noqa: E402
 from obai_e2e.judge.models.client import Asker  # noqa: E402
 from obai_e2e.judge.models.config import parse  # noqa: E402
 

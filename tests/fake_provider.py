@@ -1,25 +1,33 @@
 """A loopback stand-in for model providers: Anthropic Messages and OpenAI Chat Completions.
 
-It answers ``POST /v1/messages`` in the Anthropic format (``x-api-key`` and
-``anthropic-version`` required; reply ``{"type": "message", "content": [{"type": "text",
-...}], "stop_reason", "usage": {"input_tokens", "output_tokens"}}``; errors ``{"type":
-"error", "error": {"type", "message"}}``) and ``POST .../chat/completions`` in the OpenAI
-format (``Authorization: Bearer`` or ``api-key``; reply ``{"object": "chat.completion",
-"choices": [{"message": {"role", "content"}, "finish_reason"}], "usage": {"prompt_tokens",
-"completion_tokens", "total_tokens"}}``; errors ``{"error": {"message", "type", "code"}}``),
-as the providers' API references describe them.
+It answers ``POST /v1/messages`` in the Anthropic format (reply ``{"type": "message",
+"content": [{"type": "text", ...}], "stop_reason", "usage": {"input_tokens",
+"output_tokens"}}``, a ``thinking`` block first when thinking was asked for; errors
+``{"type": "error", "error": {"type", "message"}}``) and ``POST .../chat/completions`` in
+the OpenAI format (reply ``{"object": "chat.completion", "choices": [{"message": {"role",
+"content"}, "finish_reason"}], "usage": {"prompt_tokens", "completion_tokens",
+"total_tokens"}}``, reasoning tokens counted when reasoning was asked for; errors
+``{"error": {"message", "type", "code"}}``), as the providers' API references describe them.
+
+It is strict: every request is checked against the provider's published request schema
+and rules (tests/provider_schemas.py: required headers and fields, types, role order, no
+unknown fields, the reasoning settings). A request that breaks one is answered 400
+``invalid_request_error``, as the real API answers it, and listed in ``violations``; a
+test asserts the list is empty.
 
 What it answers is scripted per model: a queue of behaviours consumed one per request,
 then ``good``. ``good`` reads the bundle like tests/scripted_judge.py and answers every
 question (choices per model from ``choices``); the others are ``fenced``, ``malformed``,
 ``bad_span`` (cites a span id that is not in the packet), ``truncated`` (cut JSON,
 stop reason max_tokens / length), ``no_usage``, ``429`` (Retry-After), ``429_quota``,
-``500``, ``529``, ``401`` (echoes the key it got, as some providers do) and ``hang`` (no
-answer for ``hang_s`` seconds). Every request is counted and kept (in memory only).
+``500``, ``529``, ``401`` (echoes the key it got, as some providers do), ``hang`` (no
+answer for ``hang_s`` seconds), ``cut`` (reads the request, then drops the connection)
+and ``huge`` (a text of ``huge_bytes``). Every request is counted and kept (in memory only).
 """
 from __future__ import annotations
 
 import json
+import socket
 import sys
 import threading
 import time
@@ -28,6 +36,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from provider_schemas import violations  # noqa: E402
 from scripted_judge import answer  # noqa: E402
 
 BAD_SPAN = "span-that-does-not-exist"
@@ -55,7 +64,10 @@ class FakeProvider:
     hang_s: float = 5.0
     delay_s: float = 0.0                               # added to every answer (a model's thinking time)
     script: dict = field(default_factory=dict)         # model -> [behaviour, ...]
+    reasoning_models: frozenset = frozenset()          # models the OpenAI rules of reasoning models apply to
+    huge_bytes: int = 3_000_000
     requests: list = field(default_factory=list)
+    violations: list = field(default_factory=list)     # (path, model, problem) of every request that broke a rule
     in_flight: int = 0
     max_in_flight: int = 0
 
@@ -162,6 +174,10 @@ class FakeProvider:
             status, payload, extra = self._respond(wire, headers, body, model, seen)
             seen.status = status
             seen.handler_s = time.perf_counter() - t0
+            if status == 0:
+                h.close_connection = True
+                h.connection.shutdown(socket.SHUT_RDWR)
+                return
             h._send(status, payload, extra)
         finally:
             with self._lock:
@@ -184,13 +200,11 @@ class FakeProvider:
     def _respond(self, wire, headers, body, model, seen: Seen):
         if wire is None:
             return 404, {"error": {"message": f"no route {seen.path}", "type": "not_found_error"}}, {}
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not model:
-            return self._error(wire, 400, "invalid_request_error", "model and messages are required")
-        if wire == "anthropic":
-            if "anthropic-version" not in headers:
-                return self._error(wire, 400, "invalid_request_error", "anthropic-version header is required")
-            if not isinstance(body.get("max_tokens"), int):
-                return self._error(wire, 400, "invalid_request_error", "max_tokens: Field required")
+        problems = violations(wire, seen.path, headers, body, reasoning_models=self.reasoning_models)
+        if problems:
+            with self._lock:
+                self.violations.extend((seen.path, model, p) for p in problems)
+            return self._error(wire, 400, "invalid_request_error", "; ".join(problems))
         key = self._key(wire, headers)
         behaviour = self._next(model)
         seen.behaviour = behaviour
@@ -213,25 +227,36 @@ class FakeProvider:
                                "Internal server error")
         if behaviour == "529":
             return self._error(wire, 529, "overloaded_error", "Overloaded")
+        if behaviour == "cut":
+            return 0, b"", {}  # the handler drops the connection
         if behaviour == "hang" or self.delay_s:
             end = time.monotonic() + (self.hang_s if behaviour == "hang" else self.delay_s)
             while time.monotonic() < end and not self._stopping.is_set():
                 time.sleep(0.02)
         prompt = "".join(m.get("content", "") for m in body["messages"] if isinstance(m, dict)
-                         and isinstance(m.get("content"), str))
+                         and m.get("role") == "user" and isinstance(m.get("content"), str))
         text, stop = self._text(behaviour, prompt, model)
-        usage_in, usage_out = len(prompt) // 4 + 7, len(text) // 4 + 1
+        system = body.get("system") or "".join(m.get("content", "") for m in body["messages"]
+                                                if m.get("role") in ("system", "developer"))
+        usage_in, usage_out = (len(prompt) + len(system)) // 4 + 7, len(text) // 4 + 1
         if wire == "anthropic":
-            reply = {"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
-                     "content": [{"type": "text", "text": text}],
+            content = [{"type": "text", "text": text}]
+            if (body.get("thinking") or {}).get("type") in ("enabled", "adaptive"):
+                content.insert(0, {"type": "thinking", "thinking": "Reading the packets.", "signature": "sig-fake"})
+                usage_out += 5
+            reply = {"id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": content,
                      "stop_reason": "max_tokens" if stop else "end_turn", "stop_sequence": None,
                      "usage": {"input_tokens": usage_in, "output_tokens": usage_out}}
         else:
+            usage = {"prompt_tokens": usage_in, "completion_tokens": usage_out, "total_tokens": usage_in + usage_out}
+            if body.get("reasoning_effort") is not None or model in self.reasoning_models:
+                usage["completion_tokens"] += 5
+                usage["total_tokens"] += 5
+                usage["completion_tokens_details"] = {"reasoning_tokens": 5}
             reply = {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
                      "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "refusal": None},
                                   "finish_reason": "length" if stop else "stop"}],
-                     "usage": {"prompt_tokens": usage_in, "completion_tokens": usage_out,
-                               "total_tokens": usage_in + usage_out}}
+                     "usage": usage}
         if behaviour == "no_usage":
             reply.pop("usage")
         return 200, reply, {}
@@ -246,6 +271,8 @@ class FakeProvider:
                         break
                 break
         text = json.dumps(value, indent=1)
+        if behaviour == "huge":
+            return text + " " * self.huge_bytes, False
         if behaviour == "fenced":
             return "```json\n" + text + "\n```", False
         if behaviour == "malformed":

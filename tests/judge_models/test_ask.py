@@ -193,9 +193,10 @@ def test_batches_when_the_bundle_is_larger_than_the_batch_size(fake, env, rnd, r
     assert sorted(statuses.values()) == ["absent", "absent", "valid", "valid"]
     assert {pid for pid, s in statuses.items() if s == "valid"} == set(plan[0]["packets"])
     # Each batch's text is the frozen prompt and that batch's packets only.
-    texts = [r.body["messages"][0]["content"] for r in fake.requests if r.model == "claude-fake"]
-    assert all(t.startswith("# Instructions for a blind judge") for t in texts)
-    assert all(sum(pid in t for pid in rnd.packets) == 2 for t in texts)
+    claude_requests = [r.body for r in fake.requests if r.model == "claude-fake"]
+    assert all(b["system"].startswith("# Instructions for a blind judge") for b in claude_requests)
+    assert all(sum(pid in b["messages"][0]["content"] for pid in rnd.packets) == 2 for b in claude_requests)
+    assert fake.violations == []
     assert replay(run, "r1")["status"] == "ok"
 
 

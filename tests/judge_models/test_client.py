@@ -11,13 +11,16 @@ import sys
 import time
 from pathlib import Path
 
-from obai_e2e.judge.models.ask import redactor_for
+from obai_e2e.judge.models.keys import redactor_for
 from obai_e2e.judge.models.client import Asker
+from obai_e2e.judge.models.wire import split
+from obai_e2e.judge.panel.packets import render_bundle
 
 from .conftest import KEYS, panel
 
 TESTS = Path(__file__).resolve().parents[1]
-BUNDLE = (TESTS / "judging" / "data" / "demo-run" / "report.md").read_text()[:2000]
+# A bundle of no packets: the requests are the real ones, the fake answers them with an empty entry list.
+BUNDLE = render_bundle("# Instructions for a blind judge", [])
 
 
 def asker(fake, env, **top):
@@ -28,20 +31,22 @@ def asker(fake, env, **top):
 def test_anthropic_wire_as_the_server_sees_it(fake, env):
     cfg, a = asker(fake, env)
     with a:
-        res = a.ask(cfg.judge("claude"), "bundle text")
+        res = a.ask(cfg.judge("claude"), BUNDLE)
     assert res.answered and res.http_status == 200 and res.reply.input_tokens > 0
     seen = fake.requests[0]
     assert seen.path == "/v1/messages" and seen.wire == "anthropic"
     assert seen.headers["x-api-key"] == KEYS["FAKE_ANTHROPIC_KEY"] and seen.headers["anthropic-version"] == "2023-06-01"
-    assert seen.body == {"model": "claude-fake", "max_tokens": 16000, "temperature": 0,
-                         "messages": [{"role": "user", "content": "bundle text"}]}
+    prompt = split(BUNDLE)
+    assert seen.body == {"model": "claude-fake", "max_tokens": 16000, "temperature": 0, "system": prompt.system,
+                         "messages": [{"role": "user", "content": prompt.user}]}
+    assert fake.violations == []
 
 
 def test_openai_and_azure_style_wire(fake, env):
     cfg, a = asker(fake, env)
     with a:
-        assert a.ask(cfg.judge("gpt"), "b").answered
-        assert a.ask(cfg.judge("llama"), "b").answered
+        assert a.ask(cfg.judge("gpt"), BUNDLE).answered
+        assert a.ask(cfg.judge("llama"), BUNDLE).answered
     gpt, azure = fake.requests
     assert gpt.path == "/v1/chat/completions" and gpt.headers["authorization"] == f"Bearer {KEYS['FAKE_OPENAI_KEY']}"
     assert azure.path == "/openai/deployments/llama/chat/completions?api-version=2024-10-21"
@@ -54,7 +59,7 @@ def test_429_waits_at_least_retry_after_then_succeeds(fake, env):
     cfg, a = asker(fake, env)
     t0 = time.monotonic()
     with a:
-        res = a.ask(cfg.judge("gpt"), "b")
+        res = a.ask(cfg.judge("gpt"), BUNDLE)
     elapsed = time.monotonic() - t0
     assert res.answered and fake.count("gpt-fake") == 2
     assert elapsed >= 1.0
@@ -68,7 +73,7 @@ def test_a_retry_after_beyond_max_wait_ends_the_retries(fake, env):
     fake.plan("claude-fake", "429")
     cfg, a = asker(fake, env, retry={"max_attempts": 3, "max_wait_s": 60})
     with a:
-        res = a.ask(cfg.judge("claude"), "b")
+        res = a.ask(cfg.judge("claude"), BUNDLE)
     assert not res.answered and fake.count() == 1
     assert "asked to wait 600 s, longer than retry.max_wait_s (60 s)" in res.error
 
@@ -77,7 +82,7 @@ def test_500_is_retried_with_backoff_until_the_attempts_run_out(fake, env):
     fake.plan("gpt-fake", "500", "500", "500", "500")
     cfg, a = asker(fake, env)
     with a:
-        res = a.ask(cfg.judge("gpt"), "b")
+        res = a.ask(cfg.judge("gpt"), BUNDLE)
     assert not res.answered and fake.count() == 3 and res.http_status == 500
     assert res.error.startswith("HTTP 500 server_error: Internal server error (gave up after 3 attempts)")
     assert [x.get("wait_from") for x in res.attempts] == ["backoff", "backoff", None]
@@ -88,7 +93,7 @@ def test_529_overloaded_is_retried(fake, env):
     fake.plan("claude-fake", "529")
     cfg, a = asker(fake, env)
     with a:
-        res = a.ask(cfg.judge("claude"), "b")
+        res = a.ask(cfg.judge("claude"), BUNDLE)
     assert res.answered and fake.count() == 2 and res.attempts[0]["status"] == 529
 
 
@@ -97,7 +102,7 @@ def test_a_spent_quota_is_not_retried(fake, env):
     fake.plan("claude-fake", "429_quota")
     cfg, a = asker(fake, env)
     with a:
-        gpt, claude = a.ask(cfg.judge("gpt"), "b"), a.ask(cfg.judge("claude"), "b")
+        gpt, claude = a.ask(cfg.judge("gpt"), BUNDLE), a.ask(cfg.judge("claude"), BUNDLE)
     assert fake.count() == 2 and not gpt.answered and not claude.answered
     assert "not retried" in gpt.error and "enforced_spend_limit_reached" in claude.error
 
@@ -106,7 +111,7 @@ def test_a_refused_key_is_not_retried_and_never_echoed(fake, env):
     fake.plan("gpt-fake", "401")
     cfg, a = asker(fake, env)
     with a:
-        res = a.ask(cfg.judge("gpt"), "b")
+        res = a.ask(cfg.judge("gpt"), BUNDLE)
     assert not res.answered and fake.count() == 1 and res.http_status == 401
     assert "Incorrect API key provided: [REDACTED]" in res.error
     assert KEYS["FAKE_OPENAI_KEY"] not in repr(res)
@@ -119,7 +124,7 @@ def test_a_hanging_server_times_out_and_is_retried(fake, env):
                                                                                 "initial_backoff_s": 0.01})
     t0 = time.monotonic()
     with a:
-        res = a.ask(cfg.judge("llama"), "b")
+        res = a.ask(cfg.judge("llama"), BUNDLE)
     assert not res.answered and fake.count() == 2
     assert res.error.startswith("no complete answer within timeout_s = 0.4 s")
     assert 0.8 <= time.monotonic() - t0 < 4.5  # two timeouts, not the server's 5 s hang
@@ -131,7 +136,7 @@ def test_a_refused_connection_is_retried_then_reported(env):
         port = s.getsockname()[1]
     cfg = panel(f"http://127.0.0.1:{port}", retry={"max_attempts": 2, "initial_backoff_s": 0.01, "jitter": False})
     with Asker(cfg, redactor_for(cfg, env), env=env) as a:
-        res = a.ask(cfg.judge("claude"), "b")
+        res = a.ask(cfg.judge("claude"), BUNDLE)
     assert not res.answered and len(res.attempts) == 2 and "ConnectError" in res.error
 
 

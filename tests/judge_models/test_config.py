@@ -168,3 +168,37 @@ def test_run_with_a_missing_key_stops_before_any_unit_is_driven(tmp_path, monkey
     err = capsys.readouterr().err
     assert "judge 'gpt', field /judges/1/api_key_env: the environment variable FAKE_OPENAI_KEY is not set" in err
     assert not runs.exists()  # no run directory, nothing driven
+
+
+def test_reasoning_settings_bring_the_defaults_their_providers_require(tmp_path):
+    js = judges("http://x")
+    js[0].update(thinking={"type": "enabled", "budget_tokens": 4000}, effort="high", max_tokens=8000)
+    js[0].pop("temperature", None)
+    js[1].update(model="o3", reasoning_effort="medium")
+    js[2]["thinking"] = {"type": "adaptive"}
+    js[2]["provider"] = "anthropic"
+    js[2].pop("api_version"), js[2].pop("auth")
+    cfg = load(_write(tmp_path, {"version": 1, "judges": js}))
+    claude, gpt, third = cfg.judges
+    assert claude.temperature is None and claude.thinking == {"type": "enabled", "budget_tokens": 4000}
+    assert claude.identity()["reasoning"] == {"thinking": {"type": "enabled", "budget_tokens": 4000}, "effort": "high"}
+    assert (gpt.token_field, gpt.temperature, gpt.system_role) == ("max_completion_tokens", None, "developer")
+    assert third.thinking == {"type": "adaptive"} and third.temperature is None
+
+
+@pytest.mark.parametrize("index, change, field, message", [
+    (1, {"reasoning_effort": "high", "token_field": "max_tokens"}, "/judges/1/token_field", "takes max_completion_tokens"),
+    (1, {"reasoning_effort": "high", "temperature": 0}, "/judges/1/temperature", "accepts no temperature"),
+    (1, {"reasoning_effort": "extreme"}, "/judges/1/reasoning_effort", "extreme"),
+    (0, {"thinking": {"type": "enabled", "budget_tokens": 16000}}, "/judges/0/thinking/budget_tokens",
+     "must be less than max_tokens (16000)"),
+    (0, {"thinking": {"type": "enabled", "budget_tokens": 512}}, "/judges/0/thinking", ""),
+    (0, {"thinking": {"type": "adaptive"}, "temperature": 0.2}, "/judges/0/temperature", "cannot be changed"),
+    (0, {"reasoning_effort": "high"}, "/judges/0/reasoning_effort", "not a field of provider anthropic"),
+    (1, {"thinking": {"type": "adaptive"}}, "/judges/1/thinking", "not a field of provider openai"),
+])
+def test_reasoning_settings_that_contradict_the_provider_are_refused(tmp_path, index, change, field, message):
+    js = judges("http://x")
+    js[index].update(change)
+    msg = _error(tmp_path, {"version": 1, "judges": js})
+    assert f"field {field}" in msg and message in msg

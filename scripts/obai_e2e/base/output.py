@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
+import unicodedata
 from typing import Any
 
 
@@ -13,3 +14,17 @@ def emit(data: Any) -> None:
 
 def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+def visible(text: str, limit: int | None = None) -> str:
+    """``text`` on one line with every control and format character written as an escape
+    (``\\x1b``, ``\\x00``, ``\\u202e``), so a terminal shows it instead of obeying it; with
+    ``limit``, only its last ``limit`` characters (a cut is marked with ``…``)."""
+    out = "".join(ch if ch == " " or unicodedata.category(ch) not in _HIDDEN else
+                  (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}") for ch in text or "")
+    if limit is not None and len(out) > limit:
+        out = "…" + out[-limit:]
+    return out
+
+
+_HIDDEN = ("Cc", "Cf", "Zl", "Zp", "Cs")

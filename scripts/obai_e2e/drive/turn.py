@@ -224,13 +224,18 @@ def run_turn(
     mark: str | None = None,
     under: Path | None = None,
     on_swept: Callable[[], None] | None = None,
+    stdin: bytes | None = None,
+    stdout_limit: int = MAX_STDOUT_BYTES,
 ) -> TurnResult:
     """Run ``argv`` to completion or to ``timeout_s``; never raises for the target's own failures.
 
     ``mark`` goes into the environment (``OBAI_E2E_TURN``) of everything the turn starts;
     processes carrying it, or working under ``under``, are ended with the turn;
-    ``on_swept`` is called when the last look for them found none left. Raises
-    Interrupted when the runner is stopping, before the turn or after it was cut short.
+    ``on_swept`` is called when the last look for them found none left. ``stdin`` is
+    written to the process's input (then closed), on a thread of its own, so a process
+    that does not read it cannot stall the turn; stdout keeps its first ``stdout_limit``
+    bytes. Raises Interrupted when the runner is stopping, before the turn or after it
+    was cut short.
     """
     if STOPPING.is_set():
         raise Interrupted("the run is stopping; this turn was not started")
@@ -247,7 +252,7 @@ def run_turn(
             argv,
             cwd=str(cwd),
             env=env,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
@@ -261,8 +266,11 @@ def run_turn(
     live = _Live(pgid, mark, Path(under) if under else None, entry.start_ticks if entry else 0)
     with _LIVE_LOCK:
         _LIVE[pgid] = live
+    if stdin is not None:
+        threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True, name=f"stdin-{pgid}").start()
     try:
-        result, clean = _supervise(proc, live, argv, started, t0, timeout_s, kill_grace_s, stderr_tail_bytes)
+        result, clean = _supervise(proc, live, argv, started, t0, timeout_s, kill_grace_s, stderr_tail_bytes,
+                                   stdout_limit)
     finally:
         with _LIVE_LOCK:
             _LIVE.pop(pgid, None)
@@ -273,6 +281,18 @@ def run_turn(
     return result
 
 
+def _feed(pipe, data: bytes) -> None:
+    try:
+        pipe.write(data)
+    except (BrokenPipeError, OSError, ValueError):
+        pass  # the process ended (or closed its input) before reading it all
+    finally:
+        try:
+            pipe.close()
+        except (BrokenPipeError, OSError):
+            pass
+
+
 def _end_leftovers(live: _Live) -> procs.Sweep:
     # Everything the turn started descends from its leader, whose pid is the group's.
     return procs.sweep(mark=live.mark, groups=[live.pgid], sessions=[live.pgid], under=live.under,
@@ -280,10 +300,10 @@ def _end_leftovers(live: _Live) -> procs.Sweep:
 
 
 def _supervise(proc, live: _Live, argv, started, t0, timeout_s, kill_grace_s,
-               stderr_tail_bytes) -> tuple[TurnResult, bool]:
+               stderr_tail_bytes, stdout_limit) -> tuple[TurnResult, bool]:
     """The turn's result, and whether the last look for its processes found none left."""
     pgid = live.pgid
-    out, err = _Sink(limit=MAX_STDOUT_BYTES), _Sink(tail=max(stderr_tail_bytes, 1))
+    out, err = _Sink(limit=stdout_limit), _Sink(tail=max(stderr_tail_bytes, 1))
     watch = _Watch(proc, {proc.stdout.fileno(): out, proc.stderr.fileno(): err})
     timed_out = killed = False
     try:

@@ -24,7 +24,7 @@ from ..drive.packet_record import Packet
 from ..drive.sandbox import install_signal_teardown, remove_finished
 from ..drive.slots import Slots, UnitSlot
 from ..drive.ui import close_all as close_ui_channels
-from ..judge.models.ask import preflight as preflight_judges
+from ..judge.models.keys import preflight as preflight_judges
 from ..judge.models.config import PanelConfig, command_panel
 from ..judge.models.runner import brief, run_panel
 from ..protocol.seal import seal

@@ -3,7 +3,16 @@
 ``Asker.ask(judge, text)`` sends the text, retries what the retry policy says is worth
 retrying (honouring the server's Retry-After), and returns a ``CallResult``: the reply,
 or why there is none, with every attempt listed. Keys are read from the environment
-here and go into request headers only; every message kept is redacted.
+here and go into request headers only; every message kept is redacted and shown with its
+control characters escaped.
+
+An attempt that timed out or lost its connection after the request was sent may still
+be billed by the provider: it is marked ``billable``, and ``before_retry`` (the budget)
+decides whether another attempt may follow. A command judge runs like a turn of the
+agent (drive.turn): in a session of its own with a mark in its environment, its whole
+process tree ended at its timeout and after it exits; its output is read up to the size
+a stored response may have, and a larger one is refused as too large — a failure that
+would repeat, so it is kept like a reply (``lasting``) and not asked again on resume.
 """
 from __future__ import annotations
 
@@ -11,19 +20,27 @@ import json
 import os
 import random
 import shlex
-import signal
-import subprocess
-import threading
 import time
+import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
 
+from ...base import procs
+from ...base.errors import NotReady
+from ...base.output import visible
 from ...base.redact import Redactor
+from ...drive.turn import run_turn
+from ..panel.responses import MAX_RAW_BYTES
 from .config import Judge, PanelConfig
 from .retry import backoff, retry_after, retryable_status
 from .wire import Reply, WireError, build, parse_error, parse_reply
 
 ANSWERED, FAILED = "answered", "failed"
-STDERR_TAIL = 600
+STDERR_TAIL = 600          # characters of a command's stderr kept in its error
+MAX_MESSAGE = 2000         # characters of any error message kept
+MAX_BODY_BYTES = 20_000_000  # a provider's reply holds at most a response's text and its framing
+KILL_GRACE_S = 2.0
 
 
 @dataclass
@@ -37,6 +54,8 @@ class CallResult:
     http_status: int | None = None
     attempts: list[dict] = field(default_factory=list)
     seconds: float = 0.0
+    lasting: bool = False  # a failure that asking again would repeat (an answer too large)
+    # ``reply`` is set when answered, or when an answer came but was refused (its usage counts)
 
     @property
     def answered(self) -> bool:
@@ -44,15 +63,17 @@ class CallResult:
 
 
 class _Retryable(Exception):
-    def __init__(self, message: str, *, status: int | None = None, wait_s: float | None = None):
+    def __init__(self, message: str, *, status: int | None = None, wait_s: float | None = None,
+                 billable: bool = False):
         super().__init__(message)
-        self.status, self.wait_s = status, wait_s
+        self.status, self.wait_s, self.billable = status, wait_s, billable
 
 
 class _Final(Exception):
-    def __init__(self, message: str, *, status: int | None = None):
+    def __init__(self, message: str, *, status: int | None = None, lasting: bool = False,
+                 reply: Reply | None = None):
         super().__init__(message)
-        self.status = status
+        self.status, self.lasting, self.reply = status, lasting, reply  # reply: its usage still counts
 
 
 class Asker:
@@ -66,8 +87,7 @@ class Asker:
         self.redactor = redactor
         self.env = os.environ if env is None else env
         self.rng = rng or random.Random()
-        self._procs: set = set()
-        self._procs_lock = threading.Lock()
+        self.mark = f"judge-{uuid.uuid4().hex[:12]}"  # every judge command of this panel carries it
         # Loading the CA bundle takes a good part of a second; a panel of plain-HTTP servers
         # (a local model server) never uses TLS, so it is not loaded for one.
         tls = any((j.base_url or "").startswith("https://") for j in cfg.judges)
@@ -79,14 +99,8 @@ class Asker:
         self.http.close()
 
     def abort(self) -> None:
-        """End every judge command still running (an interrupted run must not leave them behind)."""
-        with self._procs_lock:
-            procs = list(self._procs)
-        for proc in procs:  # the thread waiting on each one reaps it
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        """End every judge command still running, with all it started (an interrupted run leaves none)."""
+        procs.end_all(mark=self.mark)
 
     def __enter__(self) -> "Asker":
         return self
@@ -97,19 +111,25 @@ class Asker:
     def key(self, judge: Judge) -> str | None:
         return self.env.get(judge.api_key_env) if judge.api_key_env else None
 
-    def ask(self, judge: Judge, text: str) -> CallResult:
+    def _message(self, exc: Exception) -> str:
+        return visible(self.redactor.text(str(exc)), MAX_MESSAGE)
+
+    def ask(self, judge: Judge, text: str, *, before_retry: Callable[[dict], bool] | None = None) -> CallResult:
+        """Ask until answered, a final failure, or the retries end; ``before_retry(attempt)`` may refuse a retry."""
         t0 = time.monotonic()
         result = CallResult(judge.name, FAILED)
         policy = self.cfg.retry
         for n in range(1, policy.max_attempts + 1):
             started = time.monotonic()
-            attempt = {"attempt": n}
+            attempt: dict = {"attempt": n}
             try:
                 reply, status = (self._command(judge, text) if judge.provider == "command"
                                  else self._http(judge, text))
             except _Retryable as exc:
-                attempt.update(status=exc.status, error=self.redactor.text(str(exc)),
+                attempt.update(status=exc.status, error=self._message(exc),
                                seconds=round(time.monotonic() - started, 3))
+                if exc.billable:
+                    attempt["billable"] = True
                 result.attempts.append(attempt)
                 result.error, result.http_status = attempt["error"], exc.status
                 if n == policy.max_attempts:
@@ -119,16 +139,20 @@ class Asker:
                     result.error = (f"{attempt['error']}; the server asked to wait {exc.wait_s:g} s, longer than "
                                     f"retry.max_wait_s ({policy.max_wait_s:g} s): not retried")
                     break
+                if before_retry is not None and not before_retry(attempt):
+                    result.error = f"{attempt['error']}; not retried: the budget admits no further attempt"
+                    break
                 wait = exc.wait_s if exc.wait_s is not None else backoff(policy, n, self.rng)
                 attempt["wait_s"] = round(wait, 3)
                 attempt["wait_from"] = "retry-after" if exc.wait_s is not None else "backoff"
                 time.sleep(wait)
                 continue
             except _Final as exc:
-                attempt.update(status=exc.status, error=self.redactor.text(str(exc)),
+                attempt.update(status=exc.status, error=self._message(exc),
                                seconds=round(time.monotonic() - started, 3))
                 result.attempts.append(attempt)
-                result.error, result.http_status = attempt["error"], exc.status
+                result.error, result.http_status, result.lasting = attempt["error"], exc.status, exc.lasting
+                result.reply = exc.reply
                 break
             attempt.update(status=status, seconds=round(time.monotonic() - started, 3))
             result.attempts.append(attempt)
@@ -147,22 +171,35 @@ class Asker:
         try:
             with self.http.stream("POST", req.url, headers=req.headers, content=payload,
                                   timeout=httpx.Timeout(judge.timeout_s)) as resp:
-                chunks = []
+                chunks, size = [], 0
                 for chunk in resp.iter_bytes():
                     chunks.append(chunk)
+                    size += len(chunk)
+                    if size > MAX_BODY_BYTES:
+                        raise _Final(f"HTTP {resp.status_code}: the response body is larger than {MAX_BODY_BYTES} "
+                                     "bytes; refused as too large", status=resp.status_code)
                     if time.monotonic() > deadline:
                         raise httpx.ReadTimeout("total time exceeded")
                 content = b"".join(chunks)
                 status, headers = resp.status_code, resp.headers
-        except httpx.TimeoutException:
-            raise _Retryable(f"no complete answer within timeout_s = {judge.timeout_s:g} s") from None
-        except httpx.TransportError as exc:
+        except (httpx.ConnectTimeout, httpx.ConnectError) as exc:  # never reached the server: nothing to bill
             raise _Retryable(f"connection to {judge.base_url} failed ({type(exc).__name__}: {exc})") from None
+        except httpx.TimeoutException:
+            raise _Retryable(f"no complete answer within timeout_s = {judge.timeout_s:g} s", billable=True) from None
+        except httpx.TransportError as exc:
+            raise _Retryable(f"connection to {judge.base_url} broke ({type(exc).__name__}: {exc})",
+                             billable=True) from None
         if 200 <= status < 300:
             try:
-                return parse_reply(judge, content), status
+                reply = parse_reply(judge, content)
             except WireError as exc:
                 raise _Final(f"HTTP {status} but {exc}", status=status) from None
+            size = len(reply.text.encode("utf-8"))
+            if size > MAX_RAW_BYTES:
+                raise _Final(f"HTTP {status} but the answer is {size} bytes, more than a response may have "
+                             f"({MAX_RAW_BYTES}): refused as too large", status=status, lasting=True,
+                             reply=reply)
+            return reply, status
         err = parse_error(content)
         what = "/".join(x for x in (err.type, err.code) if x)
         message = f"HTTP {status}{' ' + what if what else ''}: {err.message}".rstrip(": ")
@@ -178,35 +215,18 @@ class Asker:
         argv = shlex.split(judge.command)
         env = {**self.env, "OBAI_JUDGE_LABEL": judge.name, "OBAI_JUDGE_MODEL": judge.model}
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    text=True, encoding="utf-8", errors="replace", env=env, start_new_session=True)
-        except FileNotFoundError:
-            raise _Final(f"judge command not found: {argv[0]!r}") from None
-        except PermissionError:
-            raise _Final(f"judge command is not executable: {argv[0]!r}") from None
-        with self._procs_lock:
-            self._procs.add(proc)
-        try:
-            out, err = proc.communicate(text, timeout=judge.timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            raise _Retryable(f"the command gave no answer within timeout_s = {judge.timeout_s:g} s") from None
-        finally:
-            with self._procs_lock:
-                self._procs.discard(proc)
-        if proc.returncode != 0:
-            tail = (err or "").strip()[-STDERR_TAIL:]
-            raise _Retryable(f"the command exited with {proc.returncode}" + (f": {tail}" if tail else ""))
-        return Reply(out, None, None, None, False, judge.model, None), None
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.communicate(timeout=5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+            turn = run_turn(argv, env=env, cwd=Path.cwd(), timeout_s=judge.timeout_s, kill_grace_s=KILL_GRACE_S,
+                            stderr_tail_bytes=STDERR_TAIL * 4, mark=f"{self.mark}-{uuid.uuid4().hex[:8]}",
+                            stdin=text.encode("utf-8"), stdout_limit=MAX_RAW_BYTES)
+        except NotReady as exc:
+            raise _Final(str(exc).replace("target command", "judge command")) from None
+        if turn.timed_out:
+            raise _Retryable(f"the command gave no answer within timeout_s = {judge.timeout_s:g} s "
+                             "(it was ended with every process it started)")
+        if turn.stdout_truncated:
+            raise _Final(f"the command's answer is {turn.stdout_bytes} bytes, more than a response may have "
+                         f"({MAX_RAW_BYTES}): refused as too large", lasting=True)
+        if turn.exit_code != 0:
+            tail = visible(turn.stderr_tail.strip(), STDERR_TAIL)
+            raise _Retryable(f"the command exited with {turn.exit_code}" + (f": {tail}" if tail else ""))
+        return Reply(turn.stdout, None, None, None, False, judge.model, None), None

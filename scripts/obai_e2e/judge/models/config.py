@@ -30,6 +30,8 @@ DEFAULT_ANTHROPIC_VERSION = "2023-06-01"
 ONLY_FOR = {
     "anthropic_version": ("anthropic",),
     "api_version": ("openai",), "auth": ("openai",), "token_field": ("openai",), "json_mode": ("openai",),
+    "system_role": ("openai",), "reasoning_effort": ("openai",),
+    "thinking": ("anthropic",), "effort": ("anthropic",),
     "command": ("command",),
     "base_url": ("anthropic", "openai"), "api_key_env": ("anthropic", "openai"),
     "temperature": ("anthropic", "openai"), "max_tokens": ("anthropic", "openai"),
@@ -55,6 +57,10 @@ class Judge:
     auth: str = "bearer"
     token_field: str = "max_tokens"
     json_mode: bool = False
+    system_role: str = "system"
+    reasoning_effort: str | None = None
+    thinking: dict | None = None
+    effort: str | None = None
     command: str | None = None
 
     def identity(self) -> dict:
@@ -66,6 +72,10 @@ class Judge:
         else:
             out.update(base_url=public_url(self.base_url), api_key_env=self.api_key_env,
                        temperature=self.temperature, max_tokens=self.max_tokens)
+            reasoning = {k: v for k, v in (("reasoning_effort", self.reasoning_effort), ("thinking", self.thinking),
+                                           ("effort", self.effort)) if v is not None}
+            if reasoning:
+                out["reasoning"] = reasoning
         return out
 
 
@@ -198,6 +208,7 @@ def parse(data, *, source: str, lines: Lines | None = None, sha256: str | None =
                 raise _fail(source, lines, ("judges", i, "api_key_env"), who,
                             f"the environment variable {raw['api_key_env']} is not set (it must hold the key)")
         kw = {k: v for k, v in raw.items() if k not in ("family",)}
+        kw.update(_reasoning(raw, source, lines, ("judges", i), who))
         kw["family"] = raw.get("family") or derive_family(provider, raw["model"])
         if provider != "command":
             kw["base_url"] = raw.get("base_url") or DEFAULT_BASE_URL[provider]
@@ -218,6 +229,38 @@ def parse(data, *, source: str, lines: Lines | None = None, sha256: str | None =
     return PanelConfig(judges=tuple(judges), concurrency=data.get("concurrency", 3),
                        batch_max_chars=batch.get("max_chars"), batch_max_packets=batch.get("max_packets"),
                        retry=retry, budget=budget, prices=prices, source=source, sha256=sha256)
+
+
+def _reasoning(raw: dict, source: str, lines: Lines, at: tuple, who: str) -> dict:
+    """Defaults and checks that a reasoning model's settings imply, as the providers document them.
+
+    OpenAI reasoning models (``reasoning_effort``) take ``max_completion_tokens``, accept no
+    temperature and read their instructions as a ``developer`` message. Anthropic extended
+    thinking needs ``budget_tokens`` of at least 1024 and below ``max_tokens``, and accepts
+    no temperature but 1.
+    """
+    out: dict = {}
+    if raw.get("reasoning_effort") is not None:
+        if raw.get("token_field", "max_completion_tokens") != "max_completion_tokens":
+            raise _fail(source, lines, (*at, "token_field"), who, "a reasoning model (reasoning_effort is set) takes "
+                        "max_completion_tokens; max_tokens is not accepted with reasoning models")
+        if raw.get("temperature") is not None:
+            raise _fail(source, lines, (*at, "temperature"), who, "a reasoning model (reasoning_effort is set) accepts "
+                        "no temperature: leave it out or set null")
+        out = {"token_field": "max_completion_tokens", "temperature": None,
+               "system_role": raw.get("system_role", "developer")}
+    thinking = raw.get("thinking")
+    if thinking is not None:
+        budget = thinking.get("budget_tokens")
+        if thinking["type"] == "enabled" and budget is not None and budget >= raw.get("max_tokens", Judge.max_tokens):
+            raise _fail(source, lines, (*at, "thinking", "budget_tokens"), who,
+                        f"{budget} must be less than max_tokens ({raw.get('max_tokens', Judge.max_tokens)}): the "
+                        "thinking budget is part of the answer's tokens")
+        if raw.get("temperature") not in (None, 1):
+            raise _fail(source, lines, (*at, "temperature"), who, "with thinking the temperature cannot be changed: "
+                        "leave it out or set null")
+        out = {"temperature": raw.get("temperature")}
+    return out
 
 
 def _judge_label(data, path: tuple) -> str | None:

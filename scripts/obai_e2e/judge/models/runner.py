@@ -22,7 +22,8 @@ from ..panel.aggregate import aggregate_round
 from ..panel.packets import generate
 from ..panel.rounds import judging_lock, load_round, round_names
 from . import cache
-from .ask import ask_round, load_panel, matches
+from .ask import ask_round
+from .panel_record import load_panel, matches
 from .budget import show
 from .config import PanelConfig
 
