@@ -318,3 +318,28 @@ def test_an_interrupted_ask_ends_its_judge_commands_at_once(run, rnd, tmp_path, 
             time.sleep(0.05)
         assert not alive(pid), f"judge {f.name} is still running"
     assert not rnd.response_files()  # nothing half-answered was stored
+
+
+def test_timed_out_and_cut_off_attempts_are_charged_their_reservation(fake, env, rnd, run):
+    fake.plan("gpt-fake", "cut")                 # the connection drops after the request: billable, retried
+    fake.hang_s = 5
+    fake.plan("llama-fake", "hang", "hang")      # two timeouts: both billable, no answer
+    fake.plan("claude-fake", "500")              # answered by the server: costs nothing, retried
+    prices = {m: {"input_per_mtok": 1, "output_per_mtok": 2} for m in ("claude-fake", "gpt-fake", "llama-fake")}
+    cfg = panel(fake.url, prices=prices, per_judge={"llama": {"timeout_s": 0.3}},
+                retry={"max_attempts": 2, "initial_backoff_s": 0.01, "jitter": False})
+    out = ask_round(run, "r1", cfg, env=env)
+    assert out["judges"]["gpt"]["status"] == "stored" and out["judges"]["claude"]["status"] == "stored"
+    assert out["judges"]["llama"]["status"] == "no_answer"
+    charges = cache.charges(run)
+    assert sorted(c["judge"] for c in charges) == ["gpt", "llama", "llama"]
+    bundle_bytes = len((rnd.dir / "bundle.md").read_bytes())
+    for c in charges:  # the request's prompt tokens (bundle + framing + 64) and its max_tokens
+        assert c["usage"] == {"input_tokens": bundle_bytes + 406 + 64, "output_tokens": 16000, "source": "reserved",
+                              "cost": str((Decimal(bundle_bytes + 470) + 32000) / 1_000_000)}
+    replies = [r["usage"] for r in calls(rnd)]
+    tokens, cost = cache.spent(run)
+    assert tokens == sum(u["input_tokens"] + u["output_tokens"] for u in replies) + 3 * (bundle_bytes + 470 + 16000)
+    assert cost == sum(Decimal(u["cost"]) for u in replies) + sum(Decimal(c["usage"]["cost"]) for c in charges)
+    assert out["tokens"]["input"] + out["tokens"]["output"] == tokens  # the ask's own figures include the charges
+    assert fake.violations == []
