@@ -43,9 +43,9 @@ from judging.helpers import copy_run, make_round  # noqa: E402
 from obai_e2e.config.cases import load_cases_for  # noqa: E402
 from obai_e2e.config.target import load_target_config  # noqa: E402
 from obai_e2e.judge.models.ask import ask_round  # noqa: E402
-from obai_e2e.judge.models.keys import redactor_for  # noqa: E402
 from obai_e2e.judge.models.client import Asker  # noqa: E402
 from obai_e2e.judge.models.config import parse  # noqa: E402
+from obai_e2e.judge.models.keys import redactor_for  # noqa: E402
 
 KEYS = {"BENCH_KEY_A": "sk-bench-a-0001", "BENCH_KEY_B": "sk-bench-b-0002", "BENCH_KEY_C": "sk-bench-c-0003"}
 

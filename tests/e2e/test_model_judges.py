@@ -137,6 +137,6 @@ def test_the_budget_stop_leaves_questions_undecided_not_passed(harness_env, tmp_
             q = unit["judge_panel"]["questions"]["hub.incomplete_answer"]
             assert q["votes"] == {"incomplete": 1} and not q["decided"] and q["majority"] == "abstain"
             assert not q["trips"] and q["majority_loss"] is None
-            assert "Completeness stays undecided: no majority of the judge panel (incomplete 1; 2 judge(s) " \
-                   "without a vote)" in unit["judgment"]
+            assert "hub.incomplete_answer stays undecided: no majority of the judge panel (incomplete 1; 2 of 3 " \
+                   "judges without a vote: gpt failed, llama failed)" in unit["judgment"]
         assert [j["answered"] for j in results["judges"]["judges"]] == [True, False, False]

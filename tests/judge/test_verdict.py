@@ -271,7 +271,7 @@ def test_a_panel_majority_becomes_part_of_the_mechanical_verdict():
     assert tripped["judgment"].startswith("The judge panel found the answer incomplete (complete 1, incomplete 2).")
     undecided = mechanical_verdict(result, panel(False, False))
     assert undecided["verdict"] == "pass" and undecided["judgment"].endswith(
-        "Completeness stays undecided: no majority of the judge panel (complete 1, incomplete 2).")
+        "hub.incomplete_answer stays undecided: no majority of the judge panel (complete 1, incomplete 2).")
     complete = mechanical_verdict(result, panel(True, False))
     assert (complete["verdict"], complete["reasons"], complete["judged_by"]) == ("pass", [], "mechanical+panel")
     failed = mechanical_verdict(checked("faults", "empty_answer"), panel(True, True))

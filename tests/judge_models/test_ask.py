@@ -26,8 +26,9 @@ from obai_e2e.cli import main
 from obai_e2e.drive.packet_record import load_packet
 from obai_e2e.judge.models import cache
 from obai_e2e.judge.models.ask import ask_round
+from obai_e2e.judge.models.outcomes import unit_panel
 from obai_e2e.judge.models.runner import run_panel, summary_line
-from obai_e2e.judge.panel.aggregate import aggregate_round, panel_for_unit
+from obai_e2e.judge.panel.aggregate import aggregate_round
 from obai_e2e.judge.panel.packets import generate
 from obai_e2e.judge.panel.replay import replay
 from obai_e2e.judge.panel.rounds import load_round
@@ -134,8 +135,9 @@ def test_a_judge_that_keeps_failing_casts_no_vote(fake, env, run, config_cases):
 
 
 def worst_case(run, tokens_out: int = 16000) -> int:
-    """The reservation of one request for the round r1 bundle: its bytes + 64 framing tokens + max_tokens."""
-    return len((run / "judging" / "r1" / "bundle.md").read_bytes()) + 64 + tokens_out
+    """The reservation of one request for the round r1 bundle: its bytes + the wire's 406 + 64 framing tokens
+    + max_tokens."""
+    return len((run / "judging" / "r1" / "bundle.md").read_bytes()) + 406 + 64 + tokens_out
 
 
 def test_the_token_budget_stops_asking_and_leaves_units_undecided(fake, env, rnd, run, config_cases):
@@ -154,10 +156,10 @@ def test_the_token_budget_stops_asking_and_leaves_units_undecided(fake, env, rnd
     # The verdict a headless run records says the question is open; it does not trip the code.
     config, cases = config_cases
     unit = next(u for u in run_units(run, cases) if u.id == "MD1")
-    verdict = mechanical_verdict(check_packet(load_packet(run, "MD1"), unit.case, config), panel_for_unit(run, "MD1"))
+    verdict = mechanical_verdict(check_packet(load_packet(run, "MD1"), unit.case, config), unit_panel(run, "MD1"))
     assert verdict["judged_by"] == "mechanical+panel" and "hub.incomplete_answer" not in verdict["reasons"]
-    assert verdict["judgment"].endswith("Completeness stays undecided: no majority of the judge panel "
-                                        "(incomplete 1; 2 judge(s) without a vote).")
+    assert verdict["judgment"].endswith("hub.incomplete_answer stays undecided: no majority of the judge panel "
+                                        "(incomplete 1; 2 of 3 judges without a vote: gpt failed, llama failed).")
     assert sum(asked["tokens"].values()) <= worst_case(run) + 1000
 
 

@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from obai_e2e.judge.models.keys import redactor_for
 from obai_e2e.judge.models.client import Asker
+from obai_e2e.judge.models.keys import redactor_for
 from obai_e2e.judge.models.wire import split
 from obai_e2e.judge.panel.packets import render_bundle
 

@@ -296,5 +296,36 @@ def test_the_run_panel_in_one_line_each():
         "agreement": {"items": 8, "percent_agreement": 0.875, "fleiss_kappa": 0.6129}, "undecided": ["F2:q"]})
     assert view == {"round": "r1", "who": "claude (claude-sonnet-4-5, claude); gpt (gpt-4.1, gpt) — no answer",
                     "agreement": "0.88 (κ 0.61, 8 items); 1 question(s) without a majority (undecided)",
-                    "spent": "18,527 tokens, 0.0401 USD"}
+                    "spent": "18,527 tokens, 0.0401 USD", "budget": "—",
+                    "warning": "Judge panel (round r1): 1 of 2 judges answered; 1 question undecided.",
+                    "details": ["gpt (gpt-4.1): failed — no answer"]}
     assert judges_view(None) is None
+
+
+def test_a_panel_without_answers_warns_with_each_reason_and_the_budget():
+    from obai_e2e.report.html_view import judges_view
+
+    view = judges_view({
+        "round": "r2", "panel_size": 3, "answered": 0, "complete": False, "tokens": {"total": 0}, "cost": "0",
+        "currency": "USD", "agreement": None, "undecided": ["F2:hub.incomplete_answer", "MD1:hub.incomplete_answer"],
+        "left_undecided": ["hub.incomplete_answer"],
+        "judges": [{"name": "claude", "model": "c", "answered": False, "outcome": "failed",
+                    "reason": "HTTP 401 authentication_error: invalid x-api-key"},
+                   {"name": "gpt", "model": "g", "answered": False, "outcome": "refused",
+                    "reason": "the answer is not valid JSON (not valid JSON: Expecting value at line 1 column 1)"},
+                   {"name": "llama", "model": "l", "answered": False, "outcome": "failed",
+                    "reason": "not asked: the budget was reached (token budget: ...)"}],
+        "budget": {"max_tokens": 20000, "max_cost": None, "currency": "USD", "spent_tokens": 18470,
+                   "spent_cost": "0", "charged_attempts": 1, "charged_tokens": 18470, "charged_cost": "0",
+                   "stopped": "token budget: 18470 spent and 0 reserved of 20000"}})
+    assert view["warning"] == ("Judge panel (round r2): 0 of 3 judges answered; decided for no unit: "
+                               "hub.incomplete_answer — the run is inconclusive.")
+    assert view["details"][:3] == ["claude (c): failed — HTTP 401 authentication_error: invalid x-api-key",
+                                    "gpt (g): refused — the answer is not valid JSON (not valid JSON: Expecting "
+                                    "value at line 1 column 1)",
+                                    "llama (l): failed — not asked: the budget was reached (token budget: ...)"]
+    assert view["budget"] == view["details"][3] == (
+        "Budget: 18,470 tokens of 20,000, 0 USD spent (1 timed-out or cut-off attempt(s) counted at their "
+        "reservation, 18,470 tokens); stopped: token budget: 18470 spent and 0 reserved of 20000 — the questions "
+        "it left unasked stay undecided.")
+    assert "— refused" in view["who"] and "— failed" in view["who"]

@@ -12,7 +12,7 @@ class Exit(IntEnum):
     OK = 0                 # done; preflight ready; run: no fail and no inconclusive unit
     UNIT_FAILED = 1        # run: at least one unit failed (or what --fail-on names happened)
     BAD_INPUT = 2          # a usage, configuration, cases, catalog or verdict problem
-    INCONCLUSIVE = 3       # run: no unit failed, but some are inconclusive
+    INCONCLUSIVE = 3       # run: no unit failed, but some are inconclusive (or a panel question decided for none)
     NOT_READY = 4          # preflight refused the run (one reason, one next step)
     RUN_LOCKED = 5         # another runner holds the run directory
     FROZEN_CHANGED = 6     # a frozen artifact or a sealed run changed; a replay differs

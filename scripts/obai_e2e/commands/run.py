@@ -28,11 +28,12 @@ from ._common import (
 def register(sub) -> None:
     p = sub.add_parser("run", help="run the suite headless: preflight, every case, judge, report",
                        description="Exit codes: 0 no fail and no inconclusive; 1 at least one fail; 3 no fail "
-                                   "but inconclusive units; 4 preflight not ready; 2 bad input; 5 the run "
-                                   "directory is locked by another runner; 130 interrupted (SIGINT or SIGTERM: "
-                                   "the units in flight stay pending, and the command that resumes the run is "
-                                   "printed). Run again with the same selection, it resumes the unfinished run "
-                                   "that selection left (--fresh starts a new one).")
+                                   "but inconclusive units, or a question the judge panel was asked that it decided "
+                                   "for none of its units (e.g. no judge answered); 4 preflight not ready; 2 bad "
+                                   "input; 5 the run directory is locked by another runner; 130 interrupted "
+                                   "(SIGINT or SIGTERM: the units in flight stay pending, and the command that "
+                                   "resumes the run is printed). Run again with the same selection, it resumes the "
+                                   "unfinished run that selection left (--fresh starts a new one).")
     add_filter_args(p)
     add_sample_args(p)
     p.add_argument("--jobs", type=count(1, 256), default=1,
@@ -97,7 +98,7 @@ def exit_code(out: dict, chosen: tuple[str, ...]) -> int:
         return Exit.UNIT_FAILED
     if "regression" in chosen and (out.get("loss") or {}).get("findings"):
         return Exit.REGRESSION
-    return Exit.INCONCLUSIVE if s["inconclusive"] else Exit.OK
+    return Exit.INCONCLUSIVE if headless.inconclusive(out) else Exit.OK
 
 
 def run(args) -> int:

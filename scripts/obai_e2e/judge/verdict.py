@@ -281,7 +281,8 @@ def mechanical_verdict(check: CheckResult, panel: dict | None = None) -> dict:
     """The verdict a program records from a check result (headless runs).
 
     A judge panel's majority on ``hub.incomplete_answer`` becomes part of it: a tripped
-    majority adds that soft code unless the unit already failed a hard rule.
+    majority adds that soft code unless the unit already failed a hard rule. Every
+    question the panel left undecided for the unit is named in the judgment, with why.
     """
     verdict, reasons, judgment = check.verdict, list(check.reasons), check.judgment
     judged_by = "mechanical"
@@ -299,13 +300,8 @@ def mechanical_verdict(check: CheckResult, panel: dict | None = None) -> dict:
             verdict = "needs_review"
             reasons = reasons + [PANEL_CODE] if PANEL_CODE not in reasons else reasons
             judgment = f"The judge panel found the answer incomplete ({votes}). " + judgment
-        elif q.get("applies") is not False and not q.get("decided"):
-            # No majority (a split, abstentions, judges without an answer or stopped by the budget):
-            # the question stays open and the judgment says so.
-            missing = max(0, int(panel.get("panel_size") or 0) - len(panel.get("judges") or []))
-            silent = len(q.get("no_vote") or {}) + missing
-            judgment += (f" Completeness stays undecided: no majority of the judge panel ({votes or 'no vote'}"
-                         + (f"; {silent} judge(s) without a vote" if silent else "") + ").")
+    if panel and verdict in ("pass", "needs_review"):
+        judgment += undecided_note(panel)
     return {
         "schema_version": CURRENT_VERSION,
         "unit_id": check.unit_id,
@@ -316,6 +312,34 @@ def mechanical_verdict(check: CheckResult, panel: dict | None = None) -> dict:
         "judgment": _one_line(judgment)[:400] or "No judgment.",
         "judged_by": judged_by,
     }
+
+
+def undecided_note(panel: dict) -> str:
+    """`` <question> stays undecided: …`` for each question the panel applied and decided nothing on."""
+    questions = panel.get("questions") or {}
+    open_ = [f for f, q in questions.items() if q.get("applies") is not False and not q.get("decided")]
+    if not open_:
+        return ""
+    outcomes = panel.get("outcomes") or {}
+    size = int(panel.get("panel_size") or len(outcomes) or 0)
+    voters = panel.get("judges") or []
+    notes = []
+    for feeds in sorted(open_, key=lambda f: (f != PANEL_CODE, f)):
+        q = questions[feeds]
+        no_vote = q.get("no_vote") or {}
+        votes = ", ".join(f"{k} {v}" for k, v in sorted((q.get("votes") or {}).items()))
+        silent = len(no_vote) + max(0, size - len(voters))  # refused entries, and judges with no response
+        named = sorted(set(no_vote) | (set(outcomes) - set(voters)))
+        who = ", ".join(f"{j} {no_vote.get(j) or outcomes.get(j, 'no vote')}" for j in named)
+        if not votes and silent and silent >= size:
+            why = "no judge of the panel gave a vote" + (f" ({who})" if who else "")
+        else:
+            why = f"no majority of the judge panel ({votes or 'no vote'}"
+            if silent:
+                why += f"; {silent} of {size} judges without a vote" + (f": {who}" if who else "")
+            why += ")"
+        notes.append(f" {feeds} stays undecided: {why}.")
+    return "".join(notes)
 
 
 def _one_line(text: str) -> str:

@@ -14,6 +14,7 @@ from markupsafe import Markup
 
 from ..base.invisible import reveal
 from ..config.cases import CaseSet
+from . import judges_note
 from .html_changes import changes_and_charts
 from .html_inputs import (
     VERDICT_ORDER,
@@ -76,8 +77,10 @@ def panel_summary(panel: Any) -> list[list[str]]:
         judges = panel.get("judges") or []
         models = panel.get("models") if isinstance(panel.get("models"), dict) else {}
         who = ", ".join(f"{j} ({models[j]})" if j in models else str(j) for j in judges) if models else ""
+        outcomes = panel.get("outcomes") if isinstance(panel.get("outcomes"), dict) else {}
+        silent = ", ".join(f"{j} {o}" for j, o in sorted(outcomes.items()) if o != "answered")
         pairs = [["panel", f"round {panel.get('round', '—')}, {len(judges)} of {panel.get('panel_size', '—')} "
-                           f"judges answered" + (f": {who}" if who else "")]]
+                           f"judges answered" + (f": {who}" if who else "") + (f" (no vote: {silent})" if silent else "")]]
         for name in sorted(questions):
             q = questions[name] if isinstance(questions[name], dict) else {}
             if q.get("applies") is False:
@@ -301,7 +304,8 @@ def judges_view(judges: Any) -> dict | None:
     names = []
     for j in judges.get("judges") or []:
         detail = ", ".join(str(x) for x in (j.get("model"), j.get("family")) if x)
-        names.append(f"{j.get('name')} ({detail})" + ("" if j.get("answered", True) else " — no answer"))
+        names.append(f"{j.get('name')} ({detail})" + ("" if j.get("answered", True) else
+                                                      f" — {j.get('outcome') or 'no answer'}"))
     a = judges.get("agreement") or {}
     if a.get("items"):
         kappa = "n/a" if a.get("fleiss_kappa") is None else _fmt(a["fleiss_kappa"], 2)
@@ -316,7 +320,11 @@ def judges_view(judges: Any) -> dict | None:
     undecided = len(judges.get("undecided") or [])
     if undecided:
         agreement += f"; {undecided} question(s) without a majority (undecided)"
-    return {"round": judges.get("round", ""), "who": "; ".join(names) or "—", "agreement": agreement, "spent": spent}
+    warn = judges_note.incomplete(judges)
+    return {"round": judges.get("round", ""), "who": "; ".join(names) or "—", "agreement": agreement, "spent": spent,
+            "budget": judges_note.budget_line(judges) or "—",
+            "warning": judges_note.headline(judges) if warn else None,
+            "details": judges_note.details(judges) if warn else []}
 
 
 def build_context(run_dir: Path, case_set: CaseSet | None = None) -> dict:

@@ -17,6 +17,7 @@ COLUMNS = ["ID", "Feature", "Verdict", "Reason", "Trace", "Latency"]
 TABLE_HEAD = "| " + " | ".join(COLUMNS) + " |\n" + "|" + "---|" * len(COLUMNS) + "\n"
 QUERY_CHARS = 120
 CHANGES_MARK = "<!-- what changed -->"
+JUDGES_MARK = "<!-- judge panel -->"
 
 
 def header(timestamp: str, disabled_line: str | None = None, title: str = "OBaI") -> str:
@@ -109,5 +110,18 @@ def insert_changes(path: Path, baseline_run_id: str | None, lines: list[str]) ->
     title, sep, rest = text.partition("\n\n")
     heading = f"## Changes since {inline(baseline_run_id)}" if baseline_run_id else "## Changes"
     block = f"{heading} {CHANGES_MARK}\n\n" + "\n".join(lines) + "\n\n"
+    atomic_write_text(path, title + sep + block + rest)
+    return True
+
+
+def insert_judges(path: Path, headline: str, details: list[str], *, warn: bool) -> bool:
+    """Put the judge panel's note under the title, once; True when written (see insert_changes)."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    if JUDGES_MARK in text[:8192]:
+        return False
+    title, sep, rest = text.partition("\n\n")
+    lead = f"> **Warning:** {inline(headline)}" if warn else f"> {inline(headline)}"
+    block = f"{lead} {JUDGES_MARK}\n" + "".join(f"> - {inline(d)}\n" for d in details) + "\n"
     atomic_write_text(path, title + sep + block + rest)
     return True

@@ -17,16 +17,17 @@ from ..config.cases import CaseSet
 from ..config.target import TargetConfig
 from ..config.units import Unit
 from ..drive.packet_record import Packet, load_packet
+from ..judge.models.outcomes import unit_panel
 from ..judge.models.runner import report_block
-from ..judge.panel.aggregate import panel_for_unit
 from ..judge.rubric import check_packet
 from ..judge.rubric.check import CheckResult
 from ..rundir.meta import RunMeta, baseline_of, load_run
+from . import judges_note
 from .diff import build_diff, diff_fields, markdown_lines, write_diff
 from .diff import summary as diff_summary
 from .diff import summary_line as diff_summary_line
 from .record import load_verdict
-from .report_md import insert_changes
+from .report_md import insert_changes, insert_judges
 from .rows import (
     STREAMED_VERSION,
     UNITS_FILE,
@@ -160,7 +161,7 @@ def unit_result(config: TargetConfig, run_dir: Path, unit: Unit, meta: RunMeta, 
             if value is not None:
                 setattr(entry, key, value)
     if entry.judge_panel is None:
-        entry.judge_panel = panel_for_unit(run_dir, unit.id)
+        entry.judge_panel = unit_panel(run_dir, unit.id)
     if case.provenance == "korpus" and config.privacy is not None and not config.privacy.quote_allowed:
         entry = UnitResult.from_json(withhold_quotes(entry.to_json()))
     return entry
@@ -274,10 +275,15 @@ def finalize(config: TargetConfig, case_set: CaseSet, run_dir: Path, units: list
     discard_spool(run_dir)  # also one a killed process left behind
     if diff is not None:
         insert_changes(run_dir / "report.md", (diff.get("baseline") or {}).get("run_id"), markdown_lines(diff))
+    if data.get("judges") and (run_dir / "report.md").exists():
+        j = data["judges"]
+        insert_judges(run_dir / "report.md", judges_note.headline(j), judges_note.details(j),
+                      warn=judges_note.incomplete(j))
     link_latest(run_dir)
     return {"status": "finished", "run_dir": str(run_dir), "results": str(path),
             "report_md": str(run_dir / "report.md"), "report_html": str(run_dir / "report.html"),
             "summary": data["summary"], "summary_line": summary_line(data["summary"]),
+            "judges_left_undecided": list((data.get("judges") or {}).get("left_undecided") or []),
             "diff": str(diff_path) if diff is not None else None,
             "diff_counts": diff["counts"] if diff is not None else None,
             "diff_line": diff_summary_line(diff) if diff is not None else None}

@@ -24,8 +24,8 @@ from ..drive.packet_record import Packet
 from ..drive.sandbox import install_signal_teardown, remove_finished
 from ..drive.slots import Slots, UnitSlot
 from ..drive.ui import close_all as close_ui_channels
-from ..judge.models.keys import preflight as preflight_judges
 from ..judge.models.config import PanelConfig, command_panel
+from ..judge.models.keys import preflight as preflight_judges
 from ..judge.models.runner import brief, run_panel
 from ..protocol.seal import seal
 from ..report.results import finalize, unit_result
@@ -108,8 +108,13 @@ def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int 
             outcome["judges"] = brief(asked, panel)
         outcome["seal"] = seal(run_dir)["seal"]
     s = outcome["summary"]
-    code = Exit.UNIT_FAILED if s["fail"] else (Exit.INCONCLUSIVE if s["inconclusive"] else Exit.OK)
+    code = Exit.UNIT_FAILED if s["fail"] else (Exit.INCONCLUSIVE if inconclusive(outcome) else Exit.OK)
     return code, outcome
+
+
+def inconclusive(outcome: dict) -> bool:
+    """Some unit is inconclusive, or a question the judge panel was asked was decided for none of its units."""
+    return bool(outcome["summary"]["inconclusive"] or outcome.get("judges_left_undecided"))
 
 
 def _judge(config: TargetConfig, run_dir: Path, unit: Unit, judged: set[str], progress: Progress,

@@ -11,7 +11,7 @@ from ..base.errors import Interrupted, RunLocked, WriteOnceViolation
 from ..config.target import TargetConfig
 from ..config.units import Unit
 from ..drive.packet_record import Packet, load_packet
-from ..judge.panel.aggregate import panel_for_unit
+from ..judge.models.outcomes import unit_panel
 from ..judge.rubric import check_packet
 from ..judge.verdict import mechanical_verdict
 from ..report.record import (
@@ -40,7 +40,7 @@ def judge_unit(config: TargetConfig, run_dir: Path, unit: Unit, judged: set[str]
             appended = ensure_row(run_dir, unit, existing, packet, judged)
             return status_of(existing, verdict_path(run_dir, unit.id), appended, appended)
         check = check_packet(packet, unit.case, config)
-        status = record(config, run_dir, unit, mechanical_verdict(check, panel_for_unit(run_dir, unit.id)), judged,
+        status = record(config, run_dir, unit, mechanical_verdict(check, unit_panel(run_dir, unit.id)), judged,
                         packet=packet, mechanical=check)
         if keep is not None:
             keep.update(packet=packet, check=check)

@@ -89,6 +89,12 @@ def charges(run_dir: Path) -> list[dict]:
     return out
 
 
+def usages(run_dir: Path) -> list[tuple[dict, str | None]]:
+    """(usage, provider) of every reply, stored failure and charge of the run."""
+    out = [(r.get("usage") or {}, (r.get("judge") or {}).get("provider")) for r in _all(run_dir)]
+    return out + [(c.get("usage") or {}, None) for c in charges(run_dir)]
+
+
 def spent(run_dir: Path) -> tuple[int, Decimal]:
     """(tokens, cost) paid so far by the run: the sum over its stored replies, failures and charges."""
     tokens, cost = 0, Decimal(0)

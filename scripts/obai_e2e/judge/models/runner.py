@@ -23,9 +23,10 @@ from ..panel.packets import generate
 from ..panel.rounds import judging_lock, load_round, round_names
 from . import cache
 from .ask import ask_round
-from .panel_record import load_panel, matches
 from .budget import show
 from .config import PanelConfig
+from .outcomes import budget_state, judge_outcomes, latest_round, questions_state
+from .panel_record import load_panel, matches
 
 
 def _next_round(run_dir: Path) -> str:
@@ -69,53 +70,48 @@ def run_panel(run_dir: Path, config: TargetConfig, units: list[Unit], cfg: Panel
 
 
 def summary(run_dir: Path, round_name: str | None = None) -> dict:
-    """Judge tokens and cost over the run, and the agreement of ``round_name`` (or the newest round)."""
-    records = cache.records(run_dir)
-    tokens_in = sum(int((r.get("usage") or {}).get("input_tokens") or 0) for r in records)
-    tokens_out = sum(int((r.get("usage") or {}).get("output_tokens") or 0) for r in records)
-    costs = [(r.get("usage") or {}).get("cost") for r in records if r["judge"]["provider"] != "command"]
+    """Judge tokens and cost over the run (replies and charged failures), and the agreement and undecided
+    questions of ``round_name`` (or the newest round a panel was asked for)."""
+    usages = cache.usages(run_dir)
+    tokens_in = sum(int(u.get("input_tokens") or 0) for u, _ in usages)
+    tokens_out = sum(int(u.get("output_tokens") or 0) for u, _ in usages)
+    costs = [u.get("cost") for u, provider in usages if provider != "command"]
     cost = None if any(c is None for c in costs) else show(sum((Decimal(c) for c in costs), Decimal(0)))
-    names = [round_name] if round_name else list(reversed(round_names(run_dir)))
-    agreement, judges, undecided = None, [], []
-    for name in names:
-        path = Path(run_dir) / "judging" / name / "aggregate.json"
-        if path.exists():
-            data = json.loads(path.read_text(encoding="utf-8"))
+    rnd = load_round(run_dir, round_name, verify=False) if round_name else latest_round(run_dir)
+    agreement, judges, undecided, left = None, [], [], []
+    if rnd is not None:
+        if rnd.aggregate_path.exists():
+            data = json.loads(rnd.aggregate_path.read_text(encoding="utf-8"))
             overall = data["agreement"]["overall"]
             agreement = {k: overall[k] for k in ("items", "percent_agreement", "fleiss_kappa")}
             judges = [{"judge": j, "model": f["model"]} for j, f in sorted(data["judge_figures"].items())]
-            undecided = sorted(f"{uid}:{feeds}" for uid, u in data["units"].items()
-                               for feeds, q in u["questions"].items() if q["applies"] and not q["decided"])
-            break
+        undecided, left = questions_state(rnd)
     tokens = {"input": tokens_in, "output": tokens_out, "total": tokens_in + tokens_out}
-    return {"replies": len(records), "tokens": tokens, "cost": cost, "agreement": agreement, "judges": judges,
-            "undecided": undecided}
+    return {"replies": len(cache.records(run_dir)), "tokens": tokens, "cost": cost, "agreement": agreement,
+            "judges": judges, "undecided": undecided, "left_undecided": left}
 
 
 def report_block(run_dir: Path) -> dict | None:
-    """The run's panel for results.json: the newest aggregated round, its judges and models, cost, agreement.
+    """The run's panel for results.json: the newest round a panel was asked for (or whose answers were
+    combined), each judge's outcome, what it cost against the budget, agreement, what stayed undecided.
 
     A round stored by hand (the chat flow) has no panel record: its judges are listed
     with the models they named, without provider or family.
     """
-    for name in reversed(round_names(run_dir)):
-        path = Path(run_dir) / "judging" / name / "aggregate.json"
-        if not path.exists():
-            continue
-        figures = json.loads(path.read_text(encoding="utf-8"))["judge_figures"]
-        panel = load_panel(load_round(run_dir, name, verify=False)) or {}
-        configured = {j["name"]: j for j in panel.get("judges", [])}
-        judges = []
-        for label in sorted(set(figures) | set(configured)):
-            j = configured.get(label, {})
-            judges.append({"name": label, "model": figures[label]["model"] if label in figures else j.get("model"),
-                           "provider": j.get("provider"), "family": j.get("family"), "answered": label in figures})
-        s = summary(run_dir, name)
-        return {"round": name, "configured": bool(panel), "judges": judges, "families": panel.get("families"),
-                "replies": s["replies"], "tokens": s["tokens"], "cost": s["cost"],
-                "currency": (panel.get("budget") or {}).get("currency"), "agreement": s["agreement"],
-                "undecided": s["undecided"]}
-    return None
+    rnd = latest_round(run_dir)
+    if rnd is None:
+        return None
+    panel = load_panel(rnd)
+    s = summary(run_dir, rnd.name)
+    judges = judge_outcomes(rnd, panel)
+    answered = sum(j["answered"] for j in judges)
+    budget = budget_state(run_dir, rnd, panel) if panel else None
+    return {"round": rnd.name, "configured": bool(panel), "panel_size": rnd.panel_size, "judges": judges,
+            "answered": answered, "complete": answered >= rnd.panel_size and not (budget or {}).get("stopped"),
+            "families": (panel or {}).get("families"), "replies": s["replies"], "tokens": s["tokens"],
+            "cost": s["cost"], "currency": ((panel or {}).get("budget") or {}).get("currency"),
+            "agreement": s["agreement"], "undecided": s["undecided"], "left_undecided": s["left_undecided"],
+            "budget": budget}
 
 
 def summary_line(s: dict, currency: str = "USD") -> str:
@@ -139,6 +135,8 @@ def summary_line(s: dict, currency: str = "USD") -> str:
         parts.append(f"no answer from {', '.join(silent)}")
     if asked.get("budget_stopped"):
         parts.append(f"budget reached ({asked['budget_stopped'].split(':', 1)[0]}): unasked questions stay undecided")
+    if s.get("left_undecided"):
+        parts.append(f"decided for no unit: {', '.join(s['left_undecided'])} (the run is inconclusive)")
     return "judges: " + "; ".join([", ".join(parts[:4]), *parts[4:]])
 
 
@@ -151,5 +149,6 @@ def brief(result: dict, cfg: PanelConfig) -> dict:
             "tokens": result["tokens"],
             "cost": result["cost"], "currency": cfg.budget.currency, "agreement": result["agreement"],
             "budget_stopped": asked.get("budget_stopped"), "undecided": result.get("undecided", []),
+            "left_undecided": result.get("left_undecided", []),
             "no_answer": sorted(j for j, v in (asked.get("judges") or {}).items() if v.get("status") == "no_answer"),
             "line": summary_line(result, cfg.budget.currency)}
