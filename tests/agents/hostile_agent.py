@@ -15,6 +15,7 @@ one HTTP round trip. ``HOSTILE_AGENT`` selects behaviours, comma-separated:
   open_span          the specialist span never ends (no end_time)
   async              a question asked "in the background" is answered with a job id and an ETA
                      of 1 s, and "What are the results of job <id>?" with that job's results
+  env                the answer ends with the agent's whole environment, one NAME=value a line
 
 Every process it starts keeps ``HOSTILE_MARK`` (when set) in its command line, so a test
 can find leftovers in the process table.
@@ -135,6 +136,8 @@ def main(argv: list[str]) -> int:
         elif "background" in query.lower():
             job = 10_000 + int(hashlib.sha256(session.encode()).hexdigest()[:8], 16) % 90_000  # five digits
             answer = job_payload = f"Backtest queued. Job ID: {job} ETA: 1 s"
+    if "env" in b:
+        answer += "\nMy environment:\n" + "\n".join(f"{k}={v}" for k, v in sorted(os.environ.items()))
     if "huge" in b:
         size = int(float(b["huge"] or 20) * 1024 * 1024)
         line = answer + " " * (100 - len(answer) - 1) + "\n"

@@ -10,6 +10,8 @@ of a real demo run (tests/judging/data), so no agent is driven.
 """
 from __future__ import annotations
 
+import json
+import os
 import sys
 import textwrap
 import time
@@ -17,14 +19,17 @@ import uuid
 from pathlib import Path
 
 import pytest
+import yaml
+from fake_provider import FakeProvider
 from judging.helpers import copy_run, make_round
 from obai_e2e.config.cases import load_cases_for
 from obai_e2e.config.target import load_target_config
 from obai_e2e.judge.models.ask import ask_round
 from obai_e2e.judge.models.config import Judge, PanelConfig, Retry
 from obai_e2e.judge.panel.responses import MAX_RAW_BYTES
+from obai_e2e.report.results import load_results
 
-from .hostile_helpers import marked, wait_for
+from .hostile_helpers import hostile_target, marked, run_cli, wait_for
 
 SCRIPTED = Path(__file__).resolve().parents[1] / "scripted_judge.py"
 
@@ -125,3 +130,76 @@ def test_a_hanging_judge_is_ended_with_all_it_started_at_its_timeout(run, tmp_pa
     assert "no answer within timeout_s = 2 s" in out["judges"]["hang"]["batches_missing"][0]["error"]
     assert wait_for(lambda: not marked(mark), 10), marked(mark)
     assert wait_for(lambda: not marked(str(tmp_path / "hang.py")), 10)
+
+
+KEYS = {"E2E_ANTHROPIC_KEY": "sk-ant-e2e-61b0c4f2aa", "JUDGE_A2_CRED": "cred-a2-5e1f0c9b7d",
+        "E2E_AZURE_KEY": "azure-e2e-93d2e7b5c1"}
+
+
+def judges_file(tmp_path: Path, url: str) -> Path:
+    data = {"version": 1, "retry": {"max_attempts": 1}, "judges": [
+        {"name": "claude", "provider": "anthropic", "model": "claude-fake", "base_url": url,
+         "api_key_env": "E2E_ANTHROPIC_KEY", "timeout_s": 30},
+        {"name": "gpt", "provider": "openai", "model": "gpt-fake", "base_url": url + "/v1",
+         "api_key_env": "JUDGE_A2_CRED", "timeout_s": 30},
+        {"name": "llama", "provider": "openai", "model": "llama-fake", "base_url": url + "/openai/deployments/llama",
+         "api_version": "2024-10-21", "auth": "api-key", "api_key_env": "E2E_AZURE_KEY", "timeout_s": 30}]}
+    path = tmp_path / "judges.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def test_no_judge_key_reaches_the_agent_and_a_panel_without_answers_is_on_record(harness_env, tmp_path):
+    target, _ = hostile_target(tmp_path, "env", **{"target.env_passthrough": ["AGENT_*"]})
+    with FakeProvider(keys={"a-key-nobody-sends"}) as fake:  # every judge is refused: HTTP 401
+        env = {**os.environ, **KEYS, "OBAI_E2E_JUDGES": str(judges_file(tmp_path, fake.url)),
+               "PLAIN_SETTING": "plain-7f3e", "SERVICE_TOKEN": "svc-token-0d9a4c", "AGENT_API_KEY": "agent-key-b81e"}
+        code, out, err = run_cli("run", "--id", "MD1,MD2", "--target", str(target), "--judges", env=env)
+        requests = list(fake.requests)
+        assert fake.violations == []
+    assert code == 3, err[-3000:]  # no unit failed, but the panel decided nothing: inconclusive
+    run_dir = Path(out["results"]).parent
+
+    # The agent printed its whole environment: no judge key, no secret it was not given.
+    answer = json.loads((run_dir / "MD1.json").read_text(encoding="utf-8"))["answer"]
+    assert "PLAIN_SETTING=plain-7f3e" in answer and "AGENT_API_KEY=" in answer  # declared: it passes
+    for name in (*KEYS, "SERVICE_TOKEN"):
+        assert f"\n{name}=" not in answer, name
+    assert "OPIK_API_KEY=[REDACTED]" in answer  # the store's token it writes its traces with is not kept
+    # No key in any file of the run directory (packets, the bundle, replies, asks.jsonl, reports) ...
+    secrets = [*KEYS.values(), "svc-token-0d9a4c"]
+    files = [p for p in run_dir.rglob("*") if p.is_file()]
+    assert any(p.name == "bundle.md" for p in files)
+    for p in files:
+        data = p.read_bytes()
+        assert not any(s.encode() in data for s in secrets), f"{p} holds a secret"
+    # ... nor in any request's body; each request carries only its own judge's key.
+    own = {"claude-fake": KEYS["E2E_ANTHROPIC_KEY"], "gpt-fake": KEYS["JUDGE_A2_CRED"],
+           "llama-fake": KEYS["E2E_AZURE_KEY"]}
+    assert sorted(r.model for r in requests) == sorted(own)
+    for r in requests:
+        body = json.dumps(r.body)
+        assert not any(s in body for s in secrets)
+        headers = json.dumps(r.headers)
+        assert own[r.model] in headers and not any(s in headers for s in secrets if s != own[r.model])
+
+    # The panel that gave no answer is on record: results.json, the verdicts, report.md, report.html, exit 3.
+    judges = load_results(run_dir / "results.json")["judges"]
+    assert (judges["answered"], judges["complete"], judges["left_undecided"]) == (0, False, ["hub.incomplete_answer"])
+    assert {j["name"]: (j["outcome"], j["reason"].split(":")[0]) for j in judges["judges"]} == {
+        "claude": ("failed", "HTTP 401 authentication_error"), "gpt": ("failed", "HTTP 401 invalid_request_error/"
+                                                                                 "invalid_api_key"),
+        "llama": ("failed", "HTTP 401 invalid_request_error/invalid_api_key")}
+    assert judges["budget"]["spent_tokens"] == 0 and judges["budget"]["stopped"] is None
+    for uid in ("MD1", "MD2"):
+        verdict = json.loads((run_dir / f"{uid}.verdict.json").read_text(encoding="utf-8"))
+        assert "hub.incomplete_answer stays undecided: no judge of the panel gave a vote (claude failed, gpt " \
+               "failed, llama failed)." in verdict["judgment"]
+    report = (run_dir / "report.md").read_text(encoding="utf-8")
+    head = report.split("| ID |")[0]
+    assert "> **Warning:** Judge panel (round r1): 0 of 3 judges answered; decided for no unit: " \
+           "hub.incomplete_answer — the run is inconclusive." in head
+    assert "> - gpt (gpt-fake): failed — HTTP 401" in head
+    html = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert 'id="judges-warning"' in html and "0 of 3 judges answered" in html.split("</header>")[0]
+    assert out["judges_left_undecided"] == ["hub.incomplete_answer"]

@@ -61,6 +61,7 @@ def test_model_judges_majority_reaches_everything_and_a_resume_pays_nothing(harn
         out = json.loads(done.stdout)
         run_dir = Path(out["run_dir"])
         assert fake.count() == 3 and {r.wire for r in fake.requests} == {"anthropic", "openai"}
+        assert fake.violations == []  # every request as both providers' references define it
 
         verdict = json.loads((run_dir / "F2.verdict.json").read_text())
         assert verdict["verdict"] == "needs_review" and verdict["reasons"] == ["hub.incomplete_answer"]
@@ -127,11 +128,19 @@ def test_the_budget_stop_leaves_questions_undecided_not_passed(harness_env, tmp_
         env = {**os.environ, **KEYS}
         env.pop("OBAI_DEMO_FAULTS", None)
         done = obai("run", "--id", "MD1,F2", "--judges-file", str(path), env=env)
-        assert done.returncode == 0, done.stderr[-3000:]
-        assert fake.count() == 1
+        # No unit failed, but hub.incomplete_answer was decided for none of them: inconclusive.
+        assert done.returncode == 3, done.stderr[-3000:]
+        assert fake.count() == 1 and fake.violations == []
         run_dir = Path(json.loads(done.stdout)["run_dir"])
         assert "budget reached (cost budget): unasked questions stay undecided" in done.stderr
         results = load_results(run_dir / "results.json")
+        budget = results["judges"]["budget"]
+        assert budget["max_cost"] == "16.05" and budget["stopped"].startswith("cost budget: ")
+        assert budget["spent_cost"] == results["judges"]["cost"] and budget["spent_tokens"] > 0
+        head = (run_dir / "report.md").read_text().split("| ID |")[0]
+        assert f"Budget: {budget['spent_tokens']:,} tokens, {budget['spent_cost']} USD of 16.05 USD spent; " \
+               f"stopped: {budget['stopped']}" in head
+        assert "stopped: cost budget" in (run_dir / "report.html").read_text().split("</header>")[0]
         for uid in ("MD1", "F2"):
             unit = next(u for u in results["units"] if u["unit_id"] == uid)
             q = unit["judge_panel"]["questions"]["hub.incomplete_answer"]

@@ -35,6 +35,7 @@ class Target:
     display_name: str = ""
     answer_from: str = "stdout"  # "stdout", "trace_output:<JSON pointer>" or "stdout_json:<JSON pointer>"
     version_timeout_s: float = 60.0
+    env_passthrough: tuple[str, ...] = ()  # names (or patterns) of secret-looking variables the agent needs
 
     @property
     def answer_source(self) -> str:
@@ -74,6 +75,7 @@ class TraceBackend:
     poll_max_s: float
     settle_s: float
     flush_timeout_s: int
+    agent_key: bool = True  # kind opik: the agent gets OPIK_API_KEY to write its traces
 
 
 @dataclass(frozen=True)

@@ -120,6 +120,7 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
         display_name=t.get("display_name", ""),
         answer_from=t.get("answer_from", "stdout"),
         version_timeout_s=float(t.get("version_timeout_s", 60)),
+        env_passthrough=tuple(t.get("env_passthrough", ())),
     )
     if not any("{query}" in part for part in target.command):
         raise f.error(("target", "command"), "must contain the placeholder {query}")
@@ -144,6 +145,7 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
         poll_max_s=float(b.get("poll_max_s", 1.0)),
         settle_s=float(b.get("settle_s", 0.3)),
         flush_timeout_s=int(b.get("flush_timeout_s", 2)),
+        agent_key=bool(b.get("agent_key", True)),
     )
 
     c = data["correlation"]

@@ -27,6 +27,7 @@ from ..trace.backend import Backend, connect, is_unreachable_error, warm_up
 from ..trace.curate import curate
 from ..trace.resolve import INCOMPLETE, RESOLVED, TurnKey, fetch, resolve
 from ..trace.values import dumps
+from .agent_env import agent_environ, judge_keys
 from .answer import from_stdout_json
 from .canaries import Planted, plant
 from .packet_record import (
@@ -205,8 +206,9 @@ def _build_packet(config: TargetConfig, backend: Backend, run_dir: Path, meta: R
     t0 = time.monotonic()
     run_token = meta.run_id.replace("/", "-")
     session = f"e2e-{run_token}-{unit.id}-{uuid.uuid4().hex[:8]}"
-    base_env = {**os.environ, **config.target.env, **backend.sdk_env}
-    redactor = Redactor({**os.environ, **config.target.env, **case.env}, config.redact_patterns)
+    base_env = agent_environ(config, os.environ, backend.sdk_env)
+    secrets = [*config.redact_patterns, *judge_keys()]
+    redactor = Redactor({**os.environ, **config.target.env, **backend.sdk_env, **case.env}, secrets)
     token = f"{run_token}-{unit.id}-{uuid.uuid4().hex[:6]}"
     packet = Packet(unit_id=unit.id, case_id=case.id, run_id=meta.run_id, repeat=unit.repeat,
                     case=case.to_json(), session=session, channel=unit.channel,
@@ -218,8 +220,8 @@ def _build_packet(config: TargetConfig, backend: Backend, run_dir: Path, meta: R
             if case.adversarial and config.canaries:
                 planted = (channel_for(config, backend).planted if unit.channel == "ui"
                            else plant(config.canaries, box.dir))
-                redactor = Redactor({**os.environ, **config.target.env, **case.env, **planted.env},
-                                    config.redact_patterns)
+                redactor = Redactor({**os.environ, **config.target.env, **backend.sdk_env, **case.env,
+                                     **planted.env}, secrets)
             packet.turn, packet.trace, packet.ui = _one_turn(config, backend, box, case.query, session, case,
                                                              unit.channel, planted.env, slot)
             packet.answer = answer_of(config, packet.turn, packet.trace)

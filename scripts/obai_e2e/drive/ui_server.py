@@ -22,6 +22,7 @@ from ..base import procs
 from ..base.errors import NotReady
 from ..config.target import TargetConfig
 from ..trace.backend import Backend
+from .agent_env import agent_environ
 from .canaries import Planted, plant
 from .sandbox import Sandbox, record_group
 from .turn import track, untrack
@@ -35,7 +36,7 @@ class UiServer:
         ui = config.ui
         assert ui is not None and ui.server is not None
         self.spec = ui.server
-        base_env = {**os.environ, **config.target.env, **backend.sdk_env}
+        base_env = agent_environ(config, os.environ, backend.sdk_env)
         self.box = Sandbox(config, f"ui-{uuid.uuid4().hex[:10]}", base_env)
         self.proc: subprocess.Popen | None = None
         self.mark: str | None = None

@@ -19,6 +19,7 @@ from ..config.cases import CaseSet
 from ..config.selection import Filters
 from ..config.target import TargetConfig
 from ..config.units import Unit
+from ..drive.agent_env import hold_back
 from ..drive.packet import build_packet, store_packet
 from ..drive.packet_record import Packet
 from ..drive.sandbox import install_signal_teardown, remove_finished
@@ -59,6 +60,7 @@ def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int 
     panel = judges or (command_panel(panel_command, judges=panel_judges) if panel_command else None)
     if panel is not None:
         preflight_judges(panel, os.environ)  # a missing key stops the run before any unit is driven
+        hold_back(j.api_key_env for j in panel.judges)  # the judges' keys never reach the agent
     report = preflight.run(config.path, case_set, baseline=baseline,
                            filters=load_run(resume).selection_filters if resume else filters)
     if not report.ready:

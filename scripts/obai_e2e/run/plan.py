@@ -19,6 +19,7 @@ from ..config.cases import CaseSet, load_cases_for
 from ..config.selection import Filters
 from ..config.target import TargetConfig
 from ..config.units import Unit, units_of
+from ..drive.agent_env import agent_environ
 from ..protocol.holdout import is_holdout_file, open_holdout
 from ..report.report_md import ensure_header, judged_ids
 from ..rundir.meta import (
@@ -47,7 +48,7 @@ def target_version(config: TargetConfig) -> str | None:
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=config.target.version_timeout_s,
                               cwd=str(config.target.workdir),
-                              env={**os.environ, **config.target.env}, stdin=subprocess.DEVNULL)
+                              env=agent_environ(config, os.environ, {}), stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return (done.stdout or done.stderr).strip()[:200] or None

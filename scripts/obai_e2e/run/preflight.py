@@ -20,6 +20,7 @@ from ..base.paths import runs_root
 from ..config.cases import CaseSet, load_cases_for
 from ..config.selection import Filters
 from ..config.target import TargetConfig, load_target_config
+from ..drive.agent_env import agent_environ
 from ..drive.sandbox import clear_leftovers
 from ..trace.backend import connect, ping
 
@@ -213,7 +214,7 @@ def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *,
                "(apt-get install -y chromium), or run without ui units (--channel cli)")
 
         def anti_mock_ok():
-            found = anti_mock_findings(config, {**os.environ, **config.target.env})
+            found = anti_mock_findings(config, agent_environ(config, os.environ, {}))
             if found:
                 _fail(f"anti-mock: {', '.join(found)} is set, which marks a stubbed target; unset it for a real run")
             return "no stub markers"
@@ -227,7 +228,7 @@ def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *,
             where = f"{config.where('target', 'version_command')}: field /target/version_command"
             try:
                 done = subprocess.run(cmd, capture_output=True, text=True, timeout=config.target.version_timeout_s,
-                                      cwd=str(workdir) if workdir else None, env={**os.environ, **config.target.env},
+                                      cwd=str(workdir) if workdir else None, env=agent_environ(config, os.environ, {}),
                                       stdin=subprocess.DEVNULL)
             except FileNotFoundError:
                 _fail(f"{where}: the target version command {cmd[0]!r} was not found")

@@ -18,11 +18,9 @@ from pathlib import Path
 from ...base import schema
 from ...base.errors import ConfigError
 from ...base.fsutil import sha256_file
-from ...base.paths import catalogs_dir
 from ...base.yamlio import Lines, line_for, load_yaml
+from ...config.judges_file import default_path
 
-ENV_FILE = "OBAI_E2E_JUDGES"
-FILE_NAME = "judges.yaml"
 PROVIDERS = ("anthropic", "openai", "command")
 DEFAULT_BASE_URL = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
 DEFAULT_ANTHROPIC_VERSION = "2023-06-01"
@@ -133,11 +131,6 @@ class PanelConfig:
             out.append(f"all {len(self.judges)} judges are of the family {self.families()[0]!r}; judges of "
                        "different model families make the panel's majority less likely to share one blind spot")
         return out
-
-
-def default_path() -> Path:
-    env = os.environ.get(ENV_FILE)
-    return Path(env) if env else catalogs_dir() / FILE_NAME
 
 
 def public_url(url: str | None) -> str | None:
