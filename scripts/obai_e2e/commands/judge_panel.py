@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..base.errors import Exit
 from ..base.output import emit, say
 from ..judge.models.config import load as load_judges
 from ..judge.models.runner import brief, run_panel
@@ -17,7 +18,9 @@ def register(sub) -> None:
                                    "repair, write-once) and aggregates. Replies already stored are never paid for "
                                    "again; a judge that gives no answer, or the budget, leaves its questions "
                                    "undecided. Prints the round, the judges and their models, tokens, cost and "
-                                   "agreement. Keys are read from the environment variables the panel file names.")
+                                   "agreement. Keys are read from the environment variables the panel file names. "
+                                   "Exit 3 when a question the panel was asked was decided for none of its units "
+                                   "(e.g. no judge answered).")
     p.add_argument("--run-dir", required=True, type=Path)
     p.add_argument("--judges-file", type=Path, default=None,
                    help="panel configuration (default: catalogs/judges.yaml, or $OBAI_E2E_JUDGES)")
@@ -31,4 +34,4 @@ def run(args) -> int:
     out = brief(run_panel(args.run_dir, config, plan.units, cfg, say=say), cfg)
     emit(out)
     say(out["line"])
-    return 0
+    return Exit.INCONCLUSIVE if out["left_undecided"] else Exit.OK
