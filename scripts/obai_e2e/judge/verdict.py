@@ -330,7 +330,7 @@ def undecided_note(panel: dict) -> str:
         votes = ", ".join(f"{k} {v}" for k, v in sorted((q.get("votes") or {}).items()))
         silent = len(no_vote) + max(0, size - len(voters))  # refused entries, and judges with no response
         named = sorted(set(no_vote) | (set(outcomes) - set(voters)))
-        who = ", ".join(f"{j} {no_vote.get(j) or outcomes.get(j, 'no vote')}" for j in named)
+        who = ", ".join(f"{j} {_silent_why(outcomes.get(j), no_vote.get(j))}" for j in named)
         if not votes and silent and silent >= size:
             why = "no judge of the panel gave a vote" + (f" ({who})" if who else "")
         else:
@@ -340,6 +340,16 @@ def undecided_note(panel: dict) -> str:
             why += ")"
         notes.append(f" {feeds} stays undecided: {why}.")
     return "".join(notes)
+
+
+_NO_VOTE = {"parse_failed": "not JSON", "refused": "entry refused", "absent": "no entry"}
+
+
+def _silent_why(outcome: str | None, no_vote: str | None) -> str:
+    """A judge's outcome when it gave no vote at all, else why its entry for this packet holds none."""
+    if outcome not in (None, "answered"):
+        return outcome
+    return _NO_VOTE.get(no_vote, no_vote or "no vote")
 
 
 def _one_line(text: str) -> str:
