@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from .config import Judge, PanelConfig
@@ -62,10 +62,7 @@ class Reservation:
     judge: str
     tokens: int
     cost: Decimal
-    charged: list = None  # Usage of each billable attempt that failed
-
-    def __post_init__(self):
-        self.charged = [] if self.charged is None else self.charged
+    charged: list = field(default_factory=list)  # Usage of each billable attempt that failed
 
 
 class Ledger:
