@@ -149,6 +149,7 @@ def judges_file(tmp_path: Path, url: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_no_judge_key_reaches_the_agent_and_a_panel_without_answers_is_on_record(harness_env, tmp_path):
     target, _ = hostile_target(tmp_path, "env", **{"target.env_passthrough": ["AGENT_*"]})
     with FakeProvider(keys={"a-key-nobody-sends"}) as fake:  # every judge is refused: HTTP 401
