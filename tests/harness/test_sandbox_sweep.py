@@ -51,9 +51,15 @@ def box(tmp_path, monkeypatch):
 
 def marked_sleeper(box: Sandbox, mark: str) -> subprocess.Popen:
     """A process carrying a turn's mark in a session of its own, outside the sandbox's folder."""
-    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], cwd="/",
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], cwd="/",
                             env={**os.environ, procs.MARK_VAR: mark}, start_new_session=True,
                             stdin=subprocess.DEVNULL)
+    # Until it has exec'd, the child shows its parent's environment without the mark: on a busy machine a
+    # sweep could look in that moment. Wait until the mark is visible, as it is for a turn's processes.
+    deadline = time.monotonic() + 60
+    while proc.pid not in procs.members(mark=mark) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return proc
 
 
 def ended_by_teardown(box: Sandbox, sleeper: subprocess.Popen) -> bool:
