@@ -69,10 +69,10 @@ def classify(new: dict | None, base: dict | None) -> str:
     nv, bv = new["verdict"], base["verdict"]
     if nv == "fail":
         return "still_failing" if bv == "fail" else "new_fail"
+    if nv == "inconclusive" and bv != "inconclusive":
+        return "new_inconclusive"  # also after a fail: the fail is not known to be fixed
     if bv == "fail":
         return "fixed" if nv in ("pass", "needs_review") else "changed"
-    if nv == "inconclusive" and bv != "inconclusive":
-        return "new_inconclusive"
     return "unchanged" if nv == bv else "changed"
 
 
