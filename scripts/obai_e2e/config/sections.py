@@ -60,6 +60,7 @@ class TraceBackend:
     poll_max_s: float
     settle_s: float
     flush_timeout_s: int
+    failed_turn_deadline_s: float = 0.0  # how long to look for the trace of a turn that failed (0: one search)
 
 
 @dataclass(frozen=True)

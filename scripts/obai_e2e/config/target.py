@@ -187,6 +187,7 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
         poll_max_s=float(b.get("poll_max_s", 1.0)),
         settle_s=float(b.get("settle_s", 0.3)),
         flush_timeout_s=int(b.get("flush_timeout_s", 2)),
+        failed_turn_deadline_s=float(b.get("failed_turn_deadline_s", 0)),
     )
 
     c = data["correlation"]

@@ -43,14 +43,20 @@ from .packet_record import (
 from .privacy import protect_packet
 from .sandbox import Sandbox
 from .slots import UnitSlot
+from . import turn_failure
 from .turn import TurnResult, fill, run_turn
 from .ui import channel_for
 
 
-def _trace_block(backend: Backend, config: TargetConfig, key: TurnKey) -> TraceBlock:
-    """Resolve and curate the trace of one turn; failures become a status, never an exception."""
+def _trace_block(backend: Backend, config: TargetConfig, key: TurnKey, *, turn_failed: bool = False) -> TraceBlock:
+    """Resolve and curate the trace of one turn; failures become a status, never an exception.
+
+    The trace of a turn that failed (``turn_failed``) is looked for once (or for
+    ``failed_turn_deadline_s``): a target that never started its work has none to wait for.
+    """
+    deadline = config.backend.failed_turn_deadline_s if turn_failed else None
     try:
-        res = resolve(backend, config, key)
+        res = resolve(backend, config, key, deadline_s=deadline)
     except Interrupted:
         raise
     except Exception as exc:  # noqa: BLE001 - a harness fault is recorded, not raised
@@ -107,7 +113,8 @@ def _one_turn(config: TargetConfig, backend: Backend, box: Sandbox, query: str, 
     else:
         key = TurnKey(query=query, started_at=turn.started_at, ended_at=turn.ended_at,
                       tag=tag if config.correlation.match != "none" else None)
-        trace = _trace_block(backend, config, key)
+        ok_exit = config.target.refusal_exit_code if case.expect_rejection else 0
+        trace = _trace_block(backend, config, key, turn_failed=turn_failure.failed(turn, ok_exit))
     return turn, trace, None
 
 

@@ -144,7 +144,7 @@ def record_harness_error(run_dir: Path, unit: Unit, message: str, judged: set[st
 
 def status_of(rec: Verdict, path: Path, changed: bool, appended: bool) -> dict:
     return {"status": "recorded" if changed else "unchanged", "unit_id": rec.unit_id,
-            "verdict": rec.verdict, "reasons": rec.reasons, "verdict_file": str(path),
+            "verdict": rec.verdict, "reasons": rec.reasons, "judgment": rec.judgment, "verdict_file": str(path),
             "row_appended": appended, "repair": rec.repair}
 
 
@@ -159,7 +159,7 @@ def ensure_row(run_dir: Path, unit: Unit, rec: Verdict, packet: Packet, judged: 
     if unit.id in judged:
         return False
     block = None
-    if rec.verdict in ("fail", "needs_review"):
+    if rec.verdict in ("fail", "needs_review", "inconclusive"):
         block = detail_block(unit.id, rec.verdict, packet.query or unit.case.query,
                              rec.expected, rec.observed, rec.judgment)
     append_entry(Path(run_dir) / "report.md",

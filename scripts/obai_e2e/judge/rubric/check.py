@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from ...config.cases import Case
 from ...config.target import TargetConfig
+from ...drive import turn_failure
 from ...drive.packet_record import Packet
 from ...drive.turn import TurnResult
 from . import adversarial, answer, routing, specialist, ui
@@ -115,7 +116,7 @@ def crashed(turn: TurnResult) -> str | None:
     return f"the target was killed by {name} (exit {code})"
 
 
-def _infra(packet: Packet, case: Case) -> dict | None:
+def _infra(packet: Packet, case: Case, config: TargetConfig) -> dict | None:
     if packet.harness.error:
         return {"reason": "harness_error", "message": packet.harness.error}
     trace = packet.trace
@@ -136,6 +137,9 @@ def _infra(packet: Packet, case: Case) -> dict | None:
         if crash:
             return {"reason": "target_crashed",
                     "message": f"{crash} and left no trace ({trace.status}: {trace.message or ''})"}
+        ok_exit = config.target.refusal_exit_code if case.expect_rejection else 0
+        if trace.status == "trace_not_found" and turn_failure.failed(packet.turn, ok_exit):
+            return {"reason": "target_failed", "message": turn_failure.describe(packet.turn)}
         return {"reason": trace.status or "harness_error", "message": trace.message}
     if case.expect_async_job:
         failed = packet.async_job.failed_followup if packet.async_job else None
@@ -201,7 +205,7 @@ def check_packet(packet: Packet, case: Case, config: TargetConfig) -> CheckResul
     unit_id = packet.unit_id or case.id
     expected = expected_text(case)
     observed = observed_text(packet)
-    infra = _infra(packet, case)
+    infra = _infra(packet, case, config)
     if infra:
         return CheckResult(unit_id, case.id, INCONCLUSIVE_V, [infra["reason"]], expected=expected,
                            observed=observed, judgment=f"{infra['reason']}: {infra['message']}".strip(": "),
