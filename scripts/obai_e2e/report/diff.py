@@ -159,10 +159,16 @@ def summary(diff: dict) -> dict:
     return out
 
 
+def failing_not_before(diff: dict) -> list[str]:
+    """Units that fail now and did not fail in the baseline; without a baseline, every failed unit."""
+    return [u["unit_id"] for u in diff["units"] if u.get("verdict") == "fail" and u.get("baseline_verdict") != "fail"]
+
+
 def summary_line(diff: dict, limit: int = 5) -> str:
     """``changes since <run>: 2 new_fail (S4, MD2), 1 fixed (F5)`` — or why there is nothing to compare."""
     if diff.get("baseline") is None:
-        return "changes: no baseline to compare with (the first finished run of this case set and filters)"
+        return "changes: no baseline to compare with (no earlier finished run of this case set and filters, " \
+               "and no --baseline): every unit is new"
     parts = []
     for cls in SHOWN:
         ids = [u["unit_id"] for u in diff["units"] if u["class"] == cls]
@@ -182,7 +188,8 @@ def write_diff(run_dir: Path, diff: dict) -> Path:
 def markdown_lines(diff: dict, limit: int = 20) -> list[str]:
     """The changes as Markdown list lines: new fails first, each with its codes."""
     if diff.get("baseline") is None:
-        return ["- no baseline to compare with: this is the first finished run of this case set and filters"]
+        return ["- no baseline to compare with (no earlier finished run of this case set and filters, and no "
+                "--baseline): every unit is new"]
     out = []
     for cls in SHOWN:
         items = [u for u in diff["units"] if u["class"] == cls]

@@ -21,8 +21,8 @@ from ..judge.models.runner import report_block
 from ..judge.panel.aggregate import panel_for_unit
 from ..judge.rubric import check_packet
 from ..judge.rubric.check import CheckResult
-from ..rundir.meta import RunMeta, baseline_of, load_run
-from .diff import build_diff, diff_fields, markdown_lines, write_diff
+from ..rundir.meta import RunMeta, chosen_baseline, load_run
+from .diff import build_diff, diff_fields, failing_not_before, markdown_lines, write_diff
 from .diff import summary as diff_summary
 from .diff import summary_line as diff_summary_line
 from .record import load_verdict
@@ -253,7 +253,7 @@ def finalize(config: TargetConfig, case_set: CaseSet, run_dir: Path, units: list
     else:
         data = build_results(config, case_set, run_dir, units, allow_incomplete=allow_incomplete,
                              catalog_version=catalog_version, spool=spool)
-        base_path = baseline or baseline_of(run_dir)
+        base_path = chosen_baseline(run_dir, baseline)
         base = read_baseline(base_path)
         # the diff compares unit by unit: it reads the rows just written back
         entries = [diff_fields(u) for _, u in _rows_of(run_dir, data)]
@@ -280,6 +280,8 @@ def finalize(config: TargetConfig, case_set: CaseSet, run_dir: Path, units: list
             "summary": data["summary"], "summary_line": summary_line(data["summary"]),
             "diff": str(diff_path) if diff is not None else None,
             "diff_counts": diff["counts"] if diff is not None else None,
+            "baseline_run_id": ((diff or {}).get("baseline") or {}).get("run_id"),
+            "failing_not_before": failing_not_before(diff) if diff is not None else None,
             "diff_line": diff_summary_line(diff) if diff is not None else None}
 
 

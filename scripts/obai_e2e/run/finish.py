@@ -16,7 +16,7 @@ from ..protocol.seal import seal
 from ..report.html import open_in_browser, write_report
 from ..report.junit import write_junit
 from ..report.results import finalize
-from ..rundir.meta import baseline_of, plan_of
+from ..rundir.meta import chosen_baseline, plan_of
 from .feedback import write_feedback
 from .plan import RunPlan
 
@@ -50,7 +50,7 @@ def after_run(config: TargetConfig, case_set: CaseSet, *, html: bool = True, ope
         out["junit_xml"] = write_junit(run_dir, case_set=case_set)["junit_xml"]
 
         if loss and config.catalog is not None:
-            base = baseline or baseline_of(run_dir)
+            base = chosen_baseline(run_dir, baseline)
             scored = score_run(run_dir, config=config, baseline=base, plan_path=plan_of(run_dir) or config.plan)
             out["loss"] = {k: scored[k] for k in ("suite_score", "suite_status", "findings", "top_findings",
                                                  "suite_json", "top_regressions", "baseline", "warnings")}

@@ -21,6 +21,7 @@ from ..config.cases import CaseSet, load_cases_for
 from ..config.selection import Filters
 from ..config.target import TargetConfig, load_target_config
 from ..drive.sandbox import clear_leftovers
+from ..rundir.meta import is_empty_dir
 from ..trace.backend import connect, ping
 
 
@@ -144,6 +145,8 @@ def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *,
                 from ..loss.score_run import baseline_results_path
                 from ..report.results import load_results
 
+                if is_empty_dir(Path(baseline)):
+                    return f"{baseline} is empty: no baseline (every failed unit counts as new)"
                 path = baseline_results_path(Path(baseline), state["catalog"])
                 units = load_results(path).get("units") or []
                 return f"{path} ({len(units)} units)"
