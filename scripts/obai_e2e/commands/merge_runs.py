@@ -30,7 +30,8 @@ def register(sub) -> None:
     p.add_argument("--into", type=Path, metavar="RUN_DIR",
                    help="the merged run directory (default: a new runs/<date>/<time>/)")
     p.add_argument("--baseline", type=Path, metavar="RESULTS_OR_RUN_DIR",
-                   help="compare against this run (default: the newest comparable finished run, if any)")
+                   help="compare against this run directory or results.json; an empty directory means no "
+                        "baseline (default: the newest comparable finished run, if any)")
     p.add_argument("--target", type=Path, default=None, help="target configuration (default: the shards' own)")
     p.add_argument("--cases", type=Path, default=None, help="cases file (default: the shards' own)")
     p.add_argument("--summary-md", type=Path, metavar="PATH",

@@ -44,7 +44,9 @@ def register(sub) -> None:
                    help="start a new run even when an unfinished one of the same selection exists (by default "
                         "that one is resumed)")
     p.add_argument("--baseline", type=Path, metavar="RESULTS_OR_RUN_DIR",
-                   help="compare against this run (default: the previous runs/latest, when there is one)")
+                   help="compare against this run directory or results.json; an empty directory (a CI restore that "
+                        "found nothing) means no baseline (default: the previous finished run of the same cases and "
+                        "filters, when there is one)")
     panel = p.add_mutually_exclusive_group()
     panel.add_argument("--judges", action="store_true",
                        help="ask the configured model judges (catalogs/judges.yaml, or --judges-file) for a blind "
