@@ -69,6 +69,12 @@ def add_filter_args(parser: argparse.ArgumentParser) -> None:
                              "every channel a case lists)")
 
 
+def add_json_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true",
+                        help="print the JSON document on stdout also in an interactive terminal (it is always "
+                             "printed when stdout is a pipe or a file)")
+
+
 def add_fail_on_arg(parser: argparse.ArgumentParser) -> None:
     from ..run.fail_on import parse
 

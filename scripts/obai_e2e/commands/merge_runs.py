@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..base.errors import MergeRefused
-from ..base.output import emit, say
+from ..base.output import result, say
 from ..config.cases import load_cases_for
 from ..config.target import load_target_config
 from ..report.ci_summary import write_summaries
@@ -12,7 +12,7 @@ from ..run.fail_on import decide
 from ..run.finish import finish
 from ..run.merge import load_parts, merge
 from ..run.plan import plan
-from ._common import add_fail_on_arg
+from ._common import add_fail_on_arg, add_json_arg
 
 
 def register(sub) -> None:
@@ -39,6 +39,7 @@ def register(sub) -> None:
     p.add_argument("--report-url", metavar="URL", help="where the report can be opened, for the summary")
     p.add_argument("--no-html", action="store_true", help="skip report.html")
     add_fail_on_arg(p)
+    add_json_arg(p)
     p.set_defaults(func=run)
 
 
@@ -55,7 +56,7 @@ def run(args) -> int:
     out["summaries"] = write_summaries(into, args.summary_md, args.report_url)
     decision = decide(out, args.fail_on)
     out["fail_on"] = {"modes": list(args.fail_on), **decision.to_json()}
-    emit({"run_dir": str(into), **out})
+    result({"run_dir": str(into), **out}, args.json)
     say(out["summary_line"])
     say(f"report.md: {out['report_md']}")
     if decision.code and decision.why:

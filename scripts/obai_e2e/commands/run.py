@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from ..base.errors import Interrupted, UsageError
-from ..base.output import emit, say
+from ..base.output import result, say
 from ..judge.models.config import load as load_judges
 from ..report.ci_summary import write_summaries
 from ..run import fail_on, headless
@@ -17,6 +17,7 @@ from ._common import (
     add_config_args,
     add_fail_on_arg,
     add_filter_args,
+    add_json_arg,
     add_sample_args,
     count,
     filters_from,
@@ -73,6 +74,7 @@ def register(sub) -> None:
     p.add_argument("--no-html", action="store_true", help="skip report.html")
     p.add_argument("--open", action="store_true", help="open report.html in the browser at the end")
     add_config_args(p)
+    add_json_arg(p)
     p.set_defaults(func=run)
 
 
@@ -111,7 +113,7 @@ def run(args) -> int:
             out["summaries"] = write_summaries(Path(out["run_dir"]), args.summary_md, args.report_url)
     except (KeyboardInterrupt, Interrupted):
         raise _stopped(args, where[-1] if where else None) from None
-    emit(out)
+    result(out, args.json)
     if "summary_line" in out:
         say(out["summary_line"])
         if out.get("judges"):

@@ -52,7 +52,8 @@ def summary_markdown(run_dir: Path, report_link: str | None = None) -> str:
         else:
             lines.append("**Provable regressions**: none")
         lines.append("")
-    where = report_link or str(run_dir / "report.html")
+    html = run_dir / "report.html"
+    where = report_link or str(html if html.exists() else run_dir / "report.md")  # --no-html writes no page
     lines.append(f"Report: {inline(where)}")
     return "\n".join(lines) + "\n"
 
