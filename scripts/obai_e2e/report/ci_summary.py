@@ -41,7 +41,7 @@ def summary_markdown(run_dir: Path, report_link: str | None = None) -> str:
         found = tables(top.read_text(encoding="utf-8", errors="replace"))
         header, body = found[0] if found else ([], [])
         if body:
-            keep = [i for i, h in enumerate(header) if h.strip().lower() != "log_zitat"]
+            keep = [i for i, h in enumerate(header) if h.strip().lower() not in ("citation", "log_zitat")]
             lines.append(f"**Provable regressions** ({len(body)}; each interval clears the mde)")
             lines.append("")
             lines.append(row([header[i] for i in keep]).rstrip("\n"))

@@ -15,6 +15,7 @@ from markupsafe import Markup
 from ..base.invisible import reveal
 from ..config.cases import CaseSet
 from .html_changes import changes_and_charts
+from .html_loss import fmt, loss_view
 from .html_inputs import (
     VERDICT_ORDER,
     DetailBlock,
@@ -208,92 +209,6 @@ def _duration(seconds: Any) -> str:
     return f"{hours} h {minutes:02d} min"
 
 
-def _fmt(value: Any, digits: int = 4) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float):
-        return f"{value:.{digits}g}"
-    return str(value)
-
-
-def _pct(value: Any) -> str:
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return "—"
-    return f"{100 * value:.1f} %"
-
-
-def _category_text(by_cat: Any, effects: dict | None = None) -> list[str]:
-    """``category: loss`` lines; a cell object (suite.v1) shows its loss, any status but scored, and the
-    effect it can detect (or the units it lacks)."""
-    if not isinstance(by_cat, dict):
-        return [_fmt(by_cat)]
-    parts = []
-    for name in sorted(by_cat):
-        cell = by_cat[name]
-        if isinstance(cell, dict):
-            text = _fmt(cell.get("loss"))
-            if cell.get("status") not in (None, "scored"):
-                text += f" ({cell.get('status')})"
-            effect = (effects or {}).get(name, cell.get("detectable_effect"))
-            if isinstance(effect, (int, float)):
-                text += f", detects ≥ {effect:.4f}"
-            elif isinstance(cell.get("needs_units"), int) and cell["needs_units"] > 0:
-                text += f", needs {cell['needs_units']} more"
-        else:
-            text = _fmt(cell)
-        parts.append(f"{name}: {text}")
-    return parts
-
-
-def loss_view(suite: dict | None, regressions: list[dict] | None, comparison: dict | None = None) -> dict | None:
-    if suite is None and regressions is None:
-        return None
-    view: dict[str, Any] = {"error": None, "suite": None, "partitions": [], "regressions": regressions,
-                            "comparison": comparison}
-    if suite is not None and suite.get("_error"):
-        view["error"] = suite["_error"]
-    elif suite is not None:
-        score = suite.get("suite_score")
-        status = suite.get("suite_status")
-        view["suite"] = {
-            "score": _fmt(score) if score is not None else f"not reported{f' ({status})' if status else ''}",
-            "score_missing": score is None,
-            "status": _fmt(status) if status else "",
-            "completion": _pct(suite.get("completion_rate")),
-            "coverage": _pct(suite.get("coverage")) if "coverage" in suite else "",
-            "catalog_version": _fmt(suite.get("catalog_version")),
-            "mode": _fmt(suite.get("mode")),
-            "provenance": _fmt(suite.get("provenance")),
-            "mde": _fmt(suite.get("mde")),
-            "warnings": [str(w) for w in suite.get("warnings") or [] if w],
-        }
-        compared = (comparison or {}).get("detection") or {}
-        for p in suite.get("partitions") or []:
-            if not isinstance(p, dict):
-                continue
-            labels = p.get("labels") or {}
-            name = p.get("partition") or (", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
-                                          if isinstance(labels, dict) else str(labels))
-            # against the baseline when there was one, else against a like-for-like run (suite.json)
-            against = compared.get(name) if isinstance(name, str) else None
-            detects = against["text"] if against else (p.get("detection") if isinstance(p.get("detection"), str)
-                                                        else "")
-            view["partitions"].append({
-                "detects": detects, "detects_source": "baseline" if against else "like-for-like run",
-                "labels": name,
-                "weight": _fmt(p.get("weight")), "n": _fmt(p.get("n")), "n_min": _fmt(p.get("n_min")),
-                "loss": _fmt(p.get("loss")), "stddev_between": _fmt(p.get("stddev_between")),
-                "se": _fmt(p.get("se")), "stddev_within": _fmt(p.get("stddev_within")),
-                "coverage": _fmt(p.get("coverage")), "status": _fmt(p.get("status")),
-                "thin": p.get("status") == "unterbelegt",
-                "by_category": _category_text(p.get("by_category"),
-                                              ((comparison or {}).get("effects") or {}).get(name)),
-            })
-    return view
-
-
 def judges_view(judges: Any) -> dict | None:
     """The run's panel in one line each: who judged with which model, and what it cost."""
     if not isinstance(judges, dict):
@@ -304,8 +219,8 @@ def judges_view(judges: Any) -> dict | None:
         names.append(f"{j.get('name')} ({detail})" + ("" if j.get("answered", True) else " — no answer"))
     a = judges.get("agreement") or {}
     if a.get("items"):
-        kappa = "n/a" if a.get("fleiss_kappa") is None else _fmt(a["fleiss_kappa"], 2)
-        agreement = f"{_fmt(a.get('percent_agreement'), 2)} (κ {kappa}, {a['items']} items)"
+        kappa = "n/a" if a.get("fleiss_kappa") is None else fmt(a["fleiss_kappa"], 2)
+        agreement = f"{fmt(a.get('percent_agreement'), 2)} (κ {kappa}, {a['items']} items)"
     else:
         agreement = "—"
     tokens = (judges.get("tokens") or {}).get("total")

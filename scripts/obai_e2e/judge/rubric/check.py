@@ -122,10 +122,10 @@ def _infra(packet: Packet, case: Case, config: TargetConfig) -> dict | None:
     trace = packet.trace
     ui_obs = packet.ui
     if ui_obs is not None and trace.status != "resolved":
-        # Without a trace nothing can be judged; an outage is named as such (UI categories unbewertbar).
+        # Without a trace nothing can be judged; an outage is named as such (UI categories not assessable).
         if ui_obs.outage:
             return {"reason": "ui_outage", "message": f"{ui_obs.outage_reason or 'the UI or its backend is down'} "
-                                                      f"(an upstream outage: unbewertbar, never loss)"}
+                                                      f"(an upstream outage: not assessable, never loss)"}
         if ui_obs.state == "timeout":
             return {"reason": "ui_timeout", "message": "the answer never finished on the page"}
         if ui_obs.state == "not_loaded":
@@ -226,7 +226,7 @@ def check_packet(packet: Packet, case: Case, config: TargetConfig) -> CheckResul
         applied = sum(1 for o in outcomes if o.status not in ("skipped", NEEDS_JUDGMENT))
         judgment = f"All {applied} applicable rules passed."
     if packet.ui is not None and packet.ui.outage:
-        judgment += (f" The UI rules were not scored (unbewertbar, never loss): upstream outage, "
+        judgment += (f" The UI rules were not scored (not assessable, never loss): upstream outage, "
                      f"{packet.ui.outage_reason or 'the UI or its backend was down'}.")
     return CheckResult(unit_id, case.id, verdict, reasons, outcomes, questions_for(outcomes),
                        expected, observed, judgment)
