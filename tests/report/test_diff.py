@@ -141,3 +141,27 @@ def test_the_fields_the_diff_keeps_give_the_same_diff_on_stored_units():
     assert {"new_fail", "changed", "removed_case", "new_case", "unchanged"} <= {u["class"] for u in whole["units"]}
     assert next(u for u in whole["units"] if u["unit_id"] == new[0]["unit_id"])["changed_rules"]
     assert all("evidence" not in o for e in new for o in diff_fields(e)["rule_outcomes"])
+
+
+def test_an_async_units_follow_up_answer_is_compared_and_shown():
+    from obai_e2e.report.html_changes import changes_view
+
+    queued = "Backtest queued. Job ID: 1904 ETA: 2 s"
+    before = {**entry("A1", "pass", answer=queued), "followup_answer": "Total trades: 32\nVerdict: PROFITABLE"}
+    now = {**entry("A1", "fail", ["specialist.strategy.zero_trades"], answer=queued),
+           "followup_answer": "Total trades: 0\nVerdict: NO TRADES"}
+    diff = build_diff("r", [diff_fields(now)], {"run": {"run_id": "b"}, "units": [diff_fields(before)]})
+    unit = diff["units"][0]
+    assert unit["class"] == "new_fail" and unit["answer"] == unit["baseline_answer"] == queued
+    assert unit["followup_answer"] == "Total trades: 0\nVerdict: NO TRADES"
+    assert unit["baseline_followup_answer"] == "Total trades: 32\nVerdict: PROFITABLE"
+    jsonschema.validate(diff, load_schema("diff.v1.schema.json"))
+    shown = changes_view(diff)["groups"][0]["units"][0]["answers"]
+    assert [a["label"] for a in shown] == ["answer", "follow-up answer"] and shown[0]["same"]
+    follow = shown[1]
+    assert [t for t, changed in follow["baseline"] if changed] == ["32", "PROFITABLE"]
+    assert [t for t, changed in follow["now"] if changed] == ["0", "NO TRADES"]
+    assert "".join(t for t, _ in follow["now"]) == now["followup_answer"]
+    # a unit that is not async shows its one answer
+    plain = build_diff("r", [diff_fields(entry("B", "fail", ["x"]))], {"run": {"run_id": "b"}, "units": [entry("B", "pass")]})
+    assert "followup_answer" not in plain["units"][0]

@@ -30,7 +30,8 @@ ANSWER_CHARS = 2000
 
 
 # What build_diff reads of a results entry; its rule outcomes only by rule, status and code.
-DIFF_FIELDS = ("unit_id", "case_id", "channel", "feature", "verdict", "reasons", "stochastic", "answer", "latency")
+DIFF_FIELDS = ("unit_id", "case_id", "channel", "feature", "verdict", "reasons", "stochastic", "answer",
+               "followup_answer", "latency")
 
 
 def diff_fields(entry: dict) -> dict:
@@ -114,6 +115,10 @@ def build_diff(run_id: str, entries: list[dict], baseline: dict | None) -> dict:
             item["changed_rules"] = changed_rules(e, b)
             item["answer"] = _cut(e.get("answer"))
             item["baseline_answer"] = _cut(b.get("answer"))
+            if e.get("followup_answer") is not None or b.get("followup_answer") is not None:
+                # an async unit: the first answer only says a job was queued; the result is the follow-up's
+                item["followup_answer"] = _cut(e.get("followup_answer"))
+                item["baseline_followup_answer"] = _cut(b.get("followup_answer"))
         units.append(item)
     if baseline is not None:
         seen = {e["unit_id"] for e in entries}

@@ -8,14 +8,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from markupsafe import Markup
 
 from ..base.invisible import reveal
 from ..config.cases import CaseSet
+from ..config.units import unit_key
 from .html_changes import changes_and_charts
 from .html_loss import fmt, loss_view
+from .trace_pages import page_links
 from .html_inputs import (
     VERDICT_ORDER,
     DetailBlock,
@@ -29,7 +31,8 @@ from .html_inputs import (
 
 VERDICT_LABELS = {"pass": "pass", "fail": "fail", "needs_review": "needs review", "inconclusive": "inconclusive",
                   "not_judged": "not judged"}
-PAGE_SIZE = 100  # cards per page of the client script
+PAGE_SIZE = 100  # rows (a unit, or a case's repeats) per page of the client script
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 SHOWN_OUTCOMES = ("fail", "needs_review")
 TRACE_CHARS = 50_000  # per curated trace in the page; results.json keeps the whole text
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -120,9 +123,12 @@ def _cut(text: str) -> str:
     return text[:TRACE_CHARS] + f"\n[… {len(text) - TRACE_CHARS} more characters cut; results.json has the whole text]"
 
 
-def _links(entry: dict) -> list[list[str]]:
-    """(trace id, URL) pairs for the trace ids the run has a page for; only http(s) URLs."""
+def _links(entry: dict, local: bool) -> list[list[str]]:
+    """(trace id, URL) pairs of the trace backend's pages; only http(s) URLs, and none of a store on this
+    machine when the run has its own pages (``local``): its port changes when it restarts."""
     urls = [u for u in entry.get("trace_urls") or [] if isinstance(u, str) and u.startswith(("http://", "https://"))]
+    if local:
+        urls = [u for u in urls if urlsplit(u).hostname not in LOOPBACK]
     out = []
     for trace_id in entry.get("trace_ids") or []:
         url = next((u for u in urls if quote(str(trace_id), safe="") in u), None)
@@ -131,12 +137,16 @@ def _links(entry: dict) -> list[list[str]]:
     return out
 
 
-def unit_view(entry: dict, block: DetailBlock | None, case) -> dict:
-    """What the client script needs for one card (the curated traces are shown on demand)."""
+def unit_view(entry: dict, block: DetailBlock | None, case, pages: list[list[str]] | None = None) -> dict:
+    """What the client script needs for one row and card (the curated traces are shown on demand).
+
+    ``pages``: (trace id, path) of the run's own trace pages of the unit.
+    """
     verdict = entry.get("verdict", "not_judged")
     view: dict[str, Any] = {
         "id": entry.get("unit_id", ""),
         "case": entry.get("case_id", ""),
+        "group": unit_key(entry.get("case_id", ""), entry.get("channel")),
         "feature": entry.get("feature", ""),
         "verdict": verdict,
         "reasons": list(entry.get("reasons") or []),
@@ -149,9 +159,11 @@ def unit_view(entry: dict, block: DetailBlock | None, case) -> dict:
         "exit_code": entry.get("exit_code"),
         "timed_out": bool(entry.get("timed_out")),
         "answer": _cut(entry.get("answer") or ""),
+        "followup_answer": _cut(entry.get("followup_answer") or ""),
         "trace": _cut(entry.get("curated_trace") or ""),
         "followup_trace": _cut(entry.get("followup_curated_trace") or ""),
-        "trace_links": _links(entry),
+        "trace_pages": pages or [],
+        "trace_links": _links(entry, bool(pages)),
         "cost": entry.get("cost"),
         "tokens": (entry.get("usage") or {}).get("total_tokens"),
     }
@@ -244,7 +256,8 @@ def build_context(run_dir: Path, case_set: CaseSet | None = None) -> dict:
     if case_set is None:
         case_set = cases_for_run(results, run_dir)
     cases = {c.id: c for c in case_set.cases} if case_set is not None else {}
-    units = [unit_view(e, blocks.get(e.get("unit_id", "")), cases.get(e.get("case_id", ""))) for e in entries]
+    units = [unit_view(e, blocks.get(e.get("unit_id", "")), cases.get(e.get("case_id", "")), page_links(run_dir, e))
+             for e in entries]
 
     summary = results.get("summary") or {}
     total = summary.get("total", len(units))

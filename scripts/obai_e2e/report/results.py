@@ -88,6 +88,7 @@ class UnitResult(Record):
     exit_code: int | None = None
     timed_out: bool = False
     answer: str = ""
+    followup_answer: str | None = None  # an async unit's answer to its follow-up (the job's result)
     curated_trace: str | None = None
     followup_curated_trace: str | None = None
     judge_panel: dict[str, Any] | None = None
@@ -138,6 +139,7 @@ def unit_result(config: TargetConfig, run_dir: Path, unit: Unit, meta: RunMeta, 
         entry.exit_code = packet.turn.exit_code
         entry.timed_out = packet.turn.timed_out
         entry.answer = packet.answer
+        entry.followup_answer = follow.answer if follow else None
         entry.curated_trace = packet.trace.curated
         entry.followup_curated_trace = follow.trace.curated if follow else None
         entry.trace_urls = [u for u in (packet.trace.url, follow.trace.url if follow else None) if u]
