@@ -53,8 +53,8 @@ overflow-wrap:anywhere}
 .note{background:#fff4d6;border-left:4px solid #e0a100;padding:.3rem .6rem}
 """
 _STYLE_HASH = base64.b64encode(hashlib.sha256(STYLE.encode("utf-8")).digest()).decode("ascii")
-CSP = (f"default-src 'none'; style-src 'sha256-{_STYLE_HASH}'; img-src 'none'; base-uri 'none'; "
-       f"form-action 'none'; frame-ancestors 'none'")
+# In the page's own <meta> (a page read from a file has no headers); frame-ancestors works only as a header.
+CSP = f"default-src 'none'; style-src 'sha256-{_STYLE_HASH}'; img-src 'none'; base-uri 'none'; form-action 'none'"
 
 
 def _e(value: Any) -> str:
