@@ -1,8 +1,9 @@
 """The ``obai-e2e`` command line.
 
 Each subcommand lives in ``obai_e2e.commands.<name>``, packs its arguments and calls the
-core; the core never parses argv. Errors a person can act on are printed as one JSON
-object on stdout and one line on stderr, and end the process with the error's exit code.
+core; the core never parses argv. Errors a person can act on are printed as one line on
+stderr and, unless stdout is an interactive terminal (without ``--json``), as one JSON object on
+stdout; they end the process with the error's exit code.
 SIGINT and SIGTERM are handled from the first line of :func:`main`, before a command and
 its dependencies are imported: a signal at any moment ends the command with exit 130.
 """
@@ -80,12 +81,13 @@ def main(argv: list[str] | None = None) -> int:
 def run_command(func, args) -> int:
     """Run one command function, turning our errors into JSON + exit code."""
     from .base.errors import ObaiError
-    from .base.output import emit
+    from .base.output import emit, wants_json
 
     try:
         code = func(args)
     except ObaiError as exc:
-        emit(exc.to_json())
+        if wants_json(getattr(args, "json", False)):  # in a terminal the line below says it once
+            emit(exc.to_json())
         print(f"obai-e2e: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:

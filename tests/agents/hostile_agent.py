@@ -8,6 +8,7 @@ one HTTP round trip. ``HOSTILE_AGENT`` selects behaviours, comma-separated:
   daemon             fork a setsid daemon that keeps stdout open and sleeps for an hour
   hang               write the trace and answer, then never exit
   segv               die of SIGSEGV before writing any trace
+  usage              print a usage error (a mistyped subcommand, as argparse reports it) and exit 2
   huge:<mb>          answer with <mb> MB of text
   error_span:<name>  one specialist span named <name> carries error_info (Python escapes
                      such as \x1b are decoded, so a name can hold control characters)
@@ -125,6 +126,10 @@ def main(argv: list[str]) -> int:
         time.sleep(float(b["slow"] or 1))
     if "segv" in b:
         os.kill(os.getpid(), signal.SIGSEGV)
+    if "usage" in b:
+        sys.stderr.write("usage: hostile-agent [-h] COMMAND ...\n"
+                         "hostile-agent: error: argument COMMAND: invalid choice: 'askk' (choose from 'ask')\n")
+        return 2
     if "daemon" in b:
         daemonize(mark)
     answer = ANSWER

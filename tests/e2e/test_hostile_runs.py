@@ -86,11 +86,11 @@ def test_a_span_name_outside_the_code_grammar_fails_the_unit_not_the_run(harness
     # What the page shows (textContent of these strings) is the name's own text: "&lt;b&gt;", not "<b>".
     assert "my tool \u241b[31m &lt;b&gt; \u2407" in shown and "<b>" not in shown
     # Text from the case and the trace renders as its text: no link, image or HTML of its own,
-    # no invisible character (the one link in report.md is the trace's, which the harness built).
+    # no invisible character (the links in report.md are to the traces' pages, which the harness built).
     for text in (report, summary.read_text(encoding="utf-8")):
         kinds = markdown_kinds(text)
         assert "image" not in kinds and kinds.count("html_inline") + kinds.count("html_block") == text.count(CHANGES_MARK)
-        assert kinds.count("link_open") == text.count("](http://127.0.0.1"), text
+        assert kinds.count("link_open") == text.count("](traces/") + text.count("](http://127.0.0.1"), text
         assert "\u202e" not in text and "\u200b" not in text
     assert "pa<U+202E>gnp.exe zero<U+200B>width" in unescape(report)
     junit = (run_dir / "results.junit.xml").read_text(encoding="utf-8")

@@ -139,12 +139,14 @@ def test_the_faulted_run_lists_the_fault_with_a_citation(demo):
     lows = [float(r[3]) for r in table]
     assert lows == sorted(lows, reverse=True)
     text = (Path(out["run_dir"]) / "TOP-REGRESSIONS.md").read_text().replace("\\", "")
-    assert f"- {BACKTEST}: can detect regressions ≥ " in text
+    assert f"- {BACKTEST}: can detect regressions of " in text and "specialist_output ≥ " in text
     html = (Path(out["run_dir"]) / "report.html").read_text()
     assert "specialist.strategy.zero_trades" in html and "Top regressions" in html
     assert "<th title=\"the smallest true delta this cell lists with 80 % power" in html
     assert f'<td>{row[8]}</td>' in html                         # the row's detectable effect
-    assert 'class="detects" title="against the baseline">can detect regressions ≥ ' in html
+    # the listed cell's detectable effect, the same figure on its category line
+    assert f"specialist_output: loss " in html and f"detects ≥ {row[8]}" in html
+    assert "against the baseline (" in html
 
 
 def test_a_second_clean_run_lists_nothing(demo):

@@ -125,8 +125,27 @@ def test_the_merged_seal_covers_the_verified_bytes(sharded):
         assert named["seal_sha256"] == hashlib.sha256((part / SEAL).read_bytes()).hexdigest()
         sealed = json.loads((part / SEAL).read_text())["files"]
         units = json.loads((part / "run.json").read_text())["units"]
-        for name in [f"{u}.json" for u in units] + [f"{u}.verdict.json" for u in units]:
+        for name in [f"{u}.json" for u in units] + [f"{u}.verdict.json" for u in units] + \
+                [f"traces/{u}.json" for u in units]:
             assert merged[name] == sealed[name], name
+
+
+def test_the_merged_run_has_every_units_trace_pages(sharded):
+    def pages(run):
+        return sorted(p.name for p in (run / "traces").glob("*.html"))
+    assert pages(sharded["merged"]) and pages(sharded["merged"]) == pages(sharded["whole"])
+    assert "A1.followup.html" in pages(sharded["merged"])
+
+
+def test_a_merge_with_nothing_to_compare_fails_on_any_failed_unit_under_new_fail(sharded):
+    tmp, env = sharded["tmp"], sharded["env"]
+    restored = tmp / "e2e-baseline"
+    restored.mkdir()  # the CI cache had nothing to restore
+    code, out, err = obai_json("merge-runs", *map(str, sharded["parts"]), "--into", str(tmp / "ci" / "run"),
+                               "--baseline", str(restored), "--fail-on", "new_fail", env=env)
+    failed = load_results(tmp / "ci" / "run" / "results.json")["summary"]["fail"]
+    assert failed, "the hostile agent's answers fail some rules"
+    assert code == 1 and out["fail_on"]["why"].startswith("--fail-on new_fail: no baseline to compare with"), err
 
 
 def test_merging_again_changes_nothing(sharded):

@@ -201,7 +201,7 @@ def test_outage_units_are_named_as_such(faulted):
     for uid, how in OUTAGE_UNITS.items():
         unit = faulted["units"][uid]
         assert (unit["verdict"], unit["reasons"]) == ("inconclusive", ["ui_outage"]), uid
-        assert how in unit["judgment"] and "unbewertbar, never loss" in unit["judgment"], unit["judgment"]
+        assert how in unit["judgment"] and "not assessable, never loss" in unit["judgment"], unit["judgment"]
 
 
 def test_cli_units_are_unaffected(faulted, both):
@@ -240,7 +240,7 @@ def test_ui_faults_land_in_the_ui_categories_and_the_outage_in_none(faulted, bot
 
 def test_the_report_says_so(faulted):
     html = (faulted["run_dir"] / "report.html").read_text()
-    assert "upstream outage of the ui channel" in html and "unbewertbar, never loss" in html
+    assert "upstream outage of the ui channel" in html and "not assessable, never loss" in html
     tokens = MarkdownIt().enable("table").parse((faulted["run_dir"] / "report.md").read_text())
     cells = [t.content for t in tokens if t.type == "inline"]
     at = cells.index("R1.ui")

@@ -48,7 +48,7 @@ def test_a_cut_answer_trips_exactly_the_truncation_rule():
 @pytest.mark.parametrize("exit_code, reason, text", [
     (-11, "target_crashed", "killed by SIGSEGV (exit -11)"),
     (-6, "target_crashed", "killed by SIGABRT (exit -6)"),
-    (1, "trace_not_found", "no trace"),
+    (1, "target_failed", "the target exited 1 without a trace; stderr: "),
     (0, "trace_not_found", "no trace"),
 ])
 def test_a_signal_death_without_a_trace_is_a_crash(exit_code, reason, text):
@@ -59,6 +59,26 @@ def test_a_signal_death_without_a_trace_is_a_crash(exit_code, reason, text):
     assert check.verdict == "inconclusive" and check.reasons == [reason]
     assert text in check.judgment or reason == "trace_not_found"
     validate(mechanical_verdict(check), CASES.by_id("MD1"), CONFIG, "MD1")
+
+
+@pytest.mark.parametrize("case_id, exit_code, stderr, reason", [
+    ("MD1", 0, "usage: obai-demo [-h] COMMAND ...\nobai-demo: error: argument COMMAND: invalid choice: 'askk'\n",
+     "target_failed"),
+    ("MD1", 2, "Usage: agent [OPTIONS] COMMAND\nTry 'agent --help' for help.\n\nError: No such command 'askk'.\n",
+     "target_failed"),
+    ("R1", 1, "refused\n", "trace_not_found"),      # the refusal's own exit code: no failure of the turn
+    ("MD1", 0, "token usage: 12 tokens\n", "trace_not_found"),
+])
+def test_a_turn_that_failed_without_a_trace_says_how(case_id, exit_code, stderr, reason):
+    def failed(data):
+        data["turn"].update(exit_code=exit_code, stderr_tail=stderr)
+        data["trace"] = {"status": "trace_not_found", "message": "no trace matched"}
+    check = check_packet(packet(case_id, failed), CASES.by_id(case_id), CONFIG)
+    assert check.verdict == "inconclusive" and check.reasons == [reason]
+    if reason == "target_failed":
+        last = [line for line in stderr.splitlines() if line.strip()][-1]
+        assert f"exited {exit_code}" in check.judgment and "usage error" in check.judgment and last in check.judgment
+    validate(mechanical_verdict(check), CASES.by_id(case_id), CONFIG, case_id)
 
 
 def test_a_timeout_kill_is_not_a_crash():

@@ -226,14 +226,14 @@ def test_an_outage_leaves_the_ui_rules_without_outcome():
                                   outage=True, outage_reason="the health check answered HTTP 503"),
                             CASES.by_id("MD1"), CONFIG)
     assert resolved.verdict == "pass" and set(outcomes(resolved, 4).values()) == {"skipped"}
-    assert "unbewertbar, never loss" in resolved.judgment
+    assert "not assessable, never loss" in resolved.judgment
     data = stored("MD1")
     data["trace"] = {"status": "not_sent", "message": "the question was not sent"}
     down = check_packet(on_ui(data, state="not_loaded", answer="", outage=True,
                               outage_reason="the page did not load: net::ERR_CONNECTION_REFUSED"),
                         CASES.by_id("MD1"), CONFIG)
     assert (down.verdict, down.reasons) == ("inconclusive", ["ui_outage"])
-    assert "ERR_CONNECTION_REFUSED" in down.judgment and "unbewertbar" in down.judgment
+    assert "ERR_CONNECTION_REFUSED" in down.judgment and "not assessable" in down.judgment
     data["trace"] = {"status": "trace_not_found", "message": "no trace"}
     stuck = check_packet(on_ui(data, state="timeout", answer=""), CASES.by_id("MD1"), CONFIG)
     assert stuck.reasons == ["ui_timeout"]

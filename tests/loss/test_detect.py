@@ -61,7 +61,9 @@ def test_detectable_effect_in_suite_json(pair):
     assert cells["output"]["detectable_effect"] == 0.05
     assert all(c["needs_units"] == 0 for c in cells.values())
     assert p["detectable_effect"] == cells["routing"]["detectable_effect"]      # the worst category
-    assert p["needs_units"] == 0 and p["detection"] == "can detect regressions ≥ 0.8348"
+    # one figure per category, none for the partition as a whole
+    assert p["needs_units"] == 0 and p["detection"] == ("can detect regressions of guard ≥ 0.3497, output ≥ 0.0500, "
+                                                        "routing ≥ 0.8348")
     q = next(x for x in new.suite["partitions"] if x["partition"] == QK)
     # s = 0.3, mde = 0.05: n_min = 16 · 0.09 / 0.0025 = 576; three units present
     assert q["n_min"] == 576 and q["n"] == 3
@@ -74,12 +76,13 @@ def test_partition_sentences_in_the_comparison_and_top_regressions(pair):
     new, base = pair
     comp = compare(new, base)
     by = {p["partition"]: p for p in comp.partitions}
-    assert by[PK]["text"] == "can detect regressions ≥ 0.6050" and by[PK]["compared_cells"] == 3
+    assert by[PK]["text"] == "can detect regressions of guard ≥ 0.2619, output ≥ 0.0500, routing ≥ 0.6050"
+    assert by[PK]["compared_cells"] == 3
     assert by[QK]["text"] == "needs 573 more units" and by[QK]["needs_units"] == 573
     text, _ = top_regressions_md(comp, new)
     assert "## What each partition can detect" in text
-    assert "- intent=p,provenance=synthetic: can detect regressions ≥ 0.6050 (n = 8, baseline n = 8, n_min = 2)" \
-        in text.replace("\\", "")
+    assert ("- intent=p,provenance=synthetic: can detect regressions of guard ≥ 0.2619, output ≥ 0.0500, routing ≥ "
+            "0.6050 (n = 8, baseline n = 8, n_min = 2)") in text.replace("\\", "")
     assert "intent=q,provenance=synthetic: needs 573 more units" in text.replace("\\", "")
     data = comp.to_json("v1")
     assert data["power"] == 0.8 and [p["partition"] for p in data["partitions"]] == [PK, QK]
@@ -144,21 +147,22 @@ def test_comparison_json_is_schema_checked(pair, tmp_path):
 
 def test_the_html_view_shows_the_detection_figures(pair, tmp_path):
     from obai_e2e.report.html_inputs import read_comparison
-    from obai_e2e.report.html_view import loss_view
+    from obai_e2e.report.html_loss import loss_view
 
     new, base = pair
     comp = compare(new, base)
     (tmp_path / "comparison.json").write_text(json.dumps(comp.to_json("v1")))
     view = loss_view(json.loads(json.dumps(new.suite)), [], read_comparison(tmp_path / "comparison.json"))
     by = {p["labels"]: p for p in view["partitions"]}
-    assert by[PK]["detects"] == "can detect regressions ≥ 0.6050" and by[PK]["detects_source"] == "baseline"
-    assert by[QK]["detects"] == "needs 573 more units"
-    # per category the comparison's own figure (against the real baseline)
-    assert by[PK]["by_category"] == ["guard: 0.0625, detects ≥ 0.2619", "output: 0.5, detects ≥ 0.0500",
-                                     "routing: 0.75, detects ≥ 0.6050"]
-    assert "routing: 1 (unterbelegt), needs 573 more" in by[QK]["by_category"]
+    assert view["detects_against"].startswith("the baseline (")
+    # per category the comparison's own figure (against the real baseline), and only there
+    assert by[PK]["by_category"] == ["guard: loss 0.0625 · detects ≥ 0.2619", "output: loss 0.5 · detects ≥ 0.0500",
+                                     "routing: loss 0.75 · detects ≥ 0.6050"]
+    assert "detects" not in by[PK] and "can detect" not in json.dumps(view["partitions"])
+    # an under-populated partition says once what it lacks; its categories in the same state show their loss
+    assert by[QK]["by_category"] == ["guard: loss 0", "output: loss 0", "routing: loss 1"]
+    assert by[QK]["status"] == "under-populated" and by[QK]["thin"] and by[QK]["needs"] == "needs 573 more units"
     alone = loss_view(json.loads(json.dumps(new.suite)), None, None)     # no baseline: suite.json's own figures
     alone_by = {p["labels"]: p for p in alone["partitions"]}
-    assert alone_by[PK]["detects"] == "can detect regressions ≥ 0.8348"
-    assert alone_by[PK]["detects_source"] == "like-for-like run"
-    assert "routing: 0.75, detects ≥ 0.8348" in alone_by[PK]["by_category"]
+    assert alone["detects_against"] == "a like-for-like run"
+    assert "routing: loss 0.75 · detects ≥ 0.8348" in alone_by[PK]["by_category"]

@@ -56,8 +56,8 @@ def test_top_regressions_rows_and_citations(scored):
     text, rows = top_regressions_md(comp, new)
     parsed = table_rows(text)
     assert parsed[0] == TOP_COLUMNS
-    # the seed's columns, exactly and in order, then the extra one
-    assert parsed[0][:8] == ["partition", "kategorie", "delta", "ci_low", "ci_high", "n", "run_id", "log_zitat"]
+    # the seed's columns in English, in the seed's order, then the extra one
+    assert parsed[0][:8] == ["partition", "category", "delta", "ci_low", "ci_high", "n", "run_id", "citation"]
     assert parsed[0][8:] == ["detectable_effect"]
     assert [r[:2] for r in parsed[1:]] == [[PK, "output"], [PK, "routing"]]
     out = parsed[1]
@@ -152,7 +152,7 @@ def test_loss_history_one_row_per_run(scored, runs_root):
     other = dict(new.suite, run_id="2026-12-03/090000", run_created_at="2026-12-03T09:00:00Z")
     append_history(other, None)
     text = path.read_text(encoding="utf-8")
-    assert text.count("| datum |") == 1
+    assert text.count("| date |") == 1
     last = table_rows(text)[-1]
     assert last[0] == "2026-12-03T09:00:00Z" and last[10:] == ["—", "—"]
 
@@ -167,14 +167,29 @@ def test_loss_history_repairs_a_kill_between_index_and_row(scored, runs_root):
     assert path.read_text(encoding="utf-8").count(row) == 1
 
 
+def test_a_history_with_the_seeds_column_names_gets_the_english_ones(scored, runs_root):
+    from obai_e2e.loss.reports import SEED_HISTORY_COLUMNS
+
+    new, _, comp = scored
+    old_row = "| 2026-12-01T09:00:00Z | v1 | A | synthetic | 0.1000 | 1.0000 | 1.0000 | 0.05 | 4 | 0 | 0 | — |\n"
+    path = runs_root / "LOSS-HISTORY.md"
+    path.write_text("# Loss history\n\n| " + " | ".join(SEED_HISTORY_COLUMNS) + " |\n|" + "---|" * 12 + "\n"
+                    + old_row, encoding="utf-8")
+    append_history(new.suite, comp)
+    rows = table_rows(path.read_text(encoding="utf-8"))
+    assert rows[0] == HISTORY_COLUMNS and len(rows) == 3 and rows[1][0] == "2026-12-01T09:00:00Z"
+    assert "datum" not in path.read_text(encoding="utf-8")
+
+
 def test_readers_take_the_table_with_or_without_the_extra_column(scored):
     new, _, comp = scored
     text, _ = top_regressions_md(comp, new)
     now = read_top_rows(text)
-    assert [r["kategorie"] for r in now] == ["output", "routing"] and now[0]["detectable_effect"] == "0.0500"
+    assert [r["category"] for r in now] == ["output", "routing"] and now[0]["detectable_effect"] == "0.0500"
     # a file written before the extra column: the seed's eight columns only
     old = "| " + " | ".join(SEED_TOP_COLUMNS) + " |\n|" + "---|" * 8 + "\n" + \
         "| intent=p | output | 0.5000 | 0.5000 | 0.5000 | 8 | r | P0 · x · span s · \"e\" |\n"
     rows = read_top_rows(old)
-    assert len(rows) == 1 and rows[0]["log_zitat"].startswith("P0") and "detectable_effect" not in rows[0]
+    assert len(rows) == 1 and rows[0]["citation"].startswith("P0") and "detectable_effect" not in rows[0]
+    assert rows[0]["category"] == "output"  # read under the English names
     assert read_top_rows("| a | b |\n|---|---|\n| 1 | 2 |\n") == []

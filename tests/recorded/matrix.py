@@ -79,6 +79,7 @@ class Infra(NamedTuple):
 
 INFRA: dict[str, Infra] = {
     "target_crashed": Infra("MD1", "segv"),
+    "target_failed": Infra("MD1", "usage"),
     "trace_incomplete": Infra("MD1", "open_span"),
     "opik_unreachable": Infra("MD4", "demo", store="dead"),
 }

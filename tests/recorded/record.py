@@ -1,6 +1,7 @@
 """Re-record the demo data the fast tests run on.
 
     uv run python tests/recorded/record.py [--jobs N] [--out DIR]
+    uv run python tests/recorded/record.py --infra REASON    # one matrix.INFRA unit, the rest kept
 
 Drives the demo target through the harness against a temporary local trace store: one
 clean run of every enabled case but the korpus ones (their traces hold personal data that
@@ -8,7 +9,7 @@ only the pseudonymised packet may keep), one run of the cases the fault matrix t
 every fault but ``hang`` switched on, each scoped to its case, and the hang alone with a
 short timeout (a hang costs one whole timeout). The reasons for ``inconclusive`` that no
 demo fault produces (``matrix.INFRA``) are recorded one unit each: a target killed by a
-signal and a trace that never ends (tests/agents/hostile_agent.py), and the demo against a
+signal, one that exits with a usage error, and a trace that never ends (tests/agents/hostile_agent.py), and the demo against a
 store nobody answers at. For every unit it keeps the packet the
 harness wrote and the raw trace(s) with their spans as the opik SDK reads them back (what
 ``trace/curate.py`` takes). Opaque identifiers — trace and span ids, correlation tags,
@@ -184,8 +185,9 @@ def drive(work: Path, jobs: int) -> dict[str, Path]:
     return runs
 
 
-def drive_infra(work: Path) -> dict[str, Path]:
-    """One unit for each ``matrix.INFRA`` reason, each in a run of its own; their run directories."""
+def drive_infra(work: Path, reasons: list[str] | None = None) -> dict[str, Path]:
+    """One unit for each ``matrix.INFRA`` reason (or for ``reasons``), each in a run of its own; their run
+    directories."""
     from obai_e2e.base.opik_env import local_store_env
     from obai_e2e.config.cases import load_cases_for
     from obai_e2e.config.selection import Filters
@@ -196,6 +198,8 @@ def drive_infra(work: Path) -> dict[str, Path]:
 
     runs = {}
     for reason, row in INFRA.items():
+        if reasons is not None and reason not in reasons:
+            continue
         hostile = None if row.agent == "demo" else row.agent
         config = load_target_config(target_file(work, f"target-{reason}.yaml", hostile))
         cases = load_cases_for(config)
@@ -252,12 +256,49 @@ def harvest(work: Path, runs: dict[str, Path], out: Path) -> dict:
             "bytes": sum(p.stat().st_size for p in out.rglob("*.json"))}
 
 
-def record(jobs: int, out: Path, reuse: Path | None = None) -> dict:
-    work = reuse or Path(tempfile.mkdtemp(prefix="obai-record-"))
+def record_infra(reasons: list[str], out: Path) -> dict:
+    """Record only these ``matrix.INFRA`` units again (or for the first time); the rest of ``out`` stays."""
+    from obai_e2e.config.target import load_target_config
+    from obai_e2e.trace.backend import connect
+    from obai_e2e.trace.resolve import fetch
+    from obai_e2e.tracestore import ensure_running, stop
+
+    unknown = sorted(set(reasons) - set(INFRA))
+    if unknown:
+        raise SystemExit(f"--infra: not a matrix.INFRA reason: {', '.join(unknown)}")
+    work = Path(tempfile.mkdtemp(prefix="obai-record-infra-"))
+    _isolate(work)
+    ensure_running(work / "store")
+    try:
+        runs = drive_infra(work, reasons)
+        backend = connect(load_target_config(work / f"target-{reasons[0]}.yaml"))
+        for reason in reasons:
+            packet = json.loads((runs[f"infra/{reason}"] / f"{INFRA[reason].case_id}.json").read_text(encoding="utf-8"))
+            traces = []
+            for role, trace_id in trace_ids(packet):
+                got = fetch(backend, trace_id)
+                traces.append({"role": role, "complete": got.complete, "trace": got.trace, "spans": got.spans})
+            packet, traces = Renamer().unit("infra", reason, packet, traces)
+            write_json(out / "infra" / f"{reason}.packet.json", packet)
+            write_json(out / "infra" / f"{reason}.traces.json", traces)
+        index = json.loads((out / "index.json").read_text(encoding="utf-8"))
+        index["infra"] = {r: row.case_id for r, row in INFRA.items()}
+        write_json(out / "index.json", index)
+    finally:
+        stop(work / "store")
+    return {"out": str(out), "units": len(reasons), "missing": []}
+
+
+def _isolate(work: Path) -> None:
     os.environ.update({"OBAI_E2E_RUNS": str(work / "runs"), "OBAI_TRACE_STORE_DIR": str(work / "store"),
                        "OPIK_ANALYTICS_ENABLE": "false", "OPIK_SENTRY_ENABLE": "false"})
     for name in ("OBAI_DEMO_FAULTS", "OBAI_DEMO_FLAKE", "OBAI_E2E_CASES", "OBAI_E2E_TARGET", "OBAI_E2E_HOME"):
         os.environ.pop(name, None)
+
+
+def record(jobs: int, out: Path, reuse: Path | None = None) -> dict:
+    work = reuse or Path(tempfile.mkdtemp(prefix="obai-record-"))
+    _isolate(work)
     from obai_e2e.tracestore import ensure_running, stop
 
     say(f"working in {work} (kept: --reuse {work} harvests it again)")
@@ -265,8 +306,9 @@ def record(jobs: int, out: Path, reuse: Path | None = None) -> dict:
     try:
         if reuse:
             runs = {g: Path(p) for g, p in json.loads((work / "runs.json").read_text()).items()}
-            if not all(f"infra/{r}" in runs for r in INFRA):  # recorded before these existed
-                runs.update(drive_infra(work))
+            missing = [r for r in INFRA if f"infra/{r}" not in runs]
+            if missing:  # recorded before these existed
+                runs.update(drive_infra(work, missing))
                 (work / "runs.json").write_text(json.dumps({g: str(p) for g, p in runs.items()}))
         else:
             runs = drive(work, jobs)
@@ -282,12 +324,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=HERE / "data", help="where the data goes (default: %(default)s)")
     parser.add_argument("--reuse", type=Path, metavar="WORK_DIR",
                         help="harvest the runs of an earlier recording again instead of driving new ones")
+    parser.add_argument("--infra", action="append", metavar="REASON",
+                        help="record only this matrix.INFRA unit (repeatable), keeping the rest of the data")
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
     if args.reuse and not (args.reuse / "runs.json").exists():
         parser.error(f"--reuse {args.reuse}: no runs.json there (not a recording's work directory)")
-    summary = record(args.jobs, args.out.resolve(), args.reuse.resolve() if args.reuse else None)
+    if args.infra:
+        summary = record_infra(args.infra, args.out.resolve())
+    else:
+        summary = record(args.jobs, args.out.resolve(), args.reuse.resolve() if args.reuse else None)
     print(json.dumps(summary, indent=2))
     return 1 if summary["missing"] else 0
 

@@ -107,13 +107,13 @@ def make_hostile(run_dir: Path) -> dict:
 
 
 def replicate(run_dir: Path, n: int) -> dict:
-    """Grow a run to ``n`` units: copies of its units under new ids (results.json and report.md)."""
+    """Grow a run to ``n`` units of as many cases: copies of its units under new ids (results.json and report.md)."""
     results = load(run_dir)
     base = results["units"]
     units = []
     for i in range(n):
         u = json.loads(json.dumps(base[i % len(base)]))
-        u["unit_id"] = f"{u['case_id']}-{i:05d}"
+        u["unit_id"] = u["case_id"] = f"{u['case_id']}-{i:05d}"
         units.append(u)
     results["units"] = units
     summary = summarize(units)

@@ -80,7 +80,7 @@ def test_summary_and_cards_data(demo_run):
 
 def test_detail_blocks_come_from_report_md(demo_run):
     blocks = read_detail_blocks(demo_run.run_dir / "report.md")
-    assert sorted(blocks) == ["F1", "M3", "M5"]
+    assert sorted(blocks) == ["F1", "M3", "M5", "R1"]  # every unit that did not pass, inconclusive ones too
     by_id = {u["unit_id"]: u for u in demo_run.results["units"]}
     for unit_id, block in blocks.items():
         assert block.verdict == by_id[unit_id]["verdict"]
@@ -153,18 +153,21 @@ def test_loss_section(run_copy):
         "|---|---|---|---|---|---|---|---|\n", encoding="utf-8")
     html = render(run_copy)
     assert 'id="loss"' in html and "0.0731" in html and "95.0 %" in html
-    assert html.count("⚠ unterbelegt") == 1 and 'class="thin"' in html
-    assert "grounding: 0.02" in html and "routing: 0.03" in html
-    assert 'id="no-regression"' in html and "No provable regression." in html
+    assert html.count("⚠ under-populated") == 1 and 'class="thin"' in html and "unterbelegt" not in html
+    assert "grounding: loss 0.02" in html and "routing: 0.03" in html
+    assert 'id="no-regression"' in html and "No provable loss regression." in html
 
     # comparison.json as score-loss writes it: how many cells could be compared.
     (run_copy / "comparison.json").write_text(json.dumps(
         {"k": 14, "baseline_run_id": "2026-11-29/120000", "cells_not_compared": 3}), encoding="utf-8")
     html = render(run_copy)
-    assert "No provable regression among 14 compared cells (baseline 2026-11-29/120000)." in html
+    assert "No provable loss regression among 14 compared cells (baseline 2026-11-29/120000)." in html
     (run_copy / "comparison.json").write_text(json.dumps(
         {"k": 0, "baseline_run_id": "2026-11-29/120000", "cells_not_compared": 16}), encoding="utf-8")
-    assert "No cell could be compared with the baseline" in render(run_copy)
+    html = render(run_copy)
+    # No claim either way, and nothing that reads as contradicting the unit verdicts.
+    assert "The loss layer compared no cell with the baseline" in html and "unit verdicts and changes above stand" in html
+    assert 'class="warn" id="no-regression"' not in html
     (run_copy / "comparison.json").unlink()
 
     (run_copy / "TOP-REGRESSIONS.md").write_text(
@@ -174,9 +177,10 @@ def test_loss_section(run_copy):
         "| M3.json: specialists \\| reordered |\n",
         encoding="utf-8")
     rows = read_top_regressions(run_copy / "TOP-REGRESSIONS.md")
-    assert rows == [{"partition": "intent=backtest", "kategorie": "routing", "delta": "0.31", "ci_low": "0.12",
+    # a file with the seed's German column names is read under the English ones
+    assert rows == [{"partition": "intent=backtest", "category": "routing", "delta": "0.31", "ci_low": "0.12",
                      "ci_high": "0.50", "n": "40", "run_id": "2026-11-29/120000",
-                     "log_zitat": "M3.json: specialists | reordered"}]
+                     "citation": "M3.json: specialists | reordered"}]
     html = render(run_copy)
     assert "no-regression" not in html and "M3.json: specialists | reordered" in html
 

@@ -1,4 +1,4 @@
-"""report.html in Chromium: counts, filters, cards, lazy traces, pagination, screenshot."""
+"""report.html in Chromium, in its cards view: counts, filters, cards, lazy traces, pagination, screenshot."""
 from __future__ import annotations
 
 import pytest
@@ -16,6 +16,7 @@ def report(page, demo_run):
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto((demo_run.run_dir / "report.html").resolve().as_uri())
+    page.click("button[data-view=cards]")
     page.wait_for_selector("article.unit")
     yield page
     assert errors == []  # no script error, no CSP violation
@@ -61,7 +62,7 @@ def test_filter_by_verdict_feature_and_text(report):
     expect(report.locator("article.unit")).to_have_count(1)
     assert shown_units(report) == ["R1"]
     report.fill("#f-search", "no unit says this")
-    report.wait_for_selector("#cards .empty")
+    report.wait_for_selector("#units .empty")
     report.fill("#f-search", "")
     expect(report.locator("article.unit")).to_have_count(6)
 
@@ -89,7 +90,9 @@ def test_async_card_and_lazy_trace(report, demo_run):
     assert report.locator("pre.curated").count() == 0  # no trace text in the initial DOM
     card = report.locator("article.unit[data-unit=A1]")
     facts = card.locator("dl.facts").inner_text()
-    assert f"{a1['trace_ids'][0]} → {a1['trace_ids'][1]}" in facts
+    assert f"{a1['trace_ids'][0]} → {a1['trace_ids'][1]}" in facts   # each a link to the run's own trace page
+    pages = card.locator("a.trace-link").evaluate_all("els => els.map(a => a.getAttribute('href'))")
+    assert pages == ["traces/A1.html", "traces/A1.followup.html"]
     lat = a1["latency"]
     assert f"{lat['turn_ms']}+{lat['wait_s']:g}+{lat['followup_ms']}" in facts
     card.locator("details.trace summary").click()
@@ -111,6 +114,7 @@ def test_large_run_is_paginated(page, run_copy):
     replicate(run_copy, 250)
     write_report(run_copy)
     page.goto((run_copy / "report.html").resolve().as_uri())
+    page.click("button[data-view=cards]")
     page.wait_for_selector("article.unit")
     assert page.locator("article.unit").count() == 100
     assert page.locator("pre").count() == 0

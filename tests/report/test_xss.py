@@ -49,11 +49,12 @@ def visit(page, path):
     page.on("request", lambda r: events["requests"].append(r.url))
     url = path.resolve().as_uri()
     page.goto(url)
+    page.click("button[data-view=cards]")
     page.wait_for_selector("article.unit")
     closed = page.locator("details.trace:not([open]) summary")
     while closed.count():
         closed.first.click()
-    expect(page.locator("pre.answer")).to_have_count(page.locator("article.unit").count())
+    expect(page.locator("pre.answer:not(.followup)")).to_have_count(page.locator("article.unit").count())
     page.wait_for_timeout(300)  # let any (hypothetical) onload/onerror fire
     return url, events
 
@@ -67,18 +68,21 @@ def test_hostile_strings_are_inert_and_visible(page, hostile_page, variant):
     assert events["dialogs"] == []
     assert events["console"] == []  # also: no CSP violation report, so nothing tried to run or load
     assert events["requests"] == [url]  # no network of any kind, not even for <img src=x>
-    # The page's own charts and trace-page links are the only svg and a elements.
+    # The page's own charts, trace-page links and unit anchors are the only svg and a elements.
     injected = page.evaluate(
-        "document.querySelectorAll('img, svg:not(.chart), a:not(.trace-link), iframe, object, embed, link, base, "
-        "form, [onerror], [onload]').length")
+        "document.querySelectorAll('img, svg:not(.chart), a:not(.trace-link):not(.uid), iframe, object, embed, "
+        "link, base, form, [onerror], [onload]').length")
     assert injected == 0
     hrefs = page.evaluate("Array.from(document.querySelectorAll('a.trace-link')).map(a => a.href)")
-    assert all(h.startswith("http://127.0.0.1:") for h in hrefs), hrefs
+    pages = path.parent.resolve().as_uri() + "/traces/"
+    assert hrefs and all(h.startswith((pages, "http://127.0.0.1:")) for h in hrefs), hrefs
+    anchors = page.evaluate("Array.from(document.querySelectorAll('a.uid')).map(a => a.getAttribute('href'))")
+    assert anchors and all(a.startswith("#unit-") for a in anchors)
 
     body = page.locator("body").inner_text()
     for text in HOSTILE:
         assert text in body, text
-    cards = page.locator("#cards").inner_text()
+    cards = page.locator("#units").inner_text()
     assert cards.count(SCRIPT_BREAK) >= 6  # queries, answers, traces, judgments, reasons
     assert JS_LINK in page.locator("article.unit pre.answer").first.inner_text()
     assert ATTR_BREAK in page.locator("header.top").inner_text()  # the target name

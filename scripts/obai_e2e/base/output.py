@@ -1,4 +1,9 @@
-"""Structured output: JSON on stdout, everything for people on stderr."""
+"""Structured output: JSON on stdout, everything for people on stderr.
+
+A command that also tells people what happened (a run's progress, summary and paths) leaves
+its JSON document out in an interactive terminal, where it would bury those lines: it is
+written with ``--json``, or whenever stdout is not a terminal (a pipe, a file, a CI log).
+"""
 from __future__ import annotations
 
 import json
@@ -10,6 +15,17 @@ from typing import Any
 def emit(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     sys.stdout.flush()
+
+
+def wants_json(asked: bool = False) -> bool:
+    """True when the JSON document goes to stdout: asked for, or stdout is not a terminal."""
+    return asked or not sys.stdout.isatty()
+
+
+def result(data: Any, asked: bool = False) -> None:
+    """The JSON document of a command that also speaks to people (see the module docstring)."""
+    if wants_json(asked):
+        emit(data)
 
 
 def say(message: str) -> None:

@@ -69,6 +69,22 @@ def add_filter_args(parser: argparse.ArgumentParser) -> None:
                              "every channel a case lists)")
 
 
+def add_json_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true",
+                        help="print the JSON document on stdout also in an interactive terminal (it is always "
+                             "printed when stdout is a pipe or a file)")
+
+
+def add_fail_on_arg(parser: argparse.ArgumentParser) -> None:
+    from ..run.fail_on import parse
+
+    parser.add_argument("--fail-on", type=parse, default=("fail",), metavar="WHAT",
+                        help="what makes the exit code non-zero: fail (any unit failed: the default), new_fail (a "
+                             "unit fails that did not fail in the baseline; without a baseline every failed unit "
+                             "counts), regression (the loss layer lists a provable regression; without a baseline "
+                             "comparison any failed unit counts); comma-separated for several")
+
+
 def add_sample_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sample", action="store_true",
                         help="select cases and repeats by the loss plan: up to n_min cases per partition, "

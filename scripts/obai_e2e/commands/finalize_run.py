@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..base.output import emit, say
-from ._common import add_config_args, load_plan
+from ..base.output import result, say
+from ._common import add_config_args, add_json_arg, load_plan
 
 
 def register(sub) -> None:
@@ -14,6 +14,7 @@ def register(sub) -> None:
     p.add_argument("--allow-incomplete", action="store_true", help="finish with unjudged units marked not_judged")
     p.add_argument("--open", action="store_true", help="open report.html in the browser afterwards")
     add_config_args(p)
+    add_json_arg(p)
     p.set_defaults(func=run)
 
 
@@ -24,7 +25,7 @@ def run(args) -> int:
     config, cases, plan = load_plan(args)
     with RunLock(args.run_dir, timeout_s=30):
         out = finish(config, cases, plan, allow_incomplete=args.allow_incomplete, open_browser=args.open)
-    emit(out)
+    result(out, args.json)
     say(out["summary_line"])
     say(f"report.md: {out['report_md']}")
     say(f"report.html: {out['report_html']}")

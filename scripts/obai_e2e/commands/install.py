@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..base.output import emit, say
+from ..base.output import result, say
 from ..bundle.install import SKILL_NAME, install, sync_environment
+from ._common import add_json_arg
 
 
 def register(sub) -> None:
@@ -19,6 +20,7 @@ def register(sub) -> None:
     p.add_argument("--into", required=True, type=Path, metavar="PATH", help="root of the repository to install into")
     p.add_argument("--no-sync", action="store_true",
                    help="only copy the files; the skill's .venv is created by its first uv run")
+    add_json_arg(p)
     p.set_defaults(func=run)
 
 
@@ -31,7 +33,7 @@ def run(args) -> int:
         out["environment"] = sync_environment(Path(out["skill_dir"]))
         if out["environment"]["status"] != "synced":
             say(f"warning: the skill's environment was not created: {out['environment']['reason']}")
-    emit(out)
+    result(out, args.json)
     say(f"installed into {out['skill_dir']} ({out['written_count']} written, {out['unchanged_count']} unchanged)")
     for k in out["kept"]:
         say(f"kept your {k['path']}; the bundle's version is in {k['new']}")

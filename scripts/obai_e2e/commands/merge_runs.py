@@ -3,14 +3,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..base.errors import Exit, MergeRefused
-from ..base.output import emit, say
+from ..base.errors import MergeRefused
+from ..base.output import result, say
 from ..config.cases import load_cases_for
 from ..config.target import load_target_config
 from ..report.ci_summary import write_summaries
+from ..run.fail_on import decide
 from ..run.finish import finish
 from ..run.merge import load_parts, merge
 from ..run.plan import plan
+from ._common import add_fail_on_arg, add_json_arg
 
 
 def register(sub) -> None:
@@ -20,20 +22,24 @@ def register(sub) -> None:
                                    "report.md, results.json, JUnit, the loss layer, report.html and the seal. "
                                    "Each part must be a finished shard whose seal verifies; no symbolic link is "
                                    "followed, each record must be its file's unit and each verdict its mechanical "
-                                   "outcome unless an override says why. Exit codes: 0 merged; 1 a unit failed; 3 "
+                                   "outcome unless an override says why. Exit codes: 0 merged; 1 a unit failed (under "
+                                   "--fail-on: what it names); 12 a provable regression (--fail-on regression); 3 "
                                    "inconclusive units; 2 a part was refused (the JSON's reason names the check, "
                                    "the message the part, unit or file).")
     p.add_argument("parts", nargs="+", type=Path, metavar="SHARD_RUN_DIR", help="run directory of each shard")
     p.add_argument("--into", type=Path, metavar="RUN_DIR",
                    help="the merged run directory (default: a new runs/<date>/<time>/)")
     p.add_argument("--baseline", type=Path, metavar="RESULTS_OR_RUN_DIR",
-                   help="compare against this run (default: the newest comparable finished run, if any)")
+                   help="compare against this run directory or results.json; an empty directory means no "
+                        "baseline (default: the newest comparable finished run, if any)")
     p.add_argument("--target", type=Path, default=None, help="target configuration (default: the shards' own)")
     p.add_argument("--cases", type=Path, default=None, help="cases file (default: the shards' own)")
     p.add_argument("--summary-md", type=Path, metavar="PATH",
                    help="append a short Markdown summary for a pull request here (also to $GITHUB_STEP_SUMMARY)")
     p.add_argument("--report-url", metavar="URL", help="where the report can be opened, for the summary")
     p.add_argument("--no-html", action="store_true", help="skip report.html")
+    add_fail_on_arg(p)
+    add_json_arg(p)
     p.set_defaults(func=run)
 
 
@@ -48,10 +54,13 @@ def run(args) -> int:
         raise MergeRefused("io_error", f"{exc.filename or ''}: {exc.strerror or exc}") from None
     out = finish(config, cases, plan(into, cases), html=not args.no_html, baseline=args.baseline)
     out["summaries"] = write_summaries(into, args.summary_md, args.report_url)
-    emit({"run_dir": str(into), **out})
+    decision = decide(out, args.fail_on)
+    out["fail_on"] = {"modes": list(args.fail_on), **decision.to_json()}
+    result({"run_dir": str(into), **out}, args.json)
     say(out["summary_line"])
     say(f"report.md: {out['report_md']}")
+    if decision.code and decision.why:
+        say(decision.why)
     if out.get("diff_line"):
         say(out["diff_line"])
-    s = out["summary"]
-    return Exit.UNIT_FAILED if s["fail"] else (Exit.INCONCLUSIVE if s["inconclusive"] else Exit.OK)
+    return decision.code

@@ -4,10 +4,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..base.errors import ConfigError, UsageError
-from ..base.output import emit, say
+from ..base.output import result, say
 from ._common import (
     add_config_args,
     add_filter_args,
+    add_json_arg,
     add_sample_args,
     filters_from,
     load,
@@ -36,6 +37,7 @@ def register(sub) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the estimates; leave the plan unchanged")
     p.add_argument("--output", type=Path, default=None, help="where to write E2E-PLAN.md (default: the bundle root)")
     add_config_args(p)
+    add_json_arg(p)
     p.set_defaults(func=run)
 
 
@@ -60,12 +62,12 @@ def run(args) -> int:
             say(f"pilot run {i + 1} of {args.repeats}")
             code, out = headless.run(config, cases, filters, jobs=args.jobs, repeats=repeats, extra=extra, say=say)
             if "run_dir" not in out:
-                emit(out)
+                result(out, args.json)
                 return code
             run_dirs.append(Path(out["run_dir"]))
     out = pilot_from_runs(run_dirs, load_catalog(config.catalog), plan_path, write=not args.dry_run,
                           plan_md=args.output)
-    emit(out)
+    result(out, args.json)
     for p in out["partitions"]:
         say(f"{p['partition']}: s {p['s_before']:g} → {p['s']:g}, n_min {p['n_min_before']} → {p['n_min']}")
     say(f"sample budget {out['sample_budget_before']} → {out['sample_budget']}"

@@ -1,22 +1,23 @@
 """obai-e2e run: the whole suite, headless, judged mechanically."""
 from __future__ import annotations
 
-import argparse
 import shlex
 import sys
 from pathlib import Path
 
-from ..base.errors import Exit, Interrupted, UsageError
-from ..base.output import emit, say
+from ..base.errors import Interrupted, UsageError
+from ..base.output import result, say
 from ..judge.models.config import load as load_judges
 from ..report.ci_summary import write_summaries
-from ..run import headless
+from ..run import fail_on, headless
 from ..run.finish import after_run
 from ..run.resume import STARTED_BY, unfinished_run
 from ..run.shard import ShardSpec
 from ._common import (
     add_config_args,
+    add_fail_on_arg,
     add_filter_args,
+    add_json_arg,
     add_sample_args,
     count,
     filters_from,
@@ -27,7 +28,8 @@ from ._common import (
 
 def register(sub) -> None:
     p = sub.add_parser("run", help="run the suite headless: preflight, every case, judge, report",
-                       description="Exit codes: 0 no fail and no inconclusive; 1 at least one fail; 3 no fail "
+                       description="Exit codes: 0 no fail and no inconclusive; 1 at least one fail (under --fail-on: "
+                                   "what it names); 12 a provable regression (--fail-on regression); 3 no fail "
                                    "but inconclusive units, or a question the judge panel was asked that it decided "
                                    "for none of its units (e.g. no judge answered); 4 preflight not ready; 2 bad "
                                    "input; 5 the run directory is locked by another runner; 130 interrupted "
@@ -44,7 +46,9 @@ def register(sub) -> None:
                    help="start a new run even when an unfinished one of the same selection exists (by default "
                         "that one is resumed)")
     p.add_argument("--baseline", type=Path, metavar="RESULTS_OR_RUN_DIR",
-                   help="compare against this run (default: the previous runs/latest, when there is one)")
+                   help="compare against this run directory or results.json; an empty directory (a CI restore that "
+                        "found nothing) means no baseline (default: the previous finished run of the same cases and "
+                        "filters, when there is one)")
     panel = p.add_mutually_exclusive_group()
     panel.add_argument("--judges", action="store_true",
                        help="ask the configured model judges (catalogs/judges.yaml, or --judges-file) for a blind "
@@ -62,10 +66,7 @@ def register(sub) -> None:
                    help="drive only part K of N of the planned units (CI runners; merge the parts with merge-runs)")
     p.add_argument("--shard-timings", type=Path, metavar="RESULTS_OR_RUN_DIR",
                    help="balance the shards by this earlier run's latencies (every shard must be given the same)")
-    p.add_argument("--fail-on", type=fail_on, default=("fail",), metavar="WHAT",
-                   help="what makes the exit code non-zero: fail (any unit failed: the default), new_fail (a unit "
-                        "fails that did not fail in the baseline), regression (the loss layer lists a provable "
-                        "regression); comma-separated for several")
+    add_fail_on_arg(p)
     p.add_argument("--summary-md", type=Path, metavar="PATH",
                    help="append a short Markdown summary for a pull request here (also written to "
                         "$GITHUB_STEP_SUMMARY when that is set)")
@@ -74,31 +75,8 @@ def register(sub) -> None:
     p.add_argument("--no-html", action="store_true", help="skip report.html")
     p.add_argument("--open", action="store_true", help="open report.html in the browser at the end")
     add_config_args(p)
+    add_json_arg(p)
     p.set_defaults(func=run)
-
-
-FAIL_ON = ("fail", "new_fail", "regression")
-
-
-def fail_on(text: str) -> tuple[str, ...]:
-    chosen = tuple(dict.fromkeys(v.strip() for v in text.split(",") if v.strip()))
-    bad = [v for v in chosen if v not in FAIL_ON]
-    if bad or not chosen:
-        raise argparse.ArgumentTypeError(f"--fail-on {text!r}: choose from {', '.join(FAIL_ON)}")
-    return chosen
-
-
-def exit_code(out: dict, chosen: tuple[str, ...]) -> int:
-    """The run's exit code under ``--fail-on``: the first criterion that holds, else inconclusive, else ok."""
-    s = out["summary"]
-    counts = ((out.get("diff_counts") or {}))
-    if "fail" in chosen and s["fail"]:
-        return Exit.UNIT_FAILED
-    if "new_fail" in chosen and counts.get("new_fail"):
-        return Exit.UNIT_FAILED
-    if "regression" in chosen and (out.get("loss") or {}).get("findings"):
-        return Exit.REGRESSION
-    return Exit.INCONCLUSIVE if headless.inconclusive(out) else Exit.OK
 
 
 def run(args) -> int:
@@ -128,12 +106,15 @@ def run(args) -> int:
                                  panel_judges=args.panel_judges, judges=judges, shard=args.shard,
                                  shard_timings=args.shard_timings, baseline=args.baseline,
                                  on_run_dir=where.append)
+        decision = None
         if "summary" in out:
-            code = exit_code(out, args.fail_on)
+            part = f"{args.shard.index}/{args.shard.total}" if args.shard else None
+            decision = fail_on.decide(out, args.fail_on, shard=part)
+            code, out["fail_on"] = decision.code, {"modes": list(args.fail_on), **decision.to_json()}
             out["summaries"] = write_summaries(Path(out["run_dir"]), args.summary_md, args.report_url)
     except (KeyboardInterrupt, Interrupted):
         raise _stopped(args, where[-1] if where else None) from None
-    emit(out)
+    result(out, args.json)
     if "summary_line" in out:
         say(out["summary_line"])
         if out.get("judges"):
@@ -141,6 +122,8 @@ def run(args) -> int:
         say(f"report.md: {out['report_md']}")
         if Path(out["report_html"]).exists():
             say(f"report.html: {out['report_html']}")
+        if decision.code and decision.why:
+            say(decision.why)
         if out.get("diff_line"):
             say(out["diff_line"])
     elif out.get("reason"):

@@ -4,10 +4,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..base.errors import Exit
-from ..base.output import emit, say
+from ..base.output import result, say
 from ..config.target import load_target_config
 from ..loss.score_run import score_run
 from ..rundir.meta import RUN_FILE, load_run, plan_of
+from ._common import add_json_arg
 
 
 def register(sub) -> None:
@@ -29,6 +30,7 @@ def register(sub) -> None:
     p.add_argument("--target", type=Path, default=None,
                    help="target configuration (default: the run's own, else cases/target.yaml)")
     p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when TOP-REGRESSIONS.md has a row")
+    add_json_arg(p)
     p.set_defaults(func=run)
 
 
@@ -38,7 +40,7 @@ def run(args) -> int:
     config = load_target_config(args.target or recorded)
     plan = args.plan or (plan_of(args.run_dir) if meta else None) or config.plan
     out = score_run(args.run_dir, config=config, baseline=args.baseline, catalog_path=args.catalog, plan_path=plan)
-    emit(out)
+    result(out, args.json)
     score = out["suite_score"]
     shown = f"{score:.4f}" if score is not None else ", ".join(
         f"{k} {v:.4f}" if v is not None else f"{k} —" for k, v in out["suite_scores"].items()) or "—"

@@ -76,6 +76,7 @@ class TraceBackend:
     settle_s: float
     flush_timeout_s: int
     agent_key: bool = True  # kind opik: the agent gets OPIK_API_KEY to write its traces
+    failed_turn_deadline_s: float = 0.0  # how long to look for the trace of a turn that failed (0: one search)
 
 
 @dataclass(frozen=True)

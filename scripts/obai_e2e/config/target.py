@@ -146,6 +146,7 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
         settle_s=float(b.get("settle_s", 0.3)),
         flush_timeout_s=int(b.get("flush_timeout_s", 2)),
         agent_key=bool(b.get("agent_key", True)),
+        failed_turn_deadline_s=float(b.get("failed_turn_deadline_s", 0)),
     )
 
     c = data["correlation"]

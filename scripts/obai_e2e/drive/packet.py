@@ -11,6 +11,7 @@ import time
 import uuid
 from contextlib import nullcontext
 from pathlib import Path
+from typing import Callable
 
 from ..base import jsonptr
 from ..base.clock import iso, utc_now
@@ -42,17 +43,25 @@ from .packet_record import (
     packet_path,
 )
 from .page import CRASHED, UiObservation
-from .privacy import protect_packet
+from .privacy import protect_data, protect_packet
 from .sandbox import Sandbox
 from .slots import UnitSlot
+from . import turn_failure
+from .trace_snapshot import snapshot, write_snapshots
 from .turn import TurnResult, fill, run_turn
 from .ui import channel_for
 
 
-def _trace_block(backend: Backend, config: TargetConfig, key: TurnKey) -> TraceBlock:
-    """Resolve and curate the trace of one turn; failures become a status, never an exception."""
+def _trace_block(backend: Backend, config: TargetConfig, key: TurnKey, *, turn_failed: bool = False,
+                 on_trace: Callable[[dict, list[dict], bool], None] | None = None) -> TraceBlock:
+    """Resolve and curate the trace of one turn; failures become a status, never an exception.
+
+    The trace of a turn that failed (``turn_failed``) is looked for once (or for
+    ``failed_turn_deadline_s``): a target that never started its work has none to wait for.
+    """
+    deadline = config.backend.failed_turn_deadline_s if turn_failed else None
     try:
-        res = resolve(backend, config, key)
+        res = resolve(backend, config, key, deadline_s=deadline)
     except Interrupted:
         raise
     except Exception as exc:  # noqa: BLE001 - a harness fault is recorded, not raised
@@ -69,6 +78,8 @@ def _trace_block(backend: Backend, config: TargetConfig, key: TurnKey) -> TraceB
         block.message = f"reading the trace failed: {type(exc).__name__}: {exc}"[:500]
         return block
     curated = curate(fetched.trace, fetched.spans, config.vocabulary, complete=fetched.complete)
+    if on_trace is not None:
+        on_trace(fetched.trace, fetched.spans, fetched.complete)
     block.curated, block.digest = curated.text, curated.digest
     pointer = config.target.answer_pointer
     if pointer is not None:
@@ -82,11 +93,14 @@ def _trace_block(backend: Backend, config: TargetConfig, key: TurnKey) -> TraceB
 
 def _one_turn(config: TargetConfig, backend: Backend, box: Sandbox, query: str, session: str,
               case: Case, channel: str, extra_env: dict[str, str] | None,
-              slot: UnitSlot) -> tuple[TurnResult, TraceBlock, UiObservation | None]:
-    """One turn and its trace; the turn itself runs in one of the run's slots (``slot``)."""
+              slot: UnitSlot, on_trace=None) -> tuple[TurnResult, TraceBlock, UiObservation | None]:
+    """One turn and its trace; the turn itself runs in one of the run's slots (``slot``).
+
+    ``on_trace`` receives the resolved trace and its spans (for the run's own trace page).
+    """
     tag = f"e2e-{uuid.uuid4().hex}"
     if channel == "ui":
-        return _one_ui_turn(config, backend, query, session, case.timeout_s, slot)
+        return _one_ui_turn(config, backend, query, session, case.timeout_s, slot, on_trace)
     argv = fill(config.target.command, {"query": query, "session": session})
     env = box.env()
     env.update(case.env)
@@ -110,12 +124,14 @@ def _one_turn(config: TargetConfig, backend: Backend, box: Sandbox, query: str, 
     else:
         key = TurnKey(query=query, started_at=turn.started_at, ended_at=turn.ended_at,
                       tag=tag if config.correlation.match in ("tag", "metadata") else None, session=session)
-        trace = _trace_block(backend, config, key)
+        ok_exit = config.target.refusal_exit_code if case.expect_rejection else 0
+        trace = _trace_block(backend, config, key, turn_failed=turn_failure.failed(turn, ok_exit), on_trace=on_trace)
     return turn, trace, None
 
 
 def _one_ui_turn(config: TargetConfig, backend: Backend, query: str, session: str,
-                 timeout_s: float | None, slot: UnitSlot) -> tuple[TurnResult, TraceBlock, UiObservation]:
+                 timeout_s: float | None, slot: UnitSlot,
+                 on_trace=None) -> tuple[TurnResult, TraceBlock, UiObservation]:
     """Ask through the web UI within the case's timeout (else ui.timeout_s); the trace is found by the
     tag the page passed on. A question whose browser crashed is asked once more, with a new tag; a
     second crash is the unit's upstream outage."""
@@ -137,7 +153,7 @@ def _one_ui_turn(config: TargetConfig, backend: Backend, query: str, session: st
     else:
         key = TurnKey(query=query, started_at=turn.started_at, ended_at=turn.ended_at,
                       tag=tag if config.correlation.match in ("tag", "metadata") else None, session=session)
-        trace = _trace_block(backend, config, key)
+        trace = _trace_block(backend, config, key, on_trace=on_trace)
     return turn, trace, obs
 
 
@@ -215,6 +231,7 @@ def _build_packet(config: TargetConfig, backend: Backend, run_dir: Path, meta: R
                     trace=TraceBlock("harness_error", message="the turn did not start"))
     target_ms = 0
     planted = Planted()
+    traces: list[dict] = []  # each resolved turn's trace, for the run's own trace pages
     with Sandbox(config, token, base_env, defer_removal=defer_removal) as box:
         try:
             if case.adversarial and config.canaries:
@@ -223,11 +240,13 @@ def _build_packet(config: TargetConfig, backend: Backend, run_dir: Path, meta: R
                 redactor = Redactor({**os.environ, **config.target.env, **backend.sdk_env, **case.env,
                                      **planted.env}, secrets)
             packet.turn, packet.trace, packet.ui = _one_turn(config, backend, box, case.query, session, case,
-                                                             unit.channel, planted.env, slot)
+                                                             unit.channel, planted.env, slot,
+                                                             on_trace=_keep(traces, "initial"))
             packet.answer = answer_of(config, packet.turn, packet.trace)
             target_ms += packet.turn.wall_ms
             if case.expect_async_job and not packet.turn.timed_out:
-                target_ms += _follow_job(config, backend, box, session, packet, case, planted.env, slot)
+                target_ms += _follow_job(config, backend, box, session, packet, case, planted.env, slot,
+                                         _keep(traces, "followup"))
         except ObaiError:
             raise
         except Exception as exc:  # noqa: BLE001 - kept apart from the target's own faults
@@ -246,7 +265,12 @@ def _build_packet(config: TargetConfig, backend: Backend, run_dir: Path, meta: R
                                  wall_ms=wall_ms, target_ms=target_ms, waited_ms=waited_ms,
                                  overhead_ms=max(0, wall_ms - target_ms - waited_ms), error=packet.harness.error)
     data = redactor.data(packet.to_json())
+    write_snapshots(run_dir, unit.id, protect_data(redactor.data(traces), case, config, run_dir=run_dir))
     return protect_packet(data, case, config, run_dir=run_dir)
+
+
+def _keep(traces: list[dict], role: str) -> Callable[[dict, list[dict], bool], None]:
+    return lambda trace, spans, complete: traces.append(snapshot(role, trace, spans, complete))
 
 
 def _turns(packet: Packet) -> list[TurnResult]:
@@ -269,7 +293,7 @@ def answer_of(config: TargetConfig, turn: TurnResult, trace: TraceBlock) -> str:
 
 
 def _follow_job(config: TargetConfig, backend: Backend, box: Sandbox, session: str, packet: Packet,
-                case: Case, extra_env: dict[str, str] | None, slot: UnitSlot) -> int:
+                case: Case, extra_env: dict[str, str] | None, slot: UnitSlot, on_trace=None) -> int:
     """Wait for the announced job and ask for its result in the same session; the follow-up's wall time."""
     job_id, eta = parse_job(config, packet.answer)
     if job_id is None:
@@ -279,7 +303,8 @@ def _follow_job(config: TargetConfig, backend: Backend, box: Sandbox, session: s
     if STOPPING.wait(packet.async_job.wait_s):
         raise Interrupted("the run was stopped while waiting for an async job")
     query = config.async_jobs.followup_query.replace("{job_id}", job_id)
-    f_turn, f_trace, f_ui = _one_turn(config, backend, box, query, session, case, packet.channel, extra_env, slot)
+    f_turn, f_trace, f_ui = _one_turn(config, backend, box, query, session, case, packet.channel, extra_env, slot,
+                                      on_trace=on_trace)
     if f_turn.timed_out or (f_turn.exit_code is not None and f_turn.exit_code != 0) or (
             f_ui is not None and f_ui.state != "done"):
         how = "timed out" if f_turn.timed_out else f"exited {f_turn.exit_code}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..base.pii import protect
+from ..base.pii import protect, pseudonymizer_for
 from ..config.cases import Case
 from ..config.target import TargetConfig
 
@@ -19,3 +19,11 @@ def protect_packet(packet: dict, case: Case, config: TargetConfig, run_dir: Path
         return packet
     names = config.privacy.names if config.privacy is not None else ()
     return protect(packet, Path(run_dir), names)
+
+
+def protect_data(data, case: Case, config: TargetConfig, run_dir: Path):
+    """Any other data stored for a unit (its trace snapshots), pseudonymised as its packet is."""
+    if case.provenance != "korpus":
+        return data
+    names = config.privacy.names if config.privacy is not None else ()
+    return pseudonymizer_for(Path(run_dir), names).data(data)

@@ -12,7 +12,7 @@ launched again for the next question.
 An upstream outage (the UI or its backend down) is what the driver sees when the page
 does not load (connection refused, HTTP 5xx), or when the answer ends in an error, an
 error banner or no end at all while the health URL is unreachable or not 2xx. The UI
-rules then have no outcome: their categories are unbewertbar, never loss.
+rules then have no outcome: their categories are not assessable, never loss.
 """
 from __future__ import annotations
 

@@ -71,22 +71,22 @@ def detection_of(parts: list, mde: float) -> dict:
     z = z_critical(k) if k else None
     for d in parts:
         short = {}
-        effects = []
+        effects = {}
         for cat, c in d.json["by_category"].items():
             effect = None
             if not d.unassigned and z is not None and c["status"] == SCORED and c["se"] is not None:
                 effect = detectable_effect(mde, z, SQRT2 * c["se"])
-                effects.append(effect)
+                effects[cat] = effect
             c["detectable_effect"] = effect
             c["needs_units"] = needs_units(c["n"], d.n_min) if c["status"] in (SCORED, UNTERBELEGT) else None
             if c["status"] == UNTERBELEGT and d.json["n"] >= d.n_min:
                 short[cat] = c["needs_units"]
         status = d.json["status"]
         needs = needs_units(d.json["n"], d.n_min) if status in (SCORED, UNTERBELEGT) else None
-        effect = max(effects) if effects else None
+        effect = max(effects.values()) if effects else None
         d.json["detectable_effect"] = None if d.unassigned else effect
         d.json["needs_units"] = None if d.unassigned else needs
-        d.json["detection"] = sentence(status=status, effect=effect, needs=needs, short_categories=short,
+        d.json["detection"] = sentence(status=status, effects=effects, needs=needs, short_categories=short,
                                        unassigned=d.unassigned)
     return {"k": k, "z": z, "power": POWER, "power_z": POWER_Z,
             "assumed_baseline": "same n and spread as this run: se_delta = √2·se"}

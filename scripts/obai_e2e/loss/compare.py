@@ -129,14 +129,15 @@ def _partition_detection(p, q, cells: list, mde: float) -> dict:
         elif cat not in compared and other.get("status") == "unterbelegt" and not base_needs:
             short[f"{cat} (baseline)"] = needs_units(other["n"], q.n_min)
     if effect is not None:
-        text = sentence(status=SCORED, effect=effect, needs=0, short_categories=short)
+        text = sentence(status=SCORED, effects={c.category: c.detectable_effect for c in cells}, needs=0,
+                        short_categories=short)
     elif new["status"] in (SUPPRESSED, UNBEWERTBAR) or needs:
-        text = sentence(status=new["status"], effect=None, needs=needs)
+        text = sentence(status=new["status"], effects=None, needs=needs)
     elif base is None or base["status"] in (SUPPRESSED, UNBEWERTBAR) or base_needs:
-        text = sentence(status=base["status"] if base else UNBEWERTBAR, effect=None, needs=base_needs,
+        text = sentence(status=base["status"] if base else UNBEWERTBAR, effects=None, needs=base_needs,
                         side="the baseline: ")
     else:
-        text = sentence(status=SCORED, effect=None, needs=0)
+        text = sentence(status=SCORED, effects=None, needs=0)
     return {"partition": p.key, "labels": dict(p.labels), "n_new": new["n"], "n_base": base["n"] if base else 0,
             "n_min": p.n_min, "compared_cells": len(cells), "detectable_effect": effect, "needs_units": needs,
             "baseline_needs_units": base_needs, "text": text}

@@ -35,9 +35,10 @@ def fmt(value: float) -> str:
     return f"{value:.4f}"
 
 
-def sentence(*, status: str, effect: float | None, needs: int | None, short_categories: dict | None = None,
-             unassigned: bool = False, side: str = "") -> str:
-    """The plain sentence per partition: "can detect regressions ≥ X" or "needs N more units"."""
+def sentence(*, status: str, effects: dict[str, float] | None, needs: int | None,
+             short_categories: dict | None = None, unassigned: bool = False, side: str = "") -> str:
+    """The plain sentence per partition: "can detect regressions of routing ≥ X, output ≥ Y" (one figure per
+    category it compares, none for the partition as a whole) or "needs N more units"."""
     if unassigned:
         return "not a partition of the plan: never compared"
     if status == "suppressed":
@@ -46,9 +47,9 @@ def sentence(*, status: str, effect: float | None, needs: int | None, short_cate
         return f"{side}nothing could be scored"
     if needs:
         return f"{side}needs {needs} more unit{'s' if needs != 1 else ''}"
-    if effect is None:
+    if not effects:
         return f"{side}no category could be compared"
-    text = f"can detect regressions ≥ {fmt(effect)}"
+    text = "can detect regressions of " + ", ".join(f"{c} ≥ {fmt(e)}" for c, e in sorted(effects.items()))
     if short_categories:
         text += "; " + ", ".join(f"{c} needs {k} more unit{'s' if k != 1 else ''}"
                                  for c, k in sorted(short_categories.items()))

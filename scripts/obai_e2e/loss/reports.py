@@ -16,7 +16,7 @@ from filelock import FileLock
 
 from ..base import schema
 from ..base.errors import ObaiError
-from ..base.fsutil import append_text, dumps_json, write_once
+from ..base.fsutil import append_text, atomic_write_text, dumps_json, write_once
 from ..base.mdtable import row, table_rows
 from ..base.paths import runs_root
 from ..base.pii import QUOTE_WITHHELD, may_quote
@@ -25,10 +25,14 @@ from .compare import Comparison
 from .score import Scored
 from .units import SEVERITY, tripped_codes
 
+# The seed's columns in English; files written before keep the seed's German names, which are read too.
+BASE_TOP_COLUMNS = ["partition", "category", "delta", "ci_low", "ci_high", "n", "run_id", "citation"]
+TOP_COLUMNS = BASE_TOP_COLUMNS + ["detectable_effect"]
 SEED_TOP_COLUMNS = ["partition", "kategorie", "delta", "ci_low", "ci_high", "n", "run_id", "log_zitat"]
-TOP_COLUMNS = SEED_TOP_COLUMNS + ["detectable_effect"]
-HISTORY_COLUMNS = ["datum", "catalog_version", "mode", "provenance", "suite_score", "completion", "coverage", "mde",
-                   "sample_budget", "n_zellen_unterbelegt", "befunde_über_schwelle", "top_regression_ci_low"]
+HISTORY_COLUMNS = ["date", "catalog_version", "mode", "provenance", "suite_score", "completion", "coverage", "mde",
+                   "sample_budget", "cells_under_populated", "findings_over_threshold", "top_regression_ci_low"]
+SEED_HISTORY_COLUMNS = ["datum", *HISTORY_COLUMNS[1:9], "n_zellen_unterbelegt", "befunde_über_schwelle",
+                        "top_regression_ci_low"]
 COMPARISON_SCHEMA = "comparison.v1.schema.json"
 HISTORY_FILE = "LOSS-HISTORY.md"
 HISTORY_INDEX = ".loss-history.index"
@@ -220,9 +224,13 @@ def escape_md(text: str) -> str:
 
 
 def read_top_rows(text: str, *, fold_case: bool = False) -> list[dict[str, str]]:
-    """The finding rows of a TOP-REGRESSIONS.md, with or without the detectable_effect column."""
-    return table_rows(text, TOP_COLUMNS, fold_case=fold_case) or table_rows(text, SEED_TOP_COLUMNS,
-                                                                             fold_case=fold_case)
+    """The finding rows of a TOP-REGRESSIONS.md, with or without the detectable_effect column, under the English
+    column names (a file with the seed's German ones is read as well)."""
+    for columns in (TOP_COLUMNS, BASE_TOP_COLUMNS, SEED_TOP_COLUMNS + ["detectable_effect"], SEED_TOP_COLUMNS):
+        rows = table_rows(text, columns, fold_case=fold_case)
+        if rows:
+            return [dict(zip(TOP_COLUMNS, r.values())) for r in rows]
+    return []
 
 
 def write_top_regressions(path: Path, comparison: Comparison, new: Scored, privacy=None) -> list[dict]:
@@ -292,6 +300,8 @@ def append_history(suite: dict, comparison: Comparison | None, root: Path | None
         if not text:
             append_text(path, "# Loss history\n\nOne row per scored run (obai-e2e score-loss).\n\n"
                         + _head(HISTORY_COLUMNS))
+        elif _head(SEED_HISTORY_COLUMNS) in text:  # written before the columns had English names; same order
+            atomic_write_text(path, text.replace(_head(SEED_HISTORY_COLUMNS), _head(HISTORY_COLUMNS), 1))
         append_text(path, line)
         return path, True
 

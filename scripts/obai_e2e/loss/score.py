@@ -136,7 +136,7 @@ def score_table(table: LossTable, rows: ResultsRows, catalog: Catalog, plan: Pla
         rater_var[c.index] = info["rater_variance"]
         if info["rated"] == 0:
             warnings.append(f"{c.id}: no unit has a judge rating or answer for this model_judged category; "
-                            "it is unbewertbar in every partition")
+                            "it is not assessable in every partition")
         elif info["share"] < DOUBLE_RATED_SHARE:
             warnings.append(f"{c.id}: {info['double_rated']} of {info['rated']} rated repeats "
                             f"({info['share']:.0%}) are rated by two or more judges; at least 20 % are required, "
@@ -177,7 +177,7 @@ def score_table(table: LossTable, rows: ResultsRows, catalog: Catalog, plan: Pla
         elif overall["status"] == UNBEWERTBAR:
             message = ("no completed unit" if not completed else "no category could be scored") + " in this partition"
             if outage and not completed:
-                message = f"every unit hit an upstream outage of the ui channel ({outage}): unbewertbar, never loss"
+                message = f"every unit hit an upstream outage of the ui channel ({outage}): not assessable, never loss"
         d.json = {
             "labels": d.labels, "partition": d.key, "weight": d.weight, "unassigned": d.unassigned,
             "n": overall["n"], "n_min": d.n_min, "loss": overall["loss"],
@@ -194,11 +194,11 @@ def score_table(table: LossTable, rows: ResultsRows, catalog: Catalog, plan: Pla
         hit = sorted({table.unit_ids[i] for i in np.nonzero(table.state == 3)[0].tolist()})
         warnings.append(f"{totals['outage']} execution(s) hit an upstream outage of the ui channel (the UI or its "
                         f"backend was down): {', '.join(hit[:10])}{' …' if len(hit) > 10 else ''}; their categories "
-                        "are unbewertbar, never loss, and they are not aborts")
+                        "are not assessable, never loss, and they are not aborts")
     if mode == "B":
         skipped = [c.id for c in catalog.categories if c.needs_execution]
         if skipped:
-            warnings.append(f"mode B (no re-execution): {', '.join(skipped)} need execution and are unbewertbar")
+            warnings.append(f"mode B (no re-execution): {', '.join(skipped)} need execution and are not assessable")
     detection = detection_of(parts, plan.mde)
 
     provenances = sorted(table.provenances)

@@ -38,6 +38,35 @@ def _text(x: float, y: float, text: str, *, anchor: str = "start", size: int = 1
             f"{escape(text)}</text>")
 
 
+LABEL_CHARS = 34  # per line of a row label; a longer label is wrapped, never cut
+
+
+def wrap(text: str, width: int = LABEL_CHARS) -> list[str]:
+    """``text`` in lines of at most ``width`` characters, broken after a comma or before a ``×`` where it can,
+    inside a word only where a piece alone is longer; nothing is dropped."""
+    pieces = [p for p in text.replace(" × ", " \0× ").replace(",", ",\0").split("\0") if p]
+    lines: list[str] = []
+    for piece in pieces:
+        while len(piece) > width:
+            lines.append(piece[:width])
+            piece = piece[width:]
+        if lines and len(lines[-1]) + len(piece) <= width and not piece.startswith("× "):
+            lines[-1] += piece
+        else:
+            lines.append(piece)
+    return lines or [""]
+
+
+def _label(x: float, y: float, text: str, *, anchor: str = "end", size: int = 10,
+           chars: int = LABEL_CHARS) -> str:
+    """A row label wrapped into lines (the first on ``y``), with the whole text as its tooltip."""
+    lines = wrap(text, chars)
+    spans = "".join(f'<tspan x="{x:.1f}" dy="{0 if i == 0 else size + 2}">{escape(line)}</tspan>'
+                    for i, line in enumerate(lines))
+    return (f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" font-size="{size}" class="lbl">'
+            f"<title>{escape(text)}</title>{spans}</text>")
+
+
 def verdict_history(runs: list[tuple[str, dict]]) -> Chart | None:
     """Stacked bars of verdict counts per run, oldest left; ``runs`` is (run id, summary) newest first."""
     if not runs:
@@ -87,8 +116,9 @@ def latency_strip(features: dict[str, tuple[list[float], list[float]]]) -> Chart
     if not features or not any(new for new, _ in features.values()):
         return None
     names = sorted(features)
-    width, row, left, right = 640, 28, 120, 20
-    height = 30 + row * len(names) + 30
+    width, left, right, chars = 640, 150, 20, 22
+    heights = [max(28, 13 * len(wrap(name, chars)) + 14) for name in names]
+    height = 30 + sum(heights) + 30
     values = [v for new, base in features.values() for v in new + base]
     lo, hi = 0.0, max(values) * 1.05 if values else 1.0
     span = (hi - lo) or 1.0
@@ -98,10 +128,10 @@ def latency_strip(features: dict[str, tuple[list[float], list[float]]]) -> Chart
 
     body = []
     rows = []
-    for i, name in enumerate(names):
-        y = 30 + i * row
+    y = 30
+    for name, h in zip(names, heights):
         new, base = features[name]
-        body.append(_text(left - 8, y + 4, name, anchor="end"))
+        body.append(_label(left - 8, y + 4, name, size=11, chars=chars))
         body.append(f'<line x1="{left}" y1="{y}" x2="{width - right}" y2="{y}" class="grid"/>')
         for v in base:
             body.append(f'<circle cx="{px(v):.1f}" cy="{y + 5}" r="3" fill="{BASE}" fill-opacity="0.7">'
@@ -110,6 +140,7 @@ def latency_strip(features: dict[str, tuple[list[float], list[float]]]) -> Chart
             body.append(f'<circle cx="{px(v):.1f}" cy="{y - 5}" r="3" fill="{NEW}" fill-opacity="0.8">'
                         f"<title>{escape(f'{name} this run: {v:.2f} s')}</title></circle>")
         rows.append([name, _median(new), _median(base), str(len(new)), str(len(base))])
+        y += h
     axis_y = height - 24
     body.append(f'<line x1="{left}" y1="{axis_y}" x2="{width - right}" y2="{axis_y}" class="axis"/>')
     for k in range(5):
@@ -139,8 +170,10 @@ def delta_intervals(cells: list[dict], mde: float | None) -> Chart | None:
     if not cells:
         return None
     cells = sorted(cells, key=lambda c: -c["ci_low"])[:25]
-    width, row, left, right = 640, 22, 230, 20
-    height = 24 + row * len(cells) + 34
+    width, left, right = 640, 230, 20
+    labels = [f"{c.get('partition', '')} × {c.get('category', '')}" for c in cells]
+    heights = [max(22, 12 * len(wrap(label)) + 10) for label in labels]
+    height = 24 + sum(heights) + 34
     lo, hi = _scale([0.0] + [c["ci_low"] for c in cells] + [c["ci_high"] for c in cells] +
                     ([mde] if _finite(mde) else []))
     pad = (hi - lo) * 0.05
@@ -154,12 +187,11 @@ def delta_intervals(cells: list[dict], mde: float | None) -> Chart | None:
         body.append(f'<line x1="{px(mde):.1f}" y1="12" x2="{px(mde):.1f}" y2="{height - 28}" class="mde"/>')
         body.append(_text(px(mde) + 3, 10, f"mde {mde:g}", size=10))
     rows = []
-    for i, c in enumerate(cells):
-        y = 24 + i * row
+    y = 24
+    for c, label, h in zip(cells, labels, heights):
         listed = c["ci_low"] > (mde if _finite(mde) else math.inf)
         colour = "#c62828" if listed else NEW
-        label = f"{c.get('partition', '')} × {c.get('category', '')}"
-        body.append(_text(left - 8, y + 4, label if len(label) <= 38 else label[:37] + "…", anchor="end", size=10))
+        body.append(_label(left - 8, y + 4, label))
         body.append(f'<line x1="{px(c["ci_low"]):.1f}" y1="{y}" x2="{px(c["ci_high"]):.1f}" y2="{y}" '
                     f'stroke="{colour}" stroke-width="2"/>')
         tip = f"{label}: delta {c['delta']:.4f}, interval {c['ci_low']:.4f} to {c['ci_high']:.4f}"
@@ -167,6 +199,7 @@ def delta_intervals(cells: list[dict], mde: float | None) -> Chart | None:
                     f"<title>{escape(tip)}</title></circle>")
         rows.append([label, f"{c['delta']:.4f}", f"{c['ci_low']:.4f}", f"{c['ci_high']:.4f}",
                      "yes" if listed else "no"])
+        y += h
     axis_y = height - 24
     for k in range(5):
         v = lo + (hi - lo) * k / 4

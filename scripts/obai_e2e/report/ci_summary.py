@@ -41,7 +41,7 @@ def summary_markdown(run_dir: Path, report_link: str | None = None) -> str:
         found = tables(top.read_text(encoding="utf-8", errors="replace"))
         header, body = found[0] if found else ([], [])
         if body:
-            keep = [i for i, h in enumerate(header) if h.strip().lower() != "log_zitat"]
+            keep = [i for i, h in enumerate(header) if h.strip().lower() not in ("citation", "log_zitat")]
             lines.append(f"**Provable regressions** ({len(body)}; each interval clears the mde)")
             lines.append("")
             lines.append(row([header[i] for i in keep]).rstrip("\n"))
@@ -52,7 +52,8 @@ def summary_markdown(run_dir: Path, report_link: str | None = None) -> str:
         else:
             lines.append("**Provable regressions**: none")
         lines.append("")
-    where = report_link or str(run_dir / "report.html")
+    html = run_dir / "report.html"
+    where = report_link or str(html if html.exists() else run_dir / "report.md")  # --no-html writes no page
     lines.append(f"Report: {inline(where)}")
     return "\n".join(lines) + "\n"
 

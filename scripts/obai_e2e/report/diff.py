@@ -30,7 +30,8 @@ ANSWER_CHARS = 2000
 
 
 # What build_diff reads of a results entry; its rule outcomes only by rule, status and code.
-DIFF_FIELDS = ("unit_id", "case_id", "channel", "feature", "verdict", "reasons", "stochastic", "answer", "latency")
+DIFF_FIELDS = ("unit_id", "case_id", "channel", "feature", "verdict", "reasons", "stochastic", "answer",
+               "followup_answer", "latency")
 
 
 def diff_fields(entry: dict) -> dict:
@@ -69,10 +70,10 @@ def classify(new: dict | None, base: dict | None) -> str:
     nv, bv = new["verdict"], base["verdict"]
     if nv == "fail":
         return "still_failing" if bv == "fail" else "new_fail"
+    if nv == "inconclusive" and bv != "inconclusive":
+        return "new_inconclusive"  # also after a fail: the fail is not known to be fixed
     if bv == "fail":
         return "fixed" if nv in ("pass", "needs_review") else "changed"
-    if nv == "inconclusive" and bv != "inconclusive":
-        return "new_inconclusive"
     return "unchanged" if nv == bv else "changed"
 
 
@@ -114,6 +115,10 @@ def build_diff(run_id: str, entries: list[dict], baseline: dict | None) -> dict:
             item["changed_rules"] = changed_rules(e, b)
             item["answer"] = _cut(e.get("answer"))
             item["baseline_answer"] = _cut(b.get("answer"))
+            if e.get("followup_answer") is not None or b.get("followup_answer") is not None:
+                # an async unit: the first answer only says a job was queued; the result is the follow-up's
+                item["followup_answer"] = _cut(e.get("followup_answer"))
+                item["baseline_followup_answer"] = _cut(b.get("followup_answer"))
         units.append(item)
     if baseline is not None:
         seen = {e["unit_id"] for e in entries}
@@ -159,10 +164,16 @@ def summary(diff: dict) -> dict:
     return out
 
 
+def failing_not_before(diff: dict) -> list[str]:
+    """Units that fail now and did not fail in the baseline; without a baseline, every failed unit."""
+    return [u["unit_id"] for u in diff["units"] if u.get("verdict") == "fail" and u.get("baseline_verdict") != "fail"]
+
+
 def summary_line(diff: dict, limit: int = 5) -> str:
     """``changes since <run>: 2 new_fail (S4, MD2), 1 fixed (F5)`` — or why there is nothing to compare."""
     if diff.get("baseline") is None:
-        return "changes: no baseline to compare with (the first finished run of this case set and filters)"
+        return "changes: no baseline to compare with (no earlier finished run of this case set and filters, " \
+               "and no --baseline): every unit is new"
     parts = []
     for cls in SHOWN:
         ids = [u["unit_id"] for u in diff["units"] if u["class"] == cls]
@@ -182,7 +193,8 @@ def write_diff(run_dir: Path, diff: dict) -> Path:
 def markdown_lines(diff: dict, limit: int = 20) -> list[str]:
     """The changes as Markdown list lines: new fails first, each with its codes."""
     if diff.get("baseline") is None:
-        return ["- no baseline to compare with: this is the first finished run of this case set and filters"]
+        return ["- no baseline to compare with (no earlier finished run of this case set and filters, and no "
+                "--baseline): every unit is new"]
     out = []
     for cls in SHOWN:
         items = [u for u in diff["units"] if u["class"] == cls]

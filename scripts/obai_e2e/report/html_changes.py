@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .answer_diff import word_diff
 from .charts import Chart, delta_intervals, latency_strip, verdict_history
 from .diff import SHOWN
 from .html_inputs import read_cells, read_diff
@@ -22,6 +23,23 @@ ANSWER_CHARS = 1500
 def _cut(text: str | None) -> str:
     text = text or ""
     return text if len(text) <= ANSWER_CHARS else text[:ANSWER_CHARS] + " …"
+
+
+def _answers(unit: dict) -> list[dict]:
+    """The baseline's and this run's answer, word differences marked; an async unit's follow-up answers too."""
+    out = []
+    for label, now, before in (("answer", "answer", "baseline_answer"),
+                               ("follow-up answer", "followup_answer", "baseline_followup_answer")):
+        if now not in unit and before not in unit:
+            continue
+        old, new = word_diff(_cut(unit.get(before)), _cut(unit.get(now)))
+        out.append({"label": label, "baseline": old, "now": new, "same": old == new})
+    return out
+
+
+def _outcome(status, code) -> str:
+    """``fail routing.skill_missing``; ``—`` for a rule that did not run on that side."""
+    return "—" if status is None else f"{status}{' ' + code if code else ''}"
 
 
 def _money(value) -> str:
@@ -45,11 +63,9 @@ def changes_view(diff: dict | None) -> dict | None:
             "baseline_verdict": u.get("baseline_verdict") or "—",
             "baseline_reasons": ", ".join(u.get("baseline_reasons") or []),
             "codes_changed": u.get("codes_changed"),
-            "answer": _cut(u.get("answer")) if show_answers else None,
-            "baseline_answer": _cut(u.get("baseline_answer")) if show_answers else None,
-            "rules": [{"rule": r.get("rule", ""), "now": f"{r.get('status')}{' ' + r['code'] if r.get('code') else ''}",
-                       "before": f"{r.get('baseline_status')}"
-                                 f"{' ' + r['baseline_code'] if r.get('baseline_code') else ''}"}
+            "answers": _answers(u) if show_answers else [],
+            "rules": [{"rule": r.get("rule", ""), "now": _outcome(r.get("status"), r.get("code")),
+                       "before": _outcome(r.get("baseline_status"), r.get("baseline_code"))}
                       for r in u.get("changed_rules") or []],
         } for u in units]})
     stochastic = [c for c in diff.get("stochastic_cases") or [] if c.get("flaky") or c.get("baseline_pass_rate") is not None]

@@ -20,6 +20,7 @@ from ..config.cases import CaseSet, default_cases_path, load_cases
 from .rows import open_results
 
 VERDICT_ORDER = ("pass", "fail", "needs_review", "inconclusive", "not_judged")
+SEED_COLUMN_NAMES = {"kategorie": "category", "log_zitat": "citation"}
 
 # Block structure only (paragraphs, lists): the values are read raw and unescaped like the
 # table cells, and the head ``**ID — verdict**`` has a fixed shape, so inline parsing is skipped.
@@ -127,9 +128,9 @@ def read_top_regressions(path: Path) -> list[dict[str, str]] | None:
     found = tables(path.read_text(encoding="utf-8", errors="replace"))
     if not found:
         return []
-    # The loss layer writes one table; its header names the columns.
+    # The loss layer writes one table; its header names the columns (the seed's German names in older files).
     header, body = found[0]
-    columns = [h.strip().lower() for h in header]
+    columns = [SEED_COLUMN_NAMES.get(h.strip().lower(), h.strip().lower()) for h in header]
     return [dict(zip(columns, r)) for r in body if len(r) == len(columns)]
 
 

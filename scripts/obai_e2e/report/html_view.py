@@ -8,14 +8,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from markupsafe import Markup
 
 from ..base.invisible import reveal
 from ..config.cases import CaseSet
+from ..config.units import unit_key
 from . import judges_note
 from .html_changes import changes_and_charts
+from .html_loss import fmt, loss_view
+from .trace_pages import page_links
 from .html_inputs import (
     VERDICT_ORDER,
     DetailBlock,
@@ -29,7 +32,8 @@ from .html_inputs import (
 
 VERDICT_LABELS = {"pass": "pass", "fail": "fail", "needs_review": "needs review", "inconclusive": "inconclusive",
                   "not_judged": "not judged"}
-PAGE_SIZE = 100  # cards per page of the client script
+PAGE_SIZE = 100  # rows (a unit, or a case's repeats) per page of the client script
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 SHOWN_OUTCOMES = ("fail", "needs_review")
 TRACE_CHARS = 50_000  # per curated trace in the page; results.json keeps the whole text
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -122,9 +126,12 @@ def _cut(text: str) -> str:
     return text[:TRACE_CHARS] + f"\n[… {len(text) - TRACE_CHARS} more characters cut; results.json has the whole text]"
 
 
-def _links(entry: dict) -> list[list[str]]:
-    """(trace id, URL) pairs for the trace ids the run has a page for; only http(s) URLs."""
+def _links(entry: dict, local: bool) -> list[list[str]]:
+    """(trace id, URL) pairs of the trace backend's pages; only http(s) URLs, and none of a store on this
+    machine when the run has its own pages (``local``): its port changes when it restarts."""
     urls = [u for u in entry.get("trace_urls") or [] if isinstance(u, str) and u.startswith(("http://", "https://"))]
+    if local:
+        urls = [u for u in urls if urlsplit(u).hostname not in LOOPBACK]
     out = []
     for trace_id in entry.get("trace_ids") or []:
         url = next((u for u in urls if quote(str(trace_id), safe="") in u), None)
@@ -133,12 +140,16 @@ def _links(entry: dict) -> list[list[str]]:
     return out
 
 
-def unit_view(entry: dict, block: DetailBlock | None, case) -> dict:
-    """What the client script needs for one card (the curated traces are shown on demand)."""
+def unit_view(entry: dict, block: DetailBlock | None, case, pages: list[list[str]] | None = None) -> dict:
+    """What the client script needs for one row and card (the curated traces are shown on demand).
+
+    ``pages``: (trace id, path) of the run's own trace pages of the unit.
+    """
     verdict = entry.get("verdict", "not_judged")
     view: dict[str, Any] = {
         "id": entry.get("unit_id", ""),
         "case": entry.get("case_id", ""),
+        "group": unit_key(entry.get("case_id", ""), entry.get("channel")),
         "feature": entry.get("feature", ""),
         "verdict": verdict,
         "reasons": list(entry.get("reasons") or []),
@@ -151,9 +162,11 @@ def unit_view(entry: dict, block: DetailBlock | None, case) -> dict:
         "exit_code": entry.get("exit_code"),
         "timed_out": bool(entry.get("timed_out")),
         "answer": _cut(entry.get("answer") or ""),
+        "followup_answer": _cut(entry.get("followup_answer") or ""),
         "trace": _cut(entry.get("curated_trace") or ""),
         "followup_trace": _cut(entry.get("followup_curated_trace") or ""),
-        "trace_links": _links(entry),
+        "trace_pages": pages or [],
+        "trace_links": _links(entry, bool(pages)),
         "cost": entry.get("cost"),
         "tokens": (entry.get("usage") or {}).get("total_tokens"),
     }
@@ -211,92 +224,6 @@ def _duration(seconds: Any) -> str:
     return f"{hours} h {minutes:02d} min"
 
 
-def _fmt(value: Any, digits: int = 4) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float):
-        return f"{value:.{digits}g}"
-    return str(value)
-
-
-def _pct(value: Any) -> str:
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return "—"
-    return f"{100 * value:.1f} %"
-
-
-def _category_text(by_cat: Any, effects: dict | None = None) -> list[str]:
-    """``category: loss`` lines; a cell object (suite.v1) shows its loss, any status but scored, and the
-    effect it can detect (or the units it lacks)."""
-    if not isinstance(by_cat, dict):
-        return [_fmt(by_cat)]
-    parts = []
-    for name in sorted(by_cat):
-        cell = by_cat[name]
-        if isinstance(cell, dict):
-            text = _fmt(cell.get("loss"))
-            if cell.get("status") not in (None, "scored"):
-                text += f" ({cell.get('status')})"
-            effect = (effects or {}).get(name, cell.get("detectable_effect"))
-            if isinstance(effect, (int, float)):
-                text += f", detects ≥ {effect:.4f}"
-            elif isinstance(cell.get("needs_units"), int) and cell["needs_units"] > 0:
-                text += f", needs {cell['needs_units']} more"
-        else:
-            text = _fmt(cell)
-        parts.append(f"{name}: {text}")
-    return parts
-
-
-def loss_view(suite: dict | None, regressions: list[dict] | None, comparison: dict | None = None) -> dict | None:
-    if suite is None and regressions is None:
-        return None
-    view: dict[str, Any] = {"error": None, "suite": None, "partitions": [], "regressions": regressions,
-                            "comparison": comparison}
-    if suite is not None and suite.get("_error"):
-        view["error"] = suite["_error"]
-    elif suite is not None:
-        score = suite.get("suite_score")
-        status = suite.get("suite_status")
-        view["suite"] = {
-            "score": _fmt(score) if score is not None else f"not reported{f' ({status})' if status else ''}",
-            "score_missing": score is None,
-            "status": _fmt(status) if status else "",
-            "completion": _pct(suite.get("completion_rate")),
-            "coverage": _pct(suite.get("coverage")) if "coverage" in suite else "",
-            "catalog_version": _fmt(suite.get("catalog_version")),
-            "mode": _fmt(suite.get("mode")),
-            "provenance": _fmt(suite.get("provenance")),
-            "mde": _fmt(suite.get("mde")),
-            "warnings": [str(w) for w in suite.get("warnings") or [] if w],
-        }
-        compared = (comparison or {}).get("detection") or {}
-        for p in suite.get("partitions") or []:
-            if not isinstance(p, dict):
-                continue
-            labels = p.get("labels") or {}
-            name = p.get("partition") or (", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
-                                          if isinstance(labels, dict) else str(labels))
-            # against the baseline when there was one, else against a like-for-like run (suite.json)
-            against = compared.get(name) if isinstance(name, str) else None
-            detects = against["text"] if against else (p.get("detection") if isinstance(p.get("detection"), str)
-                                                        else "")
-            view["partitions"].append({
-                "detects": detects, "detects_source": "baseline" if against else "like-for-like run",
-                "labels": name,
-                "weight": _fmt(p.get("weight")), "n": _fmt(p.get("n")), "n_min": _fmt(p.get("n_min")),
-                "loss": _fmt(p.get("loss")), "stddev_between": _fmt(p.get("stddev_between")),
-                "se": _fmt(p.get("se")), "stddev_within": _fmt(p.get("stddev_within")),
-                "coverage": _fmt(p.get("coverage")), "status": _fmt(p.get("status")),
-                "thin": p.get("status") == "unterbelegt",
-                "by_category": _category_text(p.get("by_category"),
-                                              ((comparison or {}).get("effects") or {}).get(name)),
-            })
-    return view
-
-
 def judges_view(judges: Any) -> dict | None:
     """The run's panel in one line each: who judged with which model, and what it cost."""
     if not isinstance(judges, dict):
@@ -308,8 +235,8 @@ def judges_view(judges: Any) -> dict | None:
                                                       f" — {j.get('outcome') or 'no answer'}"))
     a = judges.get("agreement") or {}
     if a.get("items"):
-        kappa = "n/a" if a.get("fleiss_kappa") is None else _fmt(a["fleiss_kappa"], 2)
-        agreement = f"{_fmt(a.get('percent_agreement'), 2)} (κ {kappa}, {a['items']} items)"
+        kappa = "n/a" if a.get("fleiss_kappa") is None else fmt(a["fleiss_kappa"], 2)
+        agreement = f"{fmt(a.get('percent_agreement'), 2)} (κ {kappa}, {a['items']} items)"
     else:
         agreement = "—"
     tokens = (judges.get("tokens") or {}).get("total")
@@ -337,7 +264,8 @@ def build_context(run_dir: Path, case_set: CaseSet | None = None) -> dict:
     if case_set is None:
         case_set = cases_for_run(results, run_dir)
     cases = {c.id: c for c in case_set.cases} if case_set is not None else {}
-    units = [unit_view(e, blocks.get(e.get("unit_id", "")), cases.get(e.get("case_id", ""))) for e in entries]
+    units = [unit_view(e, blocks.get(e.get("unit_id", "")), cases.get(e.get("case_id", "")), page_links(run_dir, e))
+             for e in entries]
 
     summary = results.get("summary") or {}
     total = summary.get("total", len(units))

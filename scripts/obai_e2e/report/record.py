@@ -16,10 +16,12 @@ from ..config.cases import Case
 from ..config.target import TargetConfig
 from ..config.units import Unit, check_unit_id
 from ..drive.packet_record import Packet, load_packet
+from ..drive.trace_snapshot import snapshot_path
 from ..judge.panel.aggregate import panel_for_unit
 from ..judge.rubric import CheckResult, check_packet
 from ..judge.verdict import Verdict, check_override, check_panel, validate
 from .report_md import append_entry, detail_block, judged_ids
+from .trace_pages import page_name
 
 VERDICT_SUFFIX = ".verdict.json"
 
@@ -39,17 +41,29 @@ def _trace_ref(trace_id: str | None, url: str | None) -> str:
     """A trace id, as a Markdown link to its page when there is one (ids of odd shape stay plain, escaped text)."""
     if not trace_id:
         return "—"
-    if url and url.startswith(("http://", "https://")) and _SAFE_ID.match(trace_id) and not re.search(r"[\s()<>|`\\\[\]]", url):
+    if url and _SAFE_ID.match(trace_id) and not re.search(r"[\s()<>|`\\\[\]]", url):
         return f"[{trace_id}]({url})"
     return cell(trace_id)
 
 
-def trace_cell(packet: Packet) -> Md:
-    """The Trace cell of report.md, as Markdown (links built here from checked parts)."""
-    first = _trace_ref(packet.trace.trace_id, packet.trace.url)
+def trace_cell(packet: Packet, run_dir: Path | None = None) -> Md:
+    """The Trace cell of report.md, as Markdown (links built here from checked parts): each trace id linked
+    to the run's own page of it (written when the run is finished, from the trace the unit kept), else to
+    the backend's page."""
+    kept = run_dir is not None and snapshot_path(run_dir, packet.unit_id).exists()
+
+    def link(role: str, block) -> str:
+        if block is None:
+            return "—"
+        if kept and block.trace_id:
+            return _trace_ref(block.trace_id, page_name(packet.unit_id, role))
+        url = block.url if block.url and block.url.startswith(("http://", "https://")) else None
+        return _trace_ref(block.trace_id, url)
+
+    first = link("initial", packet.trace)
     follow = packet.followup.trace if packet.followup else None
     if packet.followup is not None or (packet.async_job and follow and follow.trace_id):
-        return Md(f"{first} → {_trace_ref(follow.trace_id, follow.url) if follow else '—'}")
+        return Md(f"{first} → {link('followup', follow)}")
     return Md(first)
 
 
@@ -144,7 +158,7 @@ def record_harness_error(run_dir: Path, unit: Unit, message: str, judged: set[st
 
 def status_of(rec: Verdict, path: Path, changed: bool, appended: bool) -> dict:
     return {"status": "recorded" if changed else "unchanged", "unit_id": rec.unit_id,
-            "verdict": rec.verdict, "reasons": rec.reasons, "verdict_file": str(path),
+            "verdict": rec.verdict, "reasons": rec.reasons, "judgment": rec.judgment, "verdict_file": str(path),
             "row_appended": appended, "repair": rec.repair}
 
 
@@ -159,11 +173,11 @@ def ensure_row(run_dir: Path, unit: Unit, rec: Verdict, packet: Packet, judged: 
     if unit.id in judged:
         return False
     block = None
-    if rec.verdict in ("fail", "needs_review"):
+    if rec.verdict in ("fail", "needs_review", "inconclusive"):
         block = detail_block(unit.id, rec.verdict, packet.query or unit.case.query,
                              rec.expected, rec.observed, rec.judgment)
     append_entry(Path(run_dir) / "report.md",
-                 row([unit.id, unit.case.feature, rec.verdict, ", ".join(rec.reasons), trace_cell(packet),
+                 row([unit.id, unit.case.feature, rec.verdict, ", ".join(rec.reasons), trace_cell(packet, run_dir),
                       latency_cell(packet)]), block)
     judged.add(unit.id)
     return True

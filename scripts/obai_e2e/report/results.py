@@ -21,9 +21,9 @@ from ..judge.models.outcomes import unit_panel
 from ..judge.models.runner import report_block
 from ..judge.rubric import check_packet
 from ..judge.rubric.check import CheckResult
-from ..rundir.meta import RunMeta, baseline_of, load_run
+from ..rundir.meta import RunMeta, chosen_baseline, load_run
 from . import judges_note
-from .diff import build_diff, diff_fields, markdown_lines, write_diff
+from .diff import build_diff, diff_fields, failing_not_before, markdown_lines, write_diff
 from .diff import summary as diff_summary
 from .diff import summary_line as diff_summary_line
 from .record import load_verdict
@@ -89,6 +89,7 @@ class UnitResult(Record):
     exit_code: int | None = None
     timed_out: bool = False
     answer: str = ""
+    followup_answer: str | None = None  # an async unit's answer to its follow-up (the job's result)
     curated_trace: str | None = None
     followup_curated_trace: str | None = None
     judge_panel: dict[str, Any] | None = None
@@ -139,6 +140,7 @@ def unit_result(config: TargetConfig, run_dir: Path, unit: Unit, meta: RunMeta, 
         entry.exit_code = packet.turn.exit_code
         entry.timed_out = packet.turn.timed_out
         entry.answer = packet.answer
+        entry.followup_answer = follow.answer if follow else None
         entry.curated_trace = packet.trace.curated
         entry.followup_curated_trace = follow.trace.curated if follow else None
         entry.trace_urls = [u for u in (packet.trace.url, follow.trace.url if follow else None) if u]
@@ -254,7 +256,7 @@ def finalize(config: TargetConfig, case_set: CaseSet, run_dir: Path, units: list
     else:
         data = build_results(config, case_set, run_dir, units, allow_incomplete=allow_incomplete,
                              catalog_version=catalog_version, spool=spool)
-        base_path = baseline or baseline_of(run_dir)
+        base_path = chosen_baseline(run_dir, baseline)
         base = read_baseline(base_path)
         # the diff compares unit by unit: it reads the rows just written back
         entries = [diff_fields(u) for _, u in _rows_of(run_dir, data)]
@@ -286,6 +288,8 @@ def finalize(config: TargetConfig, case_set: CaseSet, run_dir: Path, units: list
             "judges_left_undecided": list((data.get("judges") or {}).get("left_undecided") or []),
             "diff": str(diff_path) if diff is not None else None,
             "diff_counts": diff["counts"] if diff is not None else None,
+            "baseline_run_id": ((diff or {}).get("baseline") or {}).get("run_id"),
+            "failing_not_before": failing_not_before(diff) if diff is not None else None,
             "diff_line": diff_summary_line(diff) if diff is not None else None}
 
 

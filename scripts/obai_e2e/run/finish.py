@@ -1,7 +1,8 @@
 """What happens after the last verdict: results, the HTML report, JUnit, and the loss layer.
 
-Enters: a run plan whose units are judged. Leaves: results.json, results.junit.xml,
-suite.json / TOP-REGRESSIONS.md (with a catalog), report.html, runs/latest and the seal.
+Enters: a run plan whose units are judged. Leaves: results.json, results.junit.xml, the
+run's trace pages, suite.json / TOP-REGRESSIONS.md (with a catalog), report.html, runs/latest
+and the seal.
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from ..protocol.seal import seal
 from ..report.html import open_in_browser, write_report
 from ..report.junit import write_junit
 from ..report.results import finalize
-from ..rundir.meta import baseline_of, plan_of
+from ..report.trace_pages import write_trace_pages
+from ..rundir.meta import chosen_baseline, plan_of
 from .feedback import write_feedback
 from .plan import RunPlan
 
@@ -48,9 +50,10 @@ def after_run(config: TargetConfig, case_set: CaseSet, *, html: bool = True, ope
         run_dir = Path(run_dir)
         out: dict = {}
         out["junit_xml"] = write_junit(run_dir, case_set=case_set)["junit_xml"]
+        out["trace_pages"] = write_trace_pages(run_dir)["trace_pages"]
 
         if loss and config.catalog is not None:
-            base = baseline or baseline_of(run_dir)
+            base = chosen_baseline(run_dir, baseline)
             scored = score_run(run_dir, config=config, baseline=base, plan_path=plan_of(run_dir) or config.plan)
             out["loss"] = {k: scored[k] for k in ("suite_score", "suite_status", "findings", "top_findings",
                                                  "suite_json", "top_regressions", "baseline", "warnings")}

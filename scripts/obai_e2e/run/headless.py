@@ -124,7 +124,8 @@ def _judge(config: TargetConfig, run_dir: Path, unit: Unit, judged: set[str], pr
     """Judge ``unit``, show it, and keep its results entry for finalize (``spool``: where, and the run's meta)."""
     keep: dict = {}
     res = judge_unit(config, run_dir, unit, judged, packet=packet, keep=keep)
-    progress.unit(unit.id, res["verdict"], res["reasons"], time.monotonic() - started)
+    note = res.get("judgment") if res["verdict"] == "inconclusive" else None
+    progress.unit(unit.id, res["verdict"], res["reasons"], time.monotonic() - started, note=note)
     if keep:
         try:
             entry = unit_result(config, run_dir, unit, spool[1], packet=keep["packet"], check=keep["check"])

@@ -1,8 +1,8 @@
 """Merging the shards of a run (``merge-runs``) into one run directory.
 
 Enters: the run directories of ``run --shard K/N`` for every K, each finished and sealed.
-Leaves: one ordinary run directory holding every unit's packet and verdict (byte copies),
-report.md rows in plan order, and then the usual finish: results.json, JUnit, the loss
+Leaves: one ordinary run directory holding every unit's packet, verdict and kept traces
+(byte copies), report.md rows in plan order, and then the usual finish: results.json, JUnit, the loss
 layer against a baseline, report.html, runs/latest and the seal.
 
 A part is evidence only as sealed: its seal must verify (as ``freeze-audit verify

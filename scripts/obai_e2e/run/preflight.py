@@ -22,6 +22,7 @@ from ..config.selection import Filters
 from ..config.target import TargetConfig, load_target_config
 from ..drive.agent_env import agent_environ
 from ..drive.sandbox import clear_leftovers
+from ..rundir.meta import is_empty_dir
 from ..trace.backend import connect, ping
 
 
@@ -169,6 +170,8 @@ def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *,
                 from ..loss.score_run import baseline_results_path
                 from ..report.results import load_results
 
+                if is_empty_dir(Path(baseline)):
+                    return f"{baseline} is empty: no baseline (every failed unit counts as new)"
                 path = baseline_results_path(Path(baseline), state["catalog"])
                 units = load_results(path).get("units") or []
                 return f"{path} ({len(units)} units)"

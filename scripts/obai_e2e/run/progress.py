@@ -5,6 +5,10 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from ..base.output import visible
+
+NOTE_CHARS = 600
+
 
 @dataclass
 class Progress:
@@ -35,12 +39,18 @@ class Progress:
             self._task = self._bar.add_task("", total=self.total)
         return self
 
-    def unit(self, unit_id: str, verdict: str, reasons: list[str], seconds: float) -> None:
+    def unit(self, unit_id: str, verdict: str, reasons: list[str], seconds: float, note: str | None = None) -> None:
+        """One finished unit; ``note`` (why an inconclusive unit is so) goes on a second, indented line."""
         self.done += 1
         line = f"[{self.done}/{self.total}] {unit_id} {verdict}{' ' + ', '.join(reasons) if reasons else ''} ({seconds:.1f}s)"
+        if note:
+            note = " ".join(note.split())
+            line += "\n    " + visible(note if len(note) <= NOTE_CHARS else note[:NOTE_CHARS] + " …")
         if self._bar is not None:
-            self._bar.update(self._task, advance=1, description=line)
-            self._bar.console.print(line, highlight=False)
+            from rich.markup import escape
+
+            self._bar.update(self._task, advance=1, description=escape(line.split("\n")[0]))
+            self._bar.console.print(line, highlight=False, markup=False)
         else:
             print(line, file=sys.stderr, flush=True)
 

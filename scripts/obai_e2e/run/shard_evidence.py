@@ -1,7 +1,7 @@
 """A shard's run directory read as sealed evidence, for ``merge-runs``.
 
 Enters: the run directory of one finished shard. Leaves: its metadata, and each unit's
-packet and verdict as bytes whose SHA-256 is the one its seal recorded, after checking
+packet, verdict and kept traces as bytes whose SHA-256 is the one its seal recorded, after checking
 that the record inside belongs to that file's unit and run and that the verdict agrees
 with its mechanical outcome (or carries an override that says why).
 
@@ -20,6 +20,7 @@ from typing import Any
 from ..base.errors import MergeRefused, ObaiError
 from ..base.fsutil import sha256_bytes
 from ..drive.packet_record import Packet, packet_path
+from ..drive.trace_snapshot import snapshot_path
 from ..judge.verdict import Verdict
 from ..protocol.seal import SEAL, verify_seal
 from ..report.record import verdict_path
@@ -114,7 +115,8 @@ class SealedShard:
                                str(self.run_dir / rel)) from None
 
     def unit_files(self, unit_id: str) -> dict[str, str]:
-        """{name in the run directory: sealed SHA-256} of the unit's packet and verdict, after checking both."""
+        """{name in the run directory: sealed SHA-256} of the unit's packet and verdict, after checking both,
+        and of the traces it kept (which its trace pages are written from)."""
         names = {kind: path_of(self.run_dir, unit_id).name for kind, path_of in
                  (("packet", packet_path), ("verdict", verdict_path))}
         if names["verdict"] not in self.sealed:
@@ -132,7 +134,8 @@ class SealedShard:
             raise MergeRefused("unit_mismatch", f"{self.run_dir / names['packet']} is a packet of run "
                                                 f"{packet.run_id!r}, not of this shard ({self.meta.run_id})",
                                str(self.run_dir / names["packet"]))
-        return {name: self.sealed[name] for name in names.values()}
+        kept = snapshot_path(self.run_dir, unit_id).relative_to(self.run_dir).as_posix()
+        return {name: self.sealed[name] for name in (*names.values(), kept) if name in self.sealed}
 
     def _record(self, kind, name: str, unit_id: str):
         path = self.run_dir / name

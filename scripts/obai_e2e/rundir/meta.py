@@ -150,3 +150,19 @@ def baseline_of(run_dir: Path) -> Path | None:
     """The baseline recorded when ``run_dir`` was created, if it still exists."""
     recorded = load_run(run_dir).baseline_run
     return Path(recorded) if recorded and (Path(recorded) / "results.json").exists() else None
+
+
+def is_empty_dir(path: Path | None) -> bool:
+    """True for a directory with nothing in it: a CI cache or artifact that had nothing to restore."""
+    try:
+        return path is not None and Path(path).is_dir() and not any(Path(path).iterdir())
+    except OSError:
+        return False
+
+
+def chosen_baseline(run_dir: Path, given: Path | None) -> Path | None:
+    """The baseline a run is compared with: ``given`` (``--baseline``; an empty directory means none),
+    else the one recorded when the run was created."""
+    if given is not None:
+        return None if is_empty_dir(given) else Path(given)
+    return baseline_of(run_dir)

@@ -180,11 +180,13 @@ def serve(
 # --- background -----------------------------------------------------------------------------
 
 
-def _spawn(store_dir: Path, port: int, delay_ms: int | None) -> subprocess.Popen:
+def _spawn(store_dir: Path, port: int, delay_ms: int | None) -> tuple[subprocess.Popen, int]:
+    """The server in the background, and where its part of the log begins."""
     make_dir(store_dir)
     log_path = store_dir / LOG_FILE
     if log_path.exists() and log_path.stat().st_size > _LOG_ROTATE_BYTES:
         os.replace(log_path, log_path.with_name(LOG_FILE + ".1"))
+    offset = log_path.stat().st_size if log_path.exists() else 0
     cmd = [sys.executable, "-m", "obai_e2e", "traces", "serve", "--store-dir", str(store_dir), "--port", str(port)]
     if delay_ms is not None:
         cmd += ["--visibility-delay-ms", str(delay_ms)]
@@ -192,7 +194,7 @@ def _spawn(store_dir: Path, port: int, delay_ms: int | None) -> subprocess.Popen
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_PACKAGE_PARENT), env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     with open(log_path, "ab") as log:
-        return subprocess.Popen(
+        child = subprocess.Popen(
             cmd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,  # the serving state (with its token) is in store.json, not in the log
@@ -201,14 +203,19 @@ def _spawn(store_dir: Path, port: int, delay_ms: int | None) -> subprocess.Popen
             env=env,
             start_new_session=True,
         )
+    return child, offset
 
 
-def _log_tail(store_dir: Path, lines: int = 8) -> str:
+def _log_tail(store_dir: Path, lines: int = 8, since: int = 0) -> str:
+    """The last lines this start wrote to the log (from byte ``since``), without the command's name."""
     try:
-        text = (store_dir / LOG_FILE).read_text(encoding="utf-8", errors="replace")
+        with open(store_dir / LOG_FILE, "rb") as fh:
+            fh.seek(since)
+            text = fh.read().decode("utf-8", errors="replace")
     except OSError:
         return ""
-    return " | ".join(line for line in text.strip().splitlines()[-lines:] if line.strip())
+    kept = [line.removeprefix("obai-e2e: ") for line in text.strip().splitlines()[-lines:] if line.strip()]
+    return " | ".join(kept)
 
 
 def ensure_running(
@@ -242,7 +249,7 @@ def ensure_running(
 
 
 def _start(store_dir: Path, port: int | None, visibility_delay_ms: int | None, timeout_s: float) -> StoreInfo:
-    child = _spawn(store_dir, port or 0, visibility_delay_ms)
+    child, log_start = _spawn(store_dir, port or 0, visibility_delay_ms)
     deadline = time.monotonic() + timeout_s
     while True:
         state = read_state(store_dir)
@@ -253,15 +260,13 @@ def _start(store_dir: Path, port: int | None, visibility_delay_ms: int | None, t
             return info_from_state(state, already_running=not mine)
         code = child.poll()
         if code is not None:
-            raise StoreError(
-                f"the trace store did not start (exit code {code}): {_log_tail(store_dir) or 'no output'}; "
-                f"full log: {store_dir / LOG_FILE}"
-            )
+            said = _log_tail(store_dir, since=log_start) or "no output"
+            raise StoreError(f"the trace store did not start (exit code {code}): {said}; full log: {store_dir / LOG_FILE}")
         if time.monotonic() > deadline:
             terminate(child.pid, 2)
             raise StoreError(
                 f"the trace store did not answer within {timeout_s:.0f} s: "
-                f"{_log_tail(store_dir) or 'no output'}; full log: {store_dir / LOG_FILE}"
+                f"{_log_tail(store_dir, since=log_start) or 'no output'}; full log: {store_dir / LOG_FILE}"
             )
         time.sleep(0.05)
 

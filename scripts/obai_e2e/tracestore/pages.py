@@ -1,7 +1,8 @@
 """Read-only HTML pages of the store: recent traces, and one trace with its span tree.
 
 Enters: public trace and span dicts from :mod:`db`. Leaves: complete HTML documents as
-UTF-8 bytes, and the response headers they must be served with.
+UTF-8 bytes, and the response headers they must be served with. A trace's page is the view
+a run's own trace pages have (:mod:`trace_view`), with its own style and policy.
 
 The pages are inert: every value is HTML-escaped, there is no script, the only style is
 one inline sheet allowed by its hash, and the Content-Security-Policy (``default-src
@@ -12,11 +13,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 from html import escape
-from typing import Any, Iterable
+from typing import Any
 
-MAX_VALUE_CHARS = 20_000
+from . import trace_view
+
+QUERY_CHARS = 120
 
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:1.5rem;color:#1d1d1f;background:#fff}
@@ -47,6 +49,7 @@ HEADERS = {
     "Cross-Origin-Resource-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
+TRACE_HEADERS = {**HEADERS, "Content-Security-Policy": f"{trace_view.CSP}; frame-ancestors 'none'"}
 
 
 def _e(value: Any) -> str:
@@ -61,22 +64,6 @@ def _document(title: str, body: str) -> bytes:
     ).encode("utf-8")
 
 
-def _value(value: Any) -> str:
-    """A JSON value as escaped, size-capped preformatted text."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2)
-    note = ""
-    if len(text) > MAX_VALUE_CHARS:
-        note = (f"<p class=\"muted\">showing the first {MAX_VALUE_CHARS:,} of {len(text):,} characters; "
-                f"the API returns the whole value</p>")
-        text = text[:MAX_VALUE_CHARS]
-    return f"<pre>{_e(text)}</pre>{note}"
-
-
-def _facts(pairs: Iterable[tuple[str, Any]]) -> str:
-    rows = "".join(f"<dt>{_e(k)}</dt><dd>{v}</dd>" for k, v in pairs if v not in (None, ""))
-    return f"<dl class=\"facts\">{rows}</dl>" if rows else ""
-
-
 def _duration(item: dict) -> str:
     ms = item.get("duration")
     return "" if ms is None else f"{ms / 1000:.3f} s" if ms >= 1000 else f"{ms:.1f} ms"
@@ -86,121 +73,21 @@ def _tags(tags: Any) -> str:
     return "".join(f"<span class=\"tag\">{_e(tag)}</span>" for tag in tags or [])
 
 
-def _scores(scores: Any) -> str:
-    if not scores:
+def _query(trace: dict) -> str:
+    """What the trace was asked: its input's ``query`` (or its first text value), on one line."""
+    value = trace.get("input")
+    if isinstance(value, dict):
+        value = value.get("query") if isinstance(value.get("query"), str) else next(
+            (v for v in value.values() if isinstance(v, str)), None)
+    if not isinstance(value, str):
         return ""
-    rows = "".join(
-        f"<tr><td>{_e(s.get('name'))}</td><td>{_e(s.get('value'))}</td><td>{_e(s.get('category_name'))}</td>"
-        f"<td>{_e(s.get('reason'))}</td><td>{_e(s.get('source'))}</td></tr>" for s in scores
-    )
-    return ("<table><thead><tr><th>score</th><th>value</th><th>category</th><th>reason</th><th>source</th></tr>"
-            f"</thead><tbody>{rows}</tbody></table>")
-
-
-def _error(info: Any) -> str:
-    if not isinstance(info, dict):
-        return ""
-    head = f"<span class=\"err\">{_e(info.get('exception_type'))}</span> {_e(info.get('message'))}"
-    return head + _value(info.get("traceback") or "")
-
-
-def _sections(item: dict) -> str:
-    parts = []
-    for name in ("input", "output", "metadata"):
-        if item.get(name) is not None:
-            parts.append(f"<details open><summary>{name}</summary>{_value(item[name])}</details>")
-    if item.get("error_info"):
-        parts.append(f"<details open><summary class=\"err\">error</summary>{_error(item['error_info'])}</details>")
-    if item.get("feedback_scores"):
-        parts.append(f"<details open><summary>feedback scores</summary>{_scores(item['feedback_scores'])}</details>")
-    return "".join(parts)
-
-
-def _span_open(span: dict) -> str:
-    error = " <span class=\"err\">error</span>" if span.get("error_info") else ""
-    facts = _facts([
-        ("id", f"<code>{_e(span.get('id'))}</code>"),
-        ("start", _e(span.get("start_time"))),
-        ("end", _e(span.get("end_time")) or "<span class=\"muted\">open</span>"),
-        ("model", _e(span.get("model"))),
-        ("provider", _e(span.get("provider"))),
-        ("usage", _e(json.dumps(span["usage"], sort_keys=True)) if span.get("usage") else None),
-        ("tags", _tags(span.get("tags"))),
-    ])
-    return (
-        f"<li><details open><summary><strong>{_e(span.get('name'))}</strong>"
-        f"<span class=\"type\">{_e(span.get('type'))}</span><span class=\"muted\">{_duration(span)}</span>{error}"
-        f"</summary><div class=\"span-body\">{facts}{_sections(span)}</div>"
-    )
-
-
-_CLOSE_SPAN = "</details></li>"
-_CLOSE_LIST = "</ul>"
-
-
-def span_tree(spans: list[dict]) -> str:
-    """Spans nested under their parents; orphans and spans in parent cycles are shown at the top."""
-    by_id = {span["id"]: span for span in spans}
-    children: dict[str, list[dict]] = {}
-    roots: list[dict] = []
-    for span in spans:
-        parent = span.get("parent_span_id")
-        if parent and parent in by_id and parent != span["id"]:
-            children.setdefault(parent, []).append(span)
-        else:
-            roots.append(span)
-    out = ["<ul class=\"tree top\">"]
-    seen: set[str] = set()
-    for top in [*roots, *spans]:  # every span not reached from a root becomes a root itself
-        if top["id"] in seen:
-            continue
-        stack: list[Any] = [top]
-        while stack:
-            item = stack.pop()
-            if isinstance(item, str):
-                out.append(item)
-                continue
-            if item["id"] in seen:
-                continue
-            seen.add(item["id"])
-            out.append(_span_open(item))
-            stack.append(_CLOSE_SPAN)
-            kids = [kid for kid in children.get(item["id"], []) if kid["id"] not in seen]
-            if kids:
-                out.append("<ul class=\"tree\">")
-                stack.append(_CLOSE_LIST)
-                stack.extend(reversed(kids))
-    out.append("</ul>")
-    return "".join(out)
+    text = " ".join(value.split())
+    return text if len(text) <= QUERY_CHARS else text[:QUERY_CHARS] + " …"
 
 
 def trace_page(trace: dict, spans: list[dict], total_spans: int) -> bytes:
-    error = " <span class=\"err\">error</span>" if trace.get("error_info") else ""
-    facts = _facts([
-        ("trace id", f"<code>{_e(trace.get('id'))}</code>"),
-        ("project", _e(trace.get("project_name") or trace.get("project_id"))),
-        ("thread", _e(trace.get("thread_id"))),
-        ("start", _e(trace.get("start_time"))),
-        ("end", _e(trace.get("end_time")) or "<span class=\"muted\">open</span>"),
-        ("duration", _duration(trace)),
-        ("tags", _tags(trace.get("tags"))),
-        ("providers", _e(", ".join(trace.get("providers") or []))),
-        ("usage", _e(json.dumps(trace["usage"], sort_keys=True)) if trace.get("usage") else None),
-        ("cost", _e(trace.get("total_estimated_cost"))),
-    ])
-    shown = len(spans)
-    count = f"{total_spans} span{'s' if total_spans != 1 else ''}"
-    if shown < total_spans:
-        count += f" (showing the first {shown} by start time)"
-    span_scores = ""
-    if trace.get("span_feedback_scores"):
-        span_scores = f"<h2>span scores (mean by name)</h2>{_scores(trace['span_feedback_scores'])}"
-    tree = span_tree(spans) if spans else "<p class=\"muted\">no spans</p>"
-    body = (
-        f"<p><a href=\"/traces\">recent traces</a></p><h1>{_e(trace.get('name') or '(unnamed trace)')}{error}</h1>"
-        f"{facts}{_sections(trace)}{span_scores}<h2>spans: {_e(count)}</h2>{tree}"
-    )
-    return _document(f"trace {trace.get('name') or trace.get('id')} - obai trace store", body)
+    """The trace in the view a run's own trace pages have (trace_view.py); served with ``TRACE_HEADERS``."""
+    return trace_view.trace_page(trace, spans, total_spans=total_spans, back=("/traces", "← recent traces"))
 
 
 def index_page(traces: list[dict], data_dir: str, older_than: str | None) -> bytes:
@@ -211,11 +98,13 @@ def index_page(traces: list[dict], data_dir: str, older_than: str | None) -> byt
         rows.append(
             f"<tr><td>{_e(t.get('start_time'))}</td><td>{_e(t.get('project_name'))}</td>"
             f"<td><a href=\"/traces/{_e(t['id'])}\">{_e(t.get('name') or '(unnamed)')}</a> {error}</td>"
+            f"<td>{_e(_query(t))}</td><td>{_e(t.get('thread_id'))}</td>"
             f"<td>{_duration(t)}</td><td>{_e(t.get('span_count'))}</td><td>{_tags(t.get('tags'))}</td>"
             f"<td>{_e(scores)}</td></tr>"
         )
     table = (
-        "<table><thead><tr><th>start (UTC)</th><th>project</th><th>trace</th><th>duration</th><th>spans</th>"
+        "<table><thead><tr><th>start (UTC)</th><th>project</th><th>trace</th><th>query</th>"
+        "<th title=\"a harness run's session names the run and the unit\">thread</th><th>duration</th><th>spans</th>"
         f"<th>tags</th><th>scores</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
         if rows else "<p class=\"muted\">no traces stored yet</p>"
     )

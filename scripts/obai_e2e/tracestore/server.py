@@ -273,7 +273,7 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
     def _trace_page(self, raw_id: str) -> None:
         trace_id = parse_uuid(raw_id, "trace id")
         trace, spans, total = self.server.store.trace_with_spans(trace_id, PAGE_MAX_SPANS)
-        self._send(200, pages.trace_page(trace, spans, total), pages.CONTENT_TYPE, pages.HEADERS)
+        self._send(200, pages.trace_page(trace, spans, total), pages.CONTENT_TYPE, pages.TRACE_HEADERS)
 
 
 def make_server(store: Store, host: str, port: int, max_body_bytes: int, info: dict, *, token: str) -> StoreServer:

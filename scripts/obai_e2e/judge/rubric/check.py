@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from ...config.cases import Case
 from ...config.target import TargetConfig
+from ...drive import turn_failure
 from ...drive.packet_record import Packet
 from ...drive.turn import TurnResult
 from . import adversarial, answer, routing, specialist, ui
@@ -115,16 +116,16 @@ def crashed(turn: TurnResult) -> str | None:
     return f"the target was killed by {name} (exit {code})"
 
 
-def _infra(packet: Packet, case: Case) -> dict | None:
+def _infra(packet: Packet, case: Case, config: TargetConfig) -> dict | None:
     if packet.harness.error:
         return {"reason": "harness_error", "message": packet.harness.error}
     trace = packet.trace
     ui_obs = packet.ui
     if ui_obs is not None and trace.status != "resolved":
-        # Without a trace nothing can be judged; an outage is named as such (UI categories unbewertbar).
+        # Without a trace nothing can be judged; an outage is named as such (UI categories not assessable).
         if ui_obs.outage:
             return {"reason": "ui_outage", "message": f"{ui_obs.outage_reason or 'the UI or its backend is down'} "
-                                                      f"(an upstream outage: unbewertbar, never loss)"}
+                                                      f"(an upstream outage: not assessable, never loss)"}
         if ui_obs.state == "timeout":
             return {"reason": "ui_timeout", "message": "the answer never finished on the page"}
         if ui_obs.state == "not_loaded":
@@ -136,6 +137,9 @@ def _infra(packet: Packet, case: Case) -> dict | None:
         if crash:
             return {"reason": "target_crashed",
                     "message": f"{crash} and left no trace ({trace.status}: {trace.message or ''})"}
+        ok_exit = config.target.refusal_exit_code if case.expect_rejection else 0
+        if trace.status == "trace_not_found" and turn_failure.failed(packet.turn, ok_exit):
+            return {"reason": "target_failed", "message": turn_failure.describe(packet.turn)}
         return {"reason": trace.status or "harness_error", "message": trace.message}
     if case.expect_async_job:
         failed = packet.async_job.failed_followup if packet.async_job else None
@@ -201,7 +205,7 @@ def check_packet(packet: Packet, case: Case, config: TargetConfig) -> CheckResul
     unit_id = packet.unit_id or case.id
     expected = expected_text(case)
     observed = observed_text(packet)
-    infra = _infra(packet, case)
+    infra = _infra(packet, case, config)
     if infra:
         return CheckResult(unit_id, case.id, INCONCLUSIVE_V, [infra["reason"]], expected=expected,
                            observed=observed, judgment=f"{infra['reason']}: {infra['message']}".strip(": "),
@@ -222,7 +226,7 @@ def check_packet(packet: Packet, case: Case, config: TargetConfig) -> CheckResul
         applied = sum(1 for o in outcomes if o.status not in ("skipped", NEEDS_JUDGMENT))
         judgment = f"All {applied} applicable rules passed."
     if packet.ui is not None and packet.ui.outage:
-        judgment += (f" The UI rules were not scored (unbewertbar, never loss): upstream outage, "
+        judgment += (f" The UI rules were not scored (not assessable, never loss): upstream outage, "
                      f"{packet.ui.outage_reason or 'the UI or its backend was down'}.")
     return CheckResult(unit_id, case.id, verdict, reasons, outcomes, questions_for(outcomes),
                        expected, observed, judgment)

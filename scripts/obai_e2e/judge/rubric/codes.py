@@ -56,6 +56,7 @@ INFRA_REASONS = (
     "trace_incomplete",
     "harness_error",
     "target_crashed",
+    "target_failed",
     "ui_outage",
     "ui_timeout",
 )
@@ -155,8 +156,8 @@ def explain(code) -> str | None:
         return f"{code!r} contains white space; codes have none (a space in a name is written %20)"
     family, dot, rest = code.partition(".")
     if not dot or family not in _FIXED:
-        return (f"{code!r} starts with {family!r}: a code starts with one of "
-                f"{', '.join(f + '.' for f in _FIXED)} (or is an infrastructure reason: {', '.join(INFRA_REASONS)})")
+        return (f"{code!r} starts with {family!r}: codes start with "
+                f"{', '.join(f + '.' for f in _FIXED)} (else an infrastructure reason: {', '.join(INFRA_REASONS)})")
     known = ", ".join(f"{family}.{r}" for r in _FIXED[family])
     if family == "trace":
         if not rest.startswith("error_span:"):

@@ -3,7 +3,7 @@
 ui.answer_not_rendered, ui.raw_markup and ui.error_banner (hard), ui.slow_first_token and
 ui.slow_done (soft, against the latency budget of target.yaml). A unit on the cli channel
 has none of these rules. During an upstream outage every rule is skipped: its categories
-are then unbewertbar, never loss.
+are then not assessable, never loss.
 """
 from __future__ import annotations
 

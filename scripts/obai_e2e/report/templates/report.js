@@ -1,7 +1,9 @@
-// Unit cards for report.html, built from the embedded JSON block.
-// Every value is untrusted: nodes are made with createElement and filled with
-// textContent only; no HTML is ever parsed from data. The only links built from data are
-// trace pages, and only with an http(s) URL.
+// The units of report.html, built from the embedded JSON block: a compact table (one row per
+// unit, its card on demand) or cards; the repeats of a case grouped under one row with their
+// pass rate; an anchor per unit (#unit-<id>) that opens it wherever it is.
+// Every value is untrusted: nodes are made with createElement and filled with textContent
+// only; no HTML is ever parsed from data. Links built from data go to the run's own trace
+// pages (traces/<file>.html) or, for a trace backend's page, to an http(s) URL.
 (function () {
   "use strict";
   var source = document.getElementById("report-data");
@@ -11,8 +13,9 @@
   var pageSize = data.page_size;
   var VERDICTS = ["pass", "fail", "needs_review", "inconclusive", "not_judged"];
   var RANK = {fail: 0, inconclusive: 1, needs_review: 2, not_judged: 3, pass: 4};
+  var PAGE_PATH = /^traces\/[A-Za-z0-9._:-]+\.html$/;
 
-  var cards = document.getElementById("cards");
+  var list = document.getElementById("units");
   var shown = document.getElementById("shown");
   var pageInfo = document.getElementById("page-info");
   var prev = document.getElementById("prev");
@@ -21,18 +24,31 @@
   var search = document.getElementById("f-search");
   var sortSel = document.getElementById("f-sort");
   var boxes = Array.prototype.slice.call(document.querySelectorAll("input[name=verdict]"));
+  var viewButtons = Array.prototype.slice.call(document.querySelectorAll("button[data-view]"));
 
-  var state = {page: 0};
+  var state = {page: 0, view: "table", openGroups: {}, openUnits: {}, marked: null, scroll: false};
   var haystacks = new Array(units.length);
-  var runOrder = units.map(function (_, i) { return i; });
-  var problemOrder = runOrder.slice().sort(function (a, b) {
-    var d = rank(units[a].verdict) - rank(units[b].verdict);
-    return d !== 0 ? d : a - b;
+  var byId = {};
+  units.forEach(function (u, i) { byId[u.id] = i; });
+
+  // Groups: the units of one case on one channel (its repeats), in run order.
+  var groups = [];
+  var groupOf = {};
+  units.forEach(function (u, i) {
+    var key = u.group || u.id;
+    if (!Object.prototype.hasOwnProperty.call(groupOf, key)) {
+      groupOf[key] = groups.length;
+      groups.push({key: key, members: []});
+    }
+    groups[groupOf[key]].members.push(i);
   });
 
   function rank(v) { return Object.prototype.hasOwnProperty.call(RANK, v) ? RANK[v] : 5; }
   function verdictClass(v) { return VERDICTS.indexOf(v) >= 0 ? "v-" + v : "v-unknown"; }
   function verdictLabel(v) { return Object.prototype.hasOwnProperty.call(labels, v) ? labels[v] : String(v); }
+  function worst(members) {
+    return members.reduce(function (best, i) { return Math.min(best, rank(units[i].verdict)); }, 9);
+  }
 
   function el(tag, cls, text) {
     var node = document.createElement(tag);
@@ -47,20 +63,36 @@
     dl.appendChild(el("dd", null, value));
   }
 
-  function traceLinks(dl, u) {
-    var links = (u.trace_links || []).filter(function (p) { return /^https?:\/\//.test(p[1]); });
-    if (!links.length) return;
-    dl.appendChild(el("dt", null, links.length > 1 ? "trace pages" : "trace page"));
-    var dd = el("dd");
-    links.forEach(function (p, i) {
-      if (i) dd.appendChild(document.createTextNode(" → "));
-      var a = el("a", "trace-link", p[0]);
+  function anchor(u, text) {
+    var a = el("a", "uid", text === undefined ? u.id : text);
+    a.setAttribute("href", "#unit-" + encodeURIComponent(u.id));
+    a.title = "link to this unit";
+    return a;
+  }
+
+  // The run's own trace pages first (they live with the run); a trace backend's page second.
+  function traceLinks(u, compact) {
+    var box = el("span", "trace-links");
+    (u.trace_pages || []).forEach(function (p, i) {
+      if (!PAGE_PATH.test(p[1])) return;
+      if (i) box.appendChild(document.createTextNode(" → "));
+      var a = el("a", "trace-link", compact ? (i ? "follow-up" : "trace") : p[0]);
       a.setAttribute("href", p[1]);
-      a.target = "_blank";
-      a.rel = "noopener noreferrer";
-      dd.appendChild(a);
+      a.title = "the trace of " + (i ? "the follow-up turn" : "the turn") + ": span tree, timing, inputs and outputs";
+      box.appendChild(a);
     });
-    dl.appendChild(dd);
+    if (!compact) {
+      (u.trace_links || []).forEach(function (p) {
+        if (!/^https?:\/\//.test(p[1])) return;
+        box.appendChild(document.createTextNode(box.childNodes.length ? " · " : ""));
+        var a = el("a", "trace-link ext", "in the trace backend: " + p[0]);
+        a.setAttribute("href", p[1]);
+        a.target = "_blank";
+        a.rel = "noopener noreferrer";
+        box.appendChild(a);
+      });
+    }
+    return box;
   }
 
   function haystack(i) {
@@ -76,8 +108,12 @@
 
   function traceBody(u, body) {
     if (u.answer) {
-      body.appendChild(el("div", "sect", "Final answer"));
+      body.appendChild(el("div", "sect", u.async ? "First answer" : "Final answer"));
       body.appendChild(el("pre", "answer", u.answer));
+    }
+    if (u.followup_answer) {
+      body.appendChild(el("div", "sect", "Follow-up answer (the job's result)"));
+      body.appendChild(el("pre", "answer followup", u.followup_answer));
     }
     if (u.trace) {
       body.appendChild(el("div", "sect", u.async ? "Curated trace (initial turn)" : "Curated trace"));
@@ -95,7 +131,7 @@
   function outcomesBlock(u) {
     var box = el("div", "outcomes");
     box.appendChild(el("div", "sect", "Rule outcomes that tripped"));
-    var list = el("ul");
+    var ul = el("ul");
     u.outcomes.forEach(function (o) {
       var li = el("li");
       li.appendChild(el("code", null, o.code || o.rule));
@@ -110,20 +146,21 @@
         });
         li.appendChild(evs);
       }
-      list.appendChild(li);
+      ul.appendChild(li);
     });
-    box.appendChild(list);
+    box.appendChild(ul);
     return box;
   }
 
-  function card(u) {
+  function card(u, withId) {
     var art = el("article", "unit " + verdictClass(u.verdict));
+    if (withId) art.id = "unit-" + u.id;
     art.setAttribute("data-unit", u.id);
     art.setAttribute("data-verdict", u.verdict);
     art.setAttribute("data-feature", u.feature);
 
     var head = el("header");
-    head.appendChild(el("span", "uid", u.id));
+    head.appendChild(anchor(u));
     head.appendChild(el("span", "badge verdict " + verdictClass(u.verdict), verdictLabel(u.verdict)));
     head.appendChild(el("span", "feat", u.feature));
     if (u.smoke) head.appendChild(el("span", "tag", "smoke"));
@@ -147,8 +184,15 @@
     }
 
     var facts = el("dl", "kv facts");
-    kv(facts, u.async ? "traces (initial → follow-up)" : "trace", u.traces);
-    traceLinks(facts, u);
+    var traceLabel = u.async ? "traces (initial → follow-up)" : "trace";
+    if ((u.trace_pages || []).length || (u.trace_links || []).length) {
+      facts.appendChild(el("dt", null, traceLabel));
+      var dd = el("dd");
+      dd.appendChild(traceLinks(u, false));
+      facts.appendChild(dd);
+    } else {
+      kv(facts, traceLabel, u.traces);
+    }
     kv(facts, u.async ? "latency (initial ms + wait s + follow-up ms)" : "latency (ms)", u.latency);
     kv(facts, "exit code", u.exit_code === null || u.exit_code === undefined ? "—" : String(u.exit_code) +
        (u.timed_out ? " (timed out)" : ""));
@@ -170,8 +214,7 @@
     }
 
     var det = el("details", "trace");
-    var summary = el("summary", null, u.async ? "Curated traces and answer" : "Curated trace and answer");
-    det.appendChild(summary);
+    det.appendChild(el("summary", null, u.async ? "Answers and curated traces" : "Answer and curated trace"));
     var body = el("div", "trace-body");
     det.appendChild(body);
     det.addEventListener("toggle", function () {
@@ -181,39 +224,244 @@
     return art;
   }
 
-  function selected() {
+  function passRate(members) {
+    var judged = members.filter(function (i) { return ["inconclusive", "not_judged"].indexOf(units[i].verdict) < 0; });
+    var passed = judged.filter(function (i) { return units[i].verdict === "pass"; }).length;
+    if (!judged.length) return "no judged repeat";
+    return passed + " of " + judged.length + " pass (" + Math.round(100 * passed / judged.length) + " %)";
+  }
+
+  function groupVerdict(members) {
+    var w = worst(members);
+    return VERDICTS.filter(function (v) { return rank(v) === w; })[0] || "not_judged";
+  }
+
+  // --- the table view ------------------------------------------------------------------
+
+  function queryCell(text) {
+    var td = el("td", "c-query");
+    var clamp = el("div", "clamp", text);
+    clamp.title = text;
+    td.appendChild(clamp);
+    return td;
+  }
+
+  function unitRow(u, member) {
+    var tr = el("tr", "urow " + verdictClass(u.verdict) + (member ? " member" : ""));
+    tr.id = "unit-" + u.id;
+    tr.setAttribute("data-unit", u.id);
+    var id = el("td", "c-id");
+    id.appendChild(anchor(u));
+    tr.appendChild(id);
+    var v = el("td", "c-verdict");
+    v.appendChild(el("span", "badge verdict " + verdictClass(u.verdict), verdictLabel(u.verdict)));
+    tr.appendChild(v);
+    tr.appendChild(el("td", "c-feat", u.feature));
+    var codes = el("td", "c-codes");
+    u.reasons.forEach(function (r) { codes.appendChild(el("code", "code", r)); });
+    tr.appendChild(codes);
+    tr.appendChild(queryCell(u.query));
+    tr.appendChild(el("td", "c-lat", u.latency));
+    var t = el("td", "c-trace");
+    t.appendChild(traceLinks(u, true));
+    tr.appendChild(t);
+    tr.addEventListener("click", function (ev) {
+      if (ev.target.closest && ev.target.closest("a")) return;
+      state.openUnits[u.id] = !state.openUnits[u.id];
+      render();
+    });
+    return tr;
+  }
+
+  function detailRow(u) {
+    var tr = el("tr", "detail");
+    var td = el("td");
+    td.colSpan = 7;
+    td.appendChild(card(u, false));
+    tr.appendChild(td);
+    return tr;
+  }
+
+  function groupRow(g, hits) {
+    var first = units[g.members[0]];
+    var open = !!state.openGroups[g.key];
+    var verdict = groupVerdict(g.members);
+    var tr = el("tr", "grow " + verdictClass(verdict));
+    tr.setAttribute("data-group", g.key);
+    var id = el("td", "c-id");
+    var toggle = el("button", "expander", (open ? "▾ " : "▸ ") + first.case + " ×" + g.members.length);
+    toggle.type = "button";
+    toggle.setAttribute("aria-expanded", open ? "true" : "false");
+    id.appendChild(toggle);
+    tr.appendChild(id);
+    var v = el("td", "c-verdict");
+    v.appendChild(el("span", "badge verdict " + verdictClass(verdict), passRate(g.members)));
+    tr.appendChild(v);
+    tr.appendChild(el("td", "c-feat", first.feature));
+    var codes = el("td", "c-codes");
+    var seen = {};
+    g.members.forEach(function (i) {
+      units[i].reasons.forEach(function (r) {
+        if (!seen[r]) { seen[r] = true; codes.appendChild(el("code", "code", r)); }
+      });
+    });
+    tr.appendChild(codes);
+    tr.appendChild(queryCell(first.query));
+    tr.appendChild(el("td", "c-lat", hits.length < g.members.length ? hits.length + " match" : ""));
+    tr.appendChild(el("td", "c-trace"));
+    tr.addEventListener("click", function (ev) {
+      if (ev.target.closest && ev.target.closest("a")) return;
+      state.openGroups[g.key] = !open;
+      render();
+    });
+    return tr;
+  }
+
+  function tableView(items) {
+    var table = el("table", "units-table");
+    var head = el("thead");
+    var hr = el("tr");
+    ["unit", "verdict", "feature", "codes", "query", "latency", "trace"].forEach(function (h, i) {
+      hr.appendChild(el("th", ["c-id", "c-verdict", "c-feat", "c-codes", "c-query", "c-lat", "c-trace"][i], h));
+    });
+    head.appendChild(hr);
+    table.appendChild(head);
+    var body = el("tbody");
+    items.forEach(function (item) {
+      var g = item.group;
+      var single = g.members.length === 1;
+      if (!single) body.appendChild(groupRow(g, item.hits));
+      if (single || state.openGroups[g.key]) {
+        g.members.forEach(function (i) {
+          var u = units[i];
+          body.appendChild(unitRow(u, !single));
+          if (state.openUnits[u.id]) body.appendChild(detailRow(u));
+        });
+      }
+    });
+    table.appendChild(body);
+    return table;
+  }
+
+  // --- the cards view ------------------------------------------------------------------
+
+  function cardsView(items) {
+    var frag = document.createDocumentFragment();
+    items.forEach(function (item) {
+      var g = item.group;
+      if (g.members.length === 1) {
+        frag.appendChild(card(units[g.members[0]], true));
+        return;
+      }
+      var first = units[g.members[0]];
+      var det = el("details", "group " + verdictClass(groupVerdict(g.members)));
+      det.setAttribute("data-group", g.key);
+      if (state.openGroups[g.key]) det.open = true;
+      var sum = el("summary");
+      sum.appendChild(el("strong", null, first.case));
+      sum.appendChild(document.createTextNode(" · " + g.members.length + " repeats · " + passRate(g.members)));
+      det.appendChild(sum);
+      // The repeats' cards are made when the group is first opened.
+      function fill() {
+        if (det.open && det.childNodes.length === 1) g.members.forEach(function (i) { det.appendChild(card(units[i], true)); });
+      }
+      det.addEventListener("toggle", function () { state.openGroups[g.key] = det.open; fill(); });
+      fill();
+      frag.appendChild(det);
+    });
+    return frag;
+  }
+
+  // --- filters, order, pages -----------------------------------------------------------
+
+  function matches(i, verdicts, feature, q) {
+    var u = units[i];
+    if (!verdicts[u.verdict]) return false;
+    if (feature && u.feature !== feature) return false;
+    if (q && haystack(i).indexOf(q) < 0) return false;
+    return true;
+  }
+
+  function checkedVerdicts() {
     var verdicts = {};
     boxes.forEach(function (b) { if (b.checked) verdicts[b.value] = true; });
+    return verdicts;
+  }
+
+  function selected() {
+    var verdicts = checkedVerdicts();
     var feature = featureSel.value;
     var q = search.value.trim().toLowerCase();
-    var order = sortSel.value === "run" ? runOrder : problemOrder;
-    return order.filter(function (i) {
-      var u = units[i];
-      if (!verdicts[u.verdict]) return false;
-      if (feature && u.feature !== feature) return false;
-      if (q && haystack(i).indexOf(q) < 0) return false;
-      return true;
+    var items = [];
+    groups.forEach(function (g, gi) {
+      var hits = g.members.filter(function (i) { return matches(i, verdicts, feature, q); });
+      if (hits.length) items.push({group: g, hits: hits, order: gi, rank: worst(hits)});
     });
+    if (sortSel.value !== "run") {
+      items.sort(function (a, b) { return a.rank - b.rank || a.order - b.order; });
+    }
+    return items;
   }
 
   function render() {
-    var hits = selected();
-    var pages = Math.max(1, Math.ceil(hits.length / pageSize));
+    var items = selected();
+    var pages = Math.max(1, Math.ceil(items.length / pageSize));
     if (state.page >= pages) state.page = pages - 1;
     var start = state.page * pageSize;
-    var slice = hits.slice(start, start + pageSize);
-    while (cards.firstChild) cards.removeChild(cards.firstChild);
-    var frag = document.createDocumentFragment();
-    slice.forEach(function (i) { frag.appendChild(card(units[i])); });
-    if (!slice.length) frag.appendChild(el("p", "empty", "No unit matches the filters."));
-    cards.appendChild(frag);
-    shown.textContent = hits.length
-      ? "Showing " + (start + 1) + "–" + (start + slice.length) + " of " + hits.length + " matching units (" +
-        units.length + " in the run)"
+    var slice = items.slice(start, start + pageSize);
+    while (list.firstChild) list.removeChild(list.firstChild);
+    list.className = "view-" + state.view;
+    if (!slice.length) {
+      list.appendChild(el("p", "empty", "No unit matches the filters."));
+    } else if (state.view === "cards") {
+      list.appendChild(cardsView(slice));
+    } else {
+      var wrap = el("div", "table-wrap");
+      wrap.appendChild(tableView(slice));
+      list.appendChild(wrap);
+    }
+    var count = items.reduce(function (n, it) { return n + it.hits.length; }, 0);
+    shown.textContent = items.length
+      ? "Showing " + (start + 1) + "–" + (start + slice.length) + " of " + items.length + " rows (" + count +
+        " matching units of " + units.length + " in the run)"
       : "0 of " + units.length + " units match";
     pageInfo.textContent = "page " + (state.page + 1) + " of " + pages;
     prev.disabled = state.page === 0;
     next.disabled = state.page >= pages - 1;
+    viewButtons.forEach(function (b) { b.setAttribute("aria-pressed", b.getAttribute("data-view") === state.view); });
+    var node = state.marked === null ? null : document.getElementById("unit-" + state.marked);
+    if (node) {
+      node.classList.add("target");
+      if (state.scroll) node.scrollIntoView({block: "start"});
+    }
+    state.scroll = false;
+  }
+
+  // Open the unit a link names (#unit-<id>): clear filters that hide it, go to its page, open
+  // its group and its card.
+  function openTarget() {
+    var hash = window.location.hash;
+    if (hash.indexOf("#unit-") !== 0) return;
+    var id;
+    try { id = decodeURIComponent(hash.slice(6)); } catch (e) { return; }
+    if (!Object.prototype.hasOwnProperty.call(byId, id)) return;
+    if (timer) clearTimeout(timer);  // a search still being typed would hide it again
+    var i = byId[id];
+    if (!matches(i, checkedVerdicts(), featureSel.value, search.value.trim().toLowerCase())) {
+      boxes.forEach(function (b) { b.checked = true; });
+      featureSel.value = "";
+      search.value = "";
+    }
+    var g = groups[groupOf[units[i].group || units[i].id]];
+    if (g.members.length > 1) state.openGroups[g.key] = true;
+    if (state.view === "table") state.openUnits[id] = true;
+    var items = selected();
+    var at = 0;
+    items.forEach(function (it, k) { if (it.group === g) at = k; });
+    state.page = Math.floor(at / pageSize);
+    state.marked = id;
+    state.scroll = true;
+    render();
   }
 
   function refilter() { state.page = 0; render(); }
@@ -226,8 +474,11 @@
   featureSel.addEventListener("change", refilter);
   sortSel.addEventListener("change", refilter);
   boxes.forEach(function (b) { b.addEventListener("change", refilter); });
-  prev.addEventListener("click", function () { if (state.page > 0) { state.page -= 1; render(); window.scrollTo(0, cards.offsetTop - 80); } });
-  next.addEventListener("click", function () { state.page += 1; render(); window.scrollTo(0, cards.offsetTop - 80); });
+  viewButtons.forEach(function (b) {
+    b.addEventListener("click", function () { state.view = b.getAttribute("data-view"); render(); });
+  });
+  prev.addEventListener("click", function () { if (state.page > 0) { state.page -= 1; render(); window.scrollTo(0, list.offsetTop - 80); } });
+  next.addEventListener("click", function () { state.page += 1; render(); window.scrollTo(0, list.offsetTop - 80); });
   Array.prototype.forEach.call(document.querySelectorAll("button.stat"), function (btn) {
     btn.addEventListener("click", function () {
       var only = btn.getAttribute("data-verdict");
@@ -235,5 +486,7 @@
       refilter();
     });
   });
+  window.addEventListener("hashchange", openTarget);
   render();
+  openTarget();
 })();

@@ -1,0 +1,84 @@
+"""A unit's traces as the backend held them: ``<run_dir>/traces/<unit>.json``, kept with the run.
+
+Enters: each resolved turn's trace and spans, as ``trace/resolve.fetch`` read them (redacted
+and, for korpus cases, pseudonymised like the packet). Leaves: :class:`TraceSnapshot` per
+turn, which the finish step renders into the run's own trace pages, so that a report's
+trace links need no trace store: not after the store restarts, not in a CI artifact.
+
+Written before the packet (the packet is what makes a unit driven), replaced if the unit
+is driven again; long string values are cut with a visible marker to bound the file.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..base.errors import ConfigError
+from ..base.fsutil import atomic_write_text, dumps_json
+from ..base.record import Record
+from ..config.units import check_unit_id
+
+SNAPSHOT_DIR = "traces"
+VALUE_CHARS = 50_000
+MAX_SPANS = 5_000
+ROLES = ("initial", "followup")
+
+
+@dataclass
+class TraceSnapshot(Record):
+    """One turn's trace and its spans (``role``: initial or followup)."""
+
+    role: str
+    trace: dict[str, Any]
+    spans: list[dict[str, Any]] = field(default_factory=list)
+    complete: bool = True
+    total_spans: int = 0
+
+
+def snapshot_path(run_dir: Path, unit_id: str) -> Path:
+    return Path(run_dir) / SNAPSHOT_DIR / f"{check_unit_id(unit_id)}.json"
+
+
+def _cut(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > VALUE_CHARS:
+        return value[:VALUE_CHARS] + f" … [cut: {len(value) - VALUE_CHARS} more characters]"
+    if isinstance(value, dict):
+        return {k: _cut(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_cut(v) for v in value]
+    return value
+
+
+def snapshot(role: str, trace: dict, spans: list[dict], complete: bool) -> dict:
+    """The JSON form of one turn's snapshot, values cut and spans capped, ordered by start time."""
+    ordered = sorted(spans, key=lambda s: (str(s.get("start_time") or ""), str(s.get("id") or "")))
+    return TraceSnapshot(role=role, trace=_cut(trace), spans=_cut(ordered[:MAX_SPANS]), complete=complete,
+                         total_spans=len(spans)).to_json()
+
+
+def write_snapshots(run_dir: Path, unit_id: str, turns: list[dict]) -> Path | None:
+    """Write the unit's snapshots (their JSON forms, already redacted); None when there is none."""
+    if not turns:
+        return None
+    path = snapshot_path(run_dir, unit_id)
+    path.parent.mkdir(exist_ok=True)
+    atomic_write_text(path, dumps_json({"unit_id": unit_id, "turns": turns}))
+    return path
+
+
+def load_snapshots(run_dir: Path, unit_id: str) -> list[TraceSnapshot]:
+    """The unit's snapshots, initial turn first; [] when the unit has none."""
+    path = snapshot_path(run_dir, unit_id)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: not a readable trace snapshot ({exc})") from None
+    turns = data.get("turns") if isinstance(data, dict) else None
+    if not isinstance(turns, list):
+        raise ConfigError(f"{path}: field /turns: expected a list of the unit's traces")
+    out = [TraceSnapshot.from_json(t, source=f"{path}: turn {i}") for i, t in enumerate(turns)]
+    return sorted(out, key=lambda s: ROLES.index(s.role) if s.role in ROLES else len(ROLES))

@@ -1,0 +1,81 @@
+"""What makes a finished run exit non-zero (``--fail-on``), and the sentence that says why.
+
+Enters: the outcome of a finished run (summary, what changed since the baseline, the loss
+layer's findings) and the chosen criteria. Leaves: the exit code and one line for people.
+
+A criterion that compares with a baseline cannot let a failure through for want of one:
+without a baseline every failed unit counts as new (``new_fail``), and with no comparison
+by the loss layer a failed unit fails the run (``regression``). One part of a sharded run
+is compared with nothing; for ``new_fail`` and ``regression`` the merged run decides.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from ..base.errors import Exit
+
+FAIL_ON = ("fail", "new_fail", "regression")
+SHOWN_IDS = 5
+
+
+def parse(text: str) -> tuple[str, ...]:
+    """An argparse type: one or more criteria, comma-separated."""
+    chosen = tuple(dict.fromkeys(v.strip() for v in text.split(",") if v.strip()))
+    bad = [v for v in chosen if v not in FAIL_ON]
+    if bad or not chosen:
+        raise argparse.ArgumentTypeError(f"--fail-on {text!r}: choose from {', '.join(FAIL_ON)}")
+    return chosen
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The exit code a finished run ends with, and why (None when nothing needs saying)."""
+
+    code: int
+    why: str | None = None
+
+    def to_json(self) -> dict:
+        return {"exit_code": int(self.code), "why": self.why}
+
+
+def _ids(ids: list[str]) -> str:
+    shown = ", ".join(ids[:SHOWN_IDS])
+    return shown + (f", +{len(ids) - SHOWN_IDS} more" if len(ids) > SHOWN_IDS else "")
+
+
+def decide(out: dict, chosen: tuple[str, ...], *, shard: str | None = None) -> Decision:
+    """The exit code of a finished run under ``chosen`` (``shard``: "K/N" for one part of a run)."""
+    s = out["summary"]
+    fails = s.get("fail", 0)
+    if "fail" in chosen and fails:
+        return Decision(Exit.UNIT_FAILED, f"--fail-on fail: {fails} unit(s) failed")
+    deferred = [c for c in chosen if c != "fail"]
+    if shard is not None and deferred:
+        return Decision(Exit.OK, f"--fail-on {','.join(deferred)}: part {shard} is compared with nothing; "
+                                 f"merge-runs decides on the merged run (give it the same --fail-on)")
+    base = out.get("baseline_run_id")
+    if "new_fail" in chosen:
+        new = out.get("failing_not_before")  # None: a run finished before diffs existed
+        if base is None and fails:
+            listed = f" ({_ids(new)})" if new else ""
+            return Decision(Exit.UNIT_FAILED, f"--fail-on new_fail: no baseline to compare with, so every failed "
+                                              f"unit counts as new: {fails} failed{listed}")
+        if new:
+            return Decision(Exit.UNIT_FAILED, f"--fail-on new_fail: {len(new)} unit(s) fail that did not fail in "
+                                              f"{base}: {_ids(new)}")
+    if "regression" in chosen:
+        loss = out.get("loss") or {}
+        if loss.get("findings"):
+            return Decision(Exit.REGRESSION, f"--fail-on regression: the loss layer lists {loss['findings']} "
+                                             f"provable regression(s) (TOP-REGRESSIONS.md)")
+        if fails and not loss.get("baseline"):
+            return Decision(Exit.UNIT_FAILED, f"--fail-on regression: the loss layer made no comparison with a "
+                                              f"baseline, so a failed unit fails the run: {fails} failed")
+    if s.get("inconclusive"):
+        return Decision(Exit.INCONCLUSIVE, f"{s['inconclusive']} unit(s) inconclusive")
+    undecided = out.get("judges_left_undecided")
+    if undecided:
+        return Decision(Exit.INCONCLUSIVE, f"the judge panel decided {', '.join(undecided)} for none of the units "
+                                           f"it was asked about")
+    return Decision(Exit.OK)
