@@ -24,6 +24,7 @@ from obai_e2e.trace.resolve import (
     TurnKey,
     build_search,
     resolve,
+    time_bounds,
 )
 from recorded import config, packet, recordings, traces
 
@@ -171,7 +172,7 @@ def test_a_turn_without_a_trace_is_trace_not_found_after_polling():
 def test_a_trace_that_shows_up_late_is_found():
     search = StoredSearch(STORE, hidden_for=3)
     res = resolve(BACKEND, configured("tag"), key_of("clean", "MD1"), deadline_s=5, search=search)
-    assert res.status == RESOLVED and res.attempts == 4
+    assert res.status == RESOLVED and res.attempts == 4, (res, search.calls)
 
 
 @pytest.mark.parametrize("error", [
@@ -236,3 +237,50 @@ def test_a_trace_that_has_only_the_searched_fragment_of_a_quoted_query_is_not_a_
     assert len(search(build_search(configured("none"), key)[1])) == 2
     res = resolve(BACKEND, configured("none"), key, deadline_s=FAST, search=search)
     assert (res.status, res.trace_id) == (RESOLVED, mine["id"])
+
+
+# --- a project that does not exist yet (Opik: 404 "Project name: X not found") --------------------
+
+
+def _project_missing(project: str = "obai-demo") -> Exception:
+    from opik.rest_api.core.api_error import ApiError
+
+    return ApiError(status_code=404, body={"code": 404, "message": f"Project name: {project} not found"})
+
+
+def test_a_project_that_does_not_exist_yet_is_polled_until_the_trace_arrives():
+    missing = _project_missing()
+    search = StoredSearch(STORE, fail=lambda n: missing if n <= 3 else None)
+    res = resolve(BACKEND, configured("tag"), key_of("clean", "MD1"), deadline_s=5, search=search)
+    assert res.status == RESOLVED and res.attempts == 4
+    assert res.trace_id == packet("clean", "MD1").trace.trace_id
+
+
+def test_a_project_that_never_appears_is_trace_not_found_naming_it():
+    missing = _project_missing()
+    search = StoredSearch(STORE, fail=lambda n: missing)
+    res = resolve(BACKEND, configured("tag"), key_of("clean", "MD1"), deadline_s=FAST, search=search)
+    assert res.status == NOT_FOUND and len(search.calls) > 1
+    assert "project 'obai-demo' does not exist" in res.message and "trace_backend.project" in res.message
+
+
+def test_a_404_that_is_not_about_the_project_is_raised():
+    from opik.rest_api.core.api_error import ApiError
+
+    other = ApiError(status_code=404, body={"errors": ["no such endpoint: POST /api/v1/private/traces/search"]})
+    with pytest.raises(ApiError):
+        resolve(BACKEND, configured("tag"), key_of("clean", "MD1"), deadline_s=FAST,
+                search=StoredSearch(STORE, fail=lambda n: other))
+
+
+# --- the time bound of every search ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("group,unit", RESOLVED_TURNS, ids=lambda v: v)
+def test_every_recorded_trace_started_within_its_turns_time_bounds(group, unit):
+    # The SDK makes a trace's (time-ordered) id when the trace starts: a start inside the bounds is
+    # an id inside the range the search asks for. (The recordings' ids are renumbered; their times are not.)
+    lo, hi = time_bounds(configured("tag"), key_of(group, unit))
+    [trace] = [t["trace"] for t in traces(group, unit) if t["trace"]["id"] == packet(group, unit).trace.trace_id]
+    assert lo <= parse_iso(trace["start_time"]) <= hi, (lo, trace["start_time"], hi)
+    assert hi - lo < timedelta(minutes=10)  # a turn's range, not the project's history

@@ -101,6 +101,14 @@ class Api:
             PUBLIC[plural].model_validate(item)
         return items
 
+    def stored(self, plural: str, project: str, **body: Any) -> list[dict]:
+        """What a search finds; [] when nothing was ever written to the project (Opik's 404 for it)."""
+        response = self.search_raw(plural, {"project_name": project, **body})
+        if response.status_code == 404:
+            assert response.json() == {"code": 404, "message": f"Project name: {project} not found"}
+            return []
+        return self.search(plural, project, **body)
+
     def get(self, plural: str, entity_id: str) -> httpx.Response:
         response = self.send("GET", f"/v1/private/{plural}/{entity_id}")
         if response.status_code == 200:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from obai_e2e.base.errors import StoreError, UsageError
 from obai_e2e.tracestore import daemon, ensure_running, status, stop
+from obai_e2e.tracestore.guard import page_key
 
 from .helpers import Api, flt, project_name, trace_payload
 
@@ -192,8 +193,12 @@ def test_cli_start_status_stop(store_dir):
     assert out["env"]["OPIK_API_KEY"] == state["token"] and out["ui_url"] == state["ui_url"]
     code, again = _cli("start", "--store-dir", str(store_dir), via="script")
     assert code == 0 and again["status"] == "already_running" and again["pid"] == out["pid"]
+    assert out["page_url"] == f"{state['ui_url']}?key={page_key(state['token'])}"
     code, st = _cli("status", "--store-dir", str(store_dir))
     assert code == 0 and st["status"] == "running" and st["port"] == out["port"]
+    assert state["token"] not in json.dumps(st) and "page_url" not in st  # no token unless asked
+    code, shown = _cli("status", "--store-dir", str(store_dir), "--show-token")
+    assert shown["token"] == state["token"] and shown["page_url"] == out["page_url"]
     code, stopped = _cli("stop", "--store-dir", str(store_dir))
     assert code == 0 and stopped["status"] == "stopped"
     code, st = _cli("status", "--store-dir", str(store_dir))

@@ -71,19 +71,20 @@ def test_trace_page_is_escaped_and_served_with_a_strict_policy(hostile_trace):
 
 
 def test_index_lists_recent_traces_with_links(trace_store, hostile_trace):
-    response = httpx.get(trace_store.ui_url)
+    response = httpx.get(trace_store.page_url)
     assert response.status_code == 200 and response.headers["content-security-policy"] == CSP
-    assert f'href="/traces/{hostile_trace["trace"]["id"]}"' in response.text
+    key = trace_store.page_url.split("key=")[1]
+    assert f'href="/traces/{hostile_trace["trace"]["id"]}?key={key}"' in response.text  # links carry the key on
     assert XSS[0] not in response.text
     # what each trace was asked, and its thread (a harness run's session names the run and the unit)
     assert "<th>query</th>" in response.text and "&lt;script&gt;window.__xss=1&lt;/script&gt;" in response.text
-    assert httpx.get(f"{trace_store.url}/").text == response.text
+    assert httpx.get(f"{trace_store.url}/?key={key}").text == response.text
 
 
 @pytest.mark.parametrize("path, status", [("/traces/not-a-trace", 400), ("/traces/<script>x", 400),
                                           ("/traces/0191e0b4-3c52-7cc0-8d8e-2f1a3b4c5d6e", 404)])
 def test_page_errors_are_html_too(trace_store, path, status):
-    response = httpx.get(f"{trace_store.url}{path}")
+    response = httpx.get(f"{trace_store.url}{path}", params={"key": trace_store.page_url.split("key=")[1]})
     assert response.status_code == status
     assert response.headers["content-type"].startswith("text/html")
     assert "<script" not in response.text and response.headers["content-security-policy"] == CSP
@@ -124,10 +125,11 @@ def test_hostile_trace_page_runs_nothing_in_chromium(browser, trace_store, hosti
         assert nested == ["grandchild"]
         page.locator("summary .name", has_text="child").first.click()  # opening and collapsing need no script
         assert page.evaluate("window.__xss") is None
-        page.goto(trace_store.ui_url)
+        page.goto(trace_store.ui_url)  # no key in the address: the cookie the first page left opens it
         page.locator(f'a[href="/traces/{hostile_trace["trace"]["id"]}"]').click()
         page.wait_for_load_state("load")
-        assert page.url == hostile_trace["url"]
+        assert page.url == f"{trace_store.ui_url}/{hostile_trace['trace']['id']}"
+        assert "loop-a" in page.content()
         assert page.evaluate("window.__xss") is None
         assert errors == []
         assert all(url.startswith(trace_store.url + "/") for url in requests), requests
@@ -194,7 +196,7 @@ def test_a_web_page_cannot_write_or_read_the_store(browser, trace_store):
         server.server_close()
     api = Api(trace_store.api_url, trace_store.token)
     try:
-        assert api.search("traces", project) == []
+        assert api.stored("traces", project) == []
     finally:
         api.close()
     # the no-cors write did reach the store, and the store refused it (the CORS one never left the browser)

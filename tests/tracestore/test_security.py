@@ -74,7 +74,7 @@ def test_a_wrong_token_is_refused_and_nothing_is_stored(trace_store, api):
         forged.close()
     bearer = Api(trace_store.api_url, f"Bearer {trace_store.token}")  # both spellings are accepted
     try:
-        assert bearer.search("traces", project) == []
+        assert bearer.stored("traces", project) == []
     finally:
         bearer.close()
 
@@ -105,7 +105,7 @@ def test_sdk_processes_reach_the_store_only_with_its_token(trace_store, sdk_env,
     outputs = [run.communicate(timeout=120) for run in runs]
     assert [run.returncode for run in runs] == [0, 0], outputs
     assert [t["name"] for t in api.search("traces", with_token)] == ["forged"]
-    assert api.search("traces", without) == []
+    assert api.stored("traces", without) == []
     assert "401" in outputs[1][1] or "nauthori" in outputs[1][1], outputs[1][1][-2000:]
 
 
@@ -126,7 +126,7 @@ def test_loopback_names_with_the_store_port_are_answered(trace_store, host):
 def test_a_foreign_host_is_refused_everywhere(trace_store, api, host, path):
     """DNS rebinding: a page on attacker.example whose name now points at 127.0.0.1."""
     api.batch("traces", [trace_payload(project_name("secret"), name="secret-trace-name")])
-    assert "secret-trace-name" in httpx.get(f"{trace_store.url}/traces").text
+    assert "secret-trace-name" in httpx.get(trace_store.page_url).text
     response = httpx.get(f"{trace_store.url}{path}", headers={"Host": host.format(port=trace_store.port),
                                                               "Authorization": trace_store.token})
     assert response.status_code in (400, 403), response.text
@@ -153,9 +153,9 @@ def test_requests_from_foreign_origins_are_refused(trace_store, api, origin):
     headers = {"Origin": origin.format(port=trace_store.port)}
     write = api.send("POST", "/v1/private/traces/batch", {"traces": [trace_payload(project)]}, headers=headers)
     assert write.status_code == 403 and "web pages" in _errors(write)
-    page = httpx.get(f"{trace_store.url}/traces", headers=headers)
+    page = httpx.get(trace_store.page_url, headers=headers)
     assert page.status_code == 403 and "<!DOCTYPE html>" in page.text
-    assert api.search("traces", project) == []
+    assert api.stored("traces", project) == []
 
 
 def test_the_store_own_origin_is_accepted(trace_store, api):
@@ -177,7 +177,7 @@ def test_writes_must_be_json(api, content_type):
     response = api.http.request("POST", "/v1/private/traces/batch", content=body, headers=headers)
     assert response.status_code == 415, response.text
     assert "application/json" in _errors(response)
-    assert api.search("traces", project) == []
+    assert api.stored("traces", project) == []
     assert api.ping()
 
 

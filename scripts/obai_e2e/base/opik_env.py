@@ -40,6 +40,9 @@ def local_store_env(
         "OPIK_DEFAULT_FLUSH_TIMEOUT": str(flush_timeout_s),
         # Over loopback, gzip only spends CPU on both ends (the store accepts either).
         "OPIK_ENABLE_JSON_REQUEST_COMPRESSION": "false",
+        # The store keeps payloads inline and has no attachment storage: with extraction on, the SDK
+        # would swap a base64 value of 256,000 characters or more for a reference to an upload.
+        "OPIK_IS_ATTACHMENT_EXTRACTION_ACTIVE": "false",
     }
     if token:
         env["OPIK_API_KEY"] = token

@@ -56,7 +56,14 @@ def _add_server_options(parser: argparse.ArgumentParser) -> None:
         type=_non_negative,
         default=None,
         help="hide new traces and spans from search for this many ms after they arrive, like Opik's "
-        "ingestion lag (default: $OBAI_TRACE_STORE_VISIBILITY_DELAY_MS or 0)",
+        "ingestion lag (default: $OBAI_TRACE_STORE_VISIBILITY_DELAY_MS, else 1000 with --strict-opik, else 0)",
+    )
+    parser.add_argument(
+        "--strict-opik",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="answer with Opik's eventual visibility: what arrives is hidden from every read (searches, reads "
+        "by id, a trace's span counts) until the ingestion delay has passed (default: $OBAI_TRACE_STORE_STRICT_OPIK)",
     )
 
 
@@ -123,6 +130,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_store_dir(status)
+    status.add_argument("--show-token", action="store_true",
+                        help="also print the access token and the page address with its key (page_url)")
     status.set_defaults(func=cmd_status)
 
     sample = sub.add_parser(
@@ -198,6 +207,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         visibility_delay_ms=args.visibility_delay_ms,
         max_body_bytes=args.max_body_mb * 1024 * 1024,
         on_ready=ready,
+        strict_opik=args.strict_opik,
     )
     say("trace store stopped")
     return 0
@@ -207,9 +217,11 @@ def cmd_start(args: argparse.Namespace) -> int:
     from ..tracestore import daemon
 
     info = daemon.ensure_running(
-        args.store_dir, port=args.port, visibility_delay_ms=args.visibility_delay_ms, timeout_s=args.timeout
+        args.store_dir, port=args.port, visibility_delay_ms=args.visibility_delay_ms, timeout_s=args.timeout,
+        strict_opik=args.strict_opik,
     )
-    emit({"status": "already_running" if info.already_running else "started", **info.to_json(), "env": info.sdk_env()})
+    emit({"status": "already_running" if info.already_running else "started", **info.to_json(),
+          "page_url": info.page_url, "env": info.sdk_env()})
     return 0
 
 
@@ -224,7 +236,12 @@ def cmd_stop(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from ..tracestore import daemon
 
+    from ..tracestore.guard import page_key
+
     result = daemon.status(args.store_dir)
+    token = result.pop("token", None)
+    if args.show_token and token:
+        result.update(token=token, page_url=f"{result.get('ui_url')}?key={page_key(token)}")
     emit({"status": result["state"], **result})
     return Exit.OK if result["running"] else Exit.BACKEND
 

@@ -73,7 +73,7 @@ class TraceBackend:
     resolve_deadline_s: float
     poll_initial_s: float
     poll_max_s: float
-    settle_s: float
+    settle_s: float | None  # None: the default of the backend's kind (trace.backend.settle_s)
     flush_timeout_s: int
     agent_key: bool = True  # kind opik: the agent gets OPIK_API_KEY to write its traces
     failed_turn_deadline_s: float = 0.0  # how long to look for the trace of a turn that failed (0: one search)

@@ -24,7 +24,7 @@ from ..config.cases import Case
 from ..config.target import TargetConfig
 from ..config.units import Unit
 from ..rundir.meta import RunMeta
-from ..trace.backend import Backend, connect, is_unreachable_error, warm_up
+from ..trace.backend import Backend, connect, is_unreachable_error, settle_s, warm_up
 from ..trace.curate import curate
 from ..trace.resolve import INCOMPLETE, RESOLVED, TurnKey, fetch, resolve
 from ..trace.values import dumps
@@ -72,7 +72,7 @@ def _trace_block(backend: Backend, config: TargetConfig, key: TurnKey, *, turn_f
     if res.status != RESOLVED:
         return block
     try:
-        fetched = fetch(backend, res.trace_id, found=res.trace)
+        fetched = fetch(backend, res.trace_id, found=res.trace, settle=settle_s(config.backend.settle_s, backend))
     except Exception as exc:  # noqa: BLE001
         block.status = "opik_unreachable" if is_unreachable_error(exc) else "harness_error"
         block.message = f"reading the trace failed: {type(exc).__name__}: {exc}"[:500]

@@ -24,6 +24,7 @@ class Backend:
     api_url: str | None
     sdk_env: dict[str, str]
     trace_url_template: str | None = None  # {trace_id} and {project} are filled in, URL-quoted
+    strict: bool = False  # a local store answering with Opik's eventual visibility (--strict-opik)
 
     def trace_url(self, trace_id: str) -> str | None:
         """The trace's page in the backend's UI, or None when no page is known."""
@@ -58,14 +59,30 @@ def connect_to(kind: str, project: str, *, flush_timeout_s: int = opik_env.DEFAU
             info = state
         api_url = info.api_url if hasattr(info, "api_url") else info["api_url"]
         token = info.token if hasattr(info, "token") else info.get("token")
+        strict = info.strict_opik if hasattr(info, "strict_opik") else bool(info.get("strict_opik"))
         env = opik_env.local_store_env(api_url, flush_timeout_s, token=token)
         env["OPIK_PROJECT_NAME"] = project
         page = trace_url_template or (api_url.rstrip("/").removesuffix("/api") + "/traces/{trace_id}")
-        return Backend(kind="local", project=project, api_url=api_url, sdk_env=env, trace_url_template=page)
+        return Backend(kind="local", project=project, api_url=api_url, sdk_env=env, trace_url_template=page,
+                       strict=strict)
     env = opik_env.remote_env(flush_timeout_s)
     env["OPIK_PROJECT_NAME"] = project
     return Backend(kind="opik", project=project, api_url=_sdk_url(), sdk_env=env,
                    trace_url_template=trace_url_template)
+
+
+# How long a first match waits for a second trace of the same turn when target.yaml sets no
+# trace_backend.settle_s. Opik ingests writes asynchronously: a trace flushed at the same moment
+# as the first can become searchable a moment later. The local store makes a write searchable
+# when it is answered, unless it runs with Opik's eventual visibility (--strict-opik).
+OPIK_SETTLE_S = 1.0
+
+
+def settle_s(configured: float | None, backend: Backend) -> float:
+    """The settle time of a resolution: the configured one, else the default of the backend's kind."""
+    if configured is not None:
+        return configured
+    return OPIK_SETTLE_S if backend.kind == "opik" or backend.strict else 0.0
 
 
 def _sdk_url() -> str | None:

@@ -13,7 +13,8 @@ from typing import Any
 from ..base.clock import parse_iso
 from ..base.errors import TraceNotFound
 from ..config.sections import Vocabulary
-from .backend import Backend, client
+from .backend import Backend
+from .search import newest_trace_id as _newest
 from .values import dig, guardrail_decision, ms_since, span_ms
 
 VALUE_CHARS = 300
@@ -125,8 +126,8 @@ def _prefix(rows: list[dict], i: int) -> str:
 
 def newest_trace_id(backend: Backend) -> str:
     """The id of the newest trace of the backend's project."""
-    found = client(backend).search_traces(project_name=backend.project, max_results=1)
-    if not found:
+    found = _newest(backend)
+    if found is None:
         raise TraceNotFound(f"no trace in project {backend.project!r} of the {backend.describe()}: run the agent "
                             "once with the same trace configuration, or check the project name")
-    return found[0].id
+    return found

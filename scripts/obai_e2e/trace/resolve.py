@@ -4,7 +4,9 @@ By correlation tag (or metadata value) first; without one, by time window and in
 Polls with a short backoff until a deadline, waits a moment after a first match for a
 possible second one, and never guesses: zero matches is ``trace_not_found``, two or
 more is ``multi_match`` with the candidates listed, a backend that does not answer is
-``opik_unreachable``.
+``opik_unreachable``. Every search is bounded to the traces created around the turn
+(:func:`time_bounds`), whatever the correlation mode, and a project that does not exist
+yet is a project without this turn's trace yet: polled until the deadline like an empty one.
 """
 from __future__ import annotations
 
@@ -12,14 +14,15 @@ import json
 import re
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Callable
 
 from ..base.clock import iso, parse_iso
 from ..base.errors import Interrupted
 from ..base.procs import STOPPING
 from ..config.target import TargetConfig
-from .backend import Backend, client, is_unreachable_error
+from .backend import Backend, client, is_unreachable_error, settle_s
+from .search import as_dict, is_project_missing, search_spans, search_traces
 from .threads import thread_search
 
 RESOLVED = "resolved"
@@ -62,13 +65,6 @@ class Resolution:
         out = asdict(self)
         out.pop("trace")
         return out
-
-
-def as_dict(obj: Any) -> dict:
-    """A TracePublic/SpanPublic (or plain dict) as JSON-ready data."""
-    if isinstance(obj, dict):
-        return obj
-    return obj.model_dump(mode="json")
 
 
 def _quote(value: str) -> str:
@@ -116,43 +112,57 @@ def build_search(config: TargetConfig, key: TurnKey) -> tuple[str, str, Callable
     return "window", " AND ".join(parts), lambda t: _input_has_query(t, key.query)
 
 
+def time_bounds(config: TargetConfig, key: TurnKey) -> tuple[datetime, datetime]:
+    """When this turn's trace was created: from its start to its end, widened by the correlation slack.
+
+    A trace's id carries its creation time (UUIDv7), so Opik reads only the ids of this range.
+    """
+    slack = timedelta(seconds=config.correlation.window_slack_s)
+    return parse_iso(key.started_at) - slack, parse_iso(key.ended_at) + slack
+
+
 def resolve(backend: Backend, config: TargetConfig, key: TurnKey, *, deadline_s: float | None = None,
             search: Callable[[str], list[dict]] | None = None) -> Resolution:
     """Find the one trace of this turn (see the module docstring for the outcomes)."""
     b = config.backend
     deadline_s = b.resolve_deadline_s if deadline_s is None else deadline_s
+    settle = settle_s(b.settle_s, backend)
     method, filter_string, exact = build_search(config, key)
     if search is None:
+        lo, hi = time_bounds(config, key)
+
         def search(fs: str) -> list[dict]:
-            found = client(backend).search_traces(project_name=backend.project, filter_string=fs, truncate=False,
-                                                  max_results=MAX_CANDIDATES + 1, max_batch_size=50)
-            return [as_dict(t) for t in found]
+            return search_traces(backend, fs, limit=MAX_CANDIDATES + 1, from_time=lo, to_time=hi)
 
     t0 = time.monotonic()
     delay = b.poll_initial_s
     attempts = 0
     first_unreachable: float | None = None
     last_error = ""
+    project_missing = False
     while True:
         attempts += 1
         try:
             matches = [t for t in search(filter_string) if exact(t)]
-            first_unreachable = None
+            first_unreachable, project_missing = None, False
         except Exception as exc:  # the SDK raises many types; classify, never crash
-            if not is_unreachable_error(exc):
+            if is_project_missing(exc):  # nothing written to the project yet: no trace yet
+                matches, project_missing, first_unreachable = [], True, None
+            elif not is_unreachable_error(exc):
                 raise
-            matches = None
-            last_error = f"{type(exc).__name__}: {exc}"[:300]
-            now = time.monotonic()
-            first_unreachable = first_unreachable or now
-            if now - first_unreachable >= min(UNREACHABLE_GIVE_UP_S, deadline_s):
-                return Resolution(UNREACHABLE, method, attempts=attempts,
-                                  elapsed_ms=int((now - t0) * 1000),
-                                  message=f"{backend.describe()} did not answer: {last_error}")
+            else:
+                matches = None
+                last_error = f"{type(exc).__name__}: {exc}"[:300]
+                now = time.monotonic()
+                first_unreachable = first_unreachable or now
+                if now - first_unreachable >= min(UNREACHABLE_GIVE_UP_S, deadline_s):
+                    return Resolution(UNREACHABLE, method, attempts=attempts,
+                                      elapsed_ms=int((now - t0) * 1000),
+                                      message=f"{backend.describe()} did not answer: {last_error}")
         if matches:
-            if len(matches) == 1 and b.settle_s > 0:
+            if len(matches) == 1 and settle > 0:
                 # A second trace of the same turn may still be on its way.
-                time.sleep(b.settle_s)
+                time.sleep(settle)
                 try:
                     again = [t for t in search(filter_string) if exact(t)]
                 except Exception as exc:
@@ -174,8 +184,10 @@ def resolve(backend: Backend, config: TargetConfig, key: TurnKey, *, deadline_s:
             if matches is None:  # the backend never answered the last attempt
                 return Resolution(UNREACHABLE, method, attempts=attempts, elapsed_ms=int(elapsed_s * 1000),
                                   message=f"{backend.describe()} did not answer: {last_error}")
+            where = (f"; project {backend.project!r} does not exist in the {backend.describe()}: no trace was ever "
+                     "written to it (check trace_backend.project)" if project_missing else "")
             return Resolution(NOT_FOUND, method, attempts=attempts, elapsed_ms=int(elapsed_s * 1000),
-                              message=f"no trace matched ({method}: {filter_string}) within {deadline_s:g} s")
+                              message=f"no trace matched ({method}: {filter_string}) within {deadline_s:g} s{where}")
         if STOPPING.wait(min(delay, max(0.0, deadline_s - elapsed_s))):
             raise Interrupted("the run was stopped while this turn's trace was being looked up")
         delay = min(delay * 2, b.poll_max_s)
@@ -191,26 +203,30 @@ class FetchedTrace:
     waited_ms: int
 
 
-def fetch(backend: Backend, trace_id: str, *, deadline_s: float = 10.0, settle_s: float = 0.1,
-          found: dict | None = None) -> FetchedTrace:
+def fetch(backend: Backend, trace_id: str, *, deadline_s: float = 10.0, poll_s: float = 0.1,
+          found: dict | None = None, settle: float = 0.0) -> FetchedTrace:
     """Read a trace and all its spans, waiting until the trace has ended and no span is open.
 
     ``found``: the trace as the search that resolved it returned it; when it has ended it is
-    used as it is instead of being read again.
+    used as it is instead of being read again. ``settle``: once complete, the spans are read
+    again after this long, until two reads agree: against a backend that makes writes
+    searchable with a lag, a span written last may not be visible at the first read.
     """
     c = client(backend)
     t0 = time.monotonic()
+    seen: set[str] | None = None
     while True:
         if found is not None and found.get("id") == trace_id and found.get("end_time") is not None:
             trace = found
         else:
             trace = as_dict(c.get_trace_content(trace_id))
         found = None
-        spans = [as_dict(s) for s in c.search_spans(project_name=backend.project, trace_id=trace_id,
-                                                     max_results=10_000)]
+        spans = search_spans(backend, trace_id)
         complete = trace.get("end_time") is not None and all(s.get("end_time") for s in spans)
-        if complete or time.monotonic() - t0 >= deadline_s:
+        ids = {s.get("id") for s in spans}
+        if (complete and (settle <= 0 or ids == seen)) or time.monotonic() - t0 >= deadline_s:
             break
-        time.sleep(settle_s)
+        seen = ids if complete else None
+        time.sleep(settle if complete else poll_s)
     return FetchedTrace(trace=trace, spans=spans, complete=complete,
                         waited_ms=int((time.monotonic() - t0) * 1000))

@@ -3,15 +3,24 @@ from __future__ import annotations
 
 
 class ApiError(Exception):
-    """A request the store refuses: HTTP status plus a message naming what is wrong."""
+    """A request the store refuses: HTTP status plus a message naming what is wrong.
 
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+    Opik answers a refused request body with ``{"errors": [...]}`` and a missing resource
+    with ``{"code": ..., "message": ...}`` (its web framework's error form); ``plain`` picks
+    the second.
+    """
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None, *,
+                 plain: bool = False) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.headers = headers or {}
+        self.plain = plain
 
     def body(self) -> dict:
+        if self.plain:
+            return {"code": self.status, "message": self.message}
         return {"errors": [self.message]}
 
 
@@ -21,3 +30,10 @@ def bad_request(message: str) -> ApiError:
 
 def not_found(message: str) -> ApiError:
     return ApiError(404, message)
+
+
+def project_not_found(*, name: str | None = None, project_id: str | None = None) -> ApiError:
+    """Opik's answer to a search or lookup in a project that does not exist (ProjectService)."""
+    if name is not None:
+        return ApiError(404, f"Project name: {name} not found", plain=True)
+    return ApiError(404, f"Project id: {project_id} not found", plain=True)

@@ -55,6 +55,10 @@ __all__ = [
 ]
 
 DELAY_ENV = "OBAI_TRACE_STORE_VISIBILITY_DELAY_MS"
+STRICT_ENV = "OBAI_TRACE_STORE_STRICT_OPIK"
+# Strict mode's ingestion delay unless one is given: long enough that a reader which does not
+# poll (or reads a trace's spans before they are visible) fails here, as against a busy server.
+STRICT_DELAY_MS = 1000
 START_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 10.0
 _LOG_ROTATE_BYTES = 5 * 1024 * 1024
@@ -75,6 +79,15 @@ def delay_from_env() -> int:
     return value
 
 
+def strict_from_env() -> bool:
+    raw = os.environ.get(STRICT_ENV, "").strip().lower()
+    if raw in ("", "0", "false", "no", "off"):
+        return False
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    raise UsageError(f"{STRICT_ENV} must be 1 or 0 (true or false), got {raw!r}")
+
+
 def _clear_stale(store_dir: Path, stale: dict) -> None:
     with locked(store_dir):
         if read_state(store_dir) != stale:
@@ -85,7 +98,13 @@ def _clear_stale(store_dir: Path, stale: dict) -> None:
         remove_state(store_dir, pid)
 
 
-def _check_wanted(state: dict, port: int | None, delay_ms: int | None) -> None:
+def _check_wanted(state: dict, port: int | None, delay_ms: int | None, strict: bool | None = None) -> None:
+    if strict is not None and bool(state.get("strict_opik")) != strict:
+        raise StoreError(
+            f"a trace store is already running for {state['data_dir']} "
+            f"{'in' if state.get('strict_opik') else 'without'} strict Opik mode (pid {state['pid']}); stop it "
+            f"first to start one {'in' if strict else 'without'} it"
+        )
     if port and state.get("port") != port:
         raise StoreError(
             f"a trace store is already running for {state['data_dir']} on port {state.get('port')} "
@@ -107,10 +126,18 @@ def serve(
     visibility_delay_ms: int | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     on_ready: Callable[[dict], None] | None = None,
+    strict_opik: bool | None = None,
 ) -> dict:
-    """Serve in this process until SIGTERM or Ctrl-C; returns the state it ran with."""
+    """Serve in this process until SIGTERM or Ctrl-C; returns the state it ran with.
+
+    ``strict_opik`` (default: ``OBAI_TRACE_STORE_STRICT_OPIK``) hides what arrives from every
+    read until the ingestion delay has passed (default then :data:`STRICT_DELAY_MS`).
+    """
     store_dir = resolve_dir(store_dir)
+    strict = strict_from_env() if strict_opik is None else strict_opik
     delay = delay_from_env() if visibility_delay_ms is None else visibility_delay_ms
+    if strict and visibility_delay_ms is None and not os.environ.get(DELAY_ENV, "").strip():
+        delay = STRICT_DELAY_MS
     if delay < 0:
         raise UsageError(f"the visibility delay must be a non-negative number of milliseconds, got {delay}")
     with locked(store_dir):
@@ -125,12 +152,13 @@ def serve(
                 terminate(previous["pid"], STOP_TIMEOUT_S)
         db_path = store_dir / DB_FILE
         try:
-            store = Store(db_path, delay)
+            store = Store(db_path, delay, strict=strict)
         except Exception as exc:
             raise StoreError(f"cannot open the trace database {db_path}: {exc}") from exc
         started_at = now_ts()
         token = new_token()
-        info = {"service": SERVICE, "data_dir": str(store_dir), "visibility_delay_ms": delay, "started_at": started_at}
+        info = {"service": SERVICE, "data_dir": str(store_dir), "visibility_delay_ms": delay, "strict_opik": strict,
+                "started_at": started_at}
         try:
             server = make_server(store, HOST, port, max_body_bytes, info, token=token)
         except OSError as exc:
@@ -146,6 +174,7 @@ def serve(
             "data_dir": str(store_dir),
             "db": str(db_path),
             "visibility_delay_ms": delay,
+            "strict_opik": strict,
             "started_at": started_at,
             "token": token,
         }
@@ -180,7 +209,8 @@ def serve(
 # --- background -----------------------------------------------------------------------------
 
 
-def _spawn(store_dir: Path, port: int, delay_ms: int | None) -> tuple[subprocess.Popen, int]:
+def _spawn(store_dir: Path, port: int, delay_ms: int | None,
+           strict: bool | None = None) -> tuple[subprocess.Popen, int]:
     """The server in the background, and where its part of the log begins."""
     make_dir(store_dir)
     log_path = store_dir / LOG_FILE
@@ -190,6 +220,8 @@ def _spawn(store_dir: Path, port: int, delay_ms: int | None) -> tuple[subprocess
     cmd = [sys.executable, "-m", "obai_e2e", "traces", "serve", "--store-dir", str(store_dir), "--port", str(port)]
     if delay_ms is not None:
         cmd += ["--visibility-delay-ms", str(delay_ms)]
+    if strict is not None:
+        cmd += ["--strict-opik" if strict else "--no-strict-opik"]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_PACKAGE_PARENT), env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
@@ -224,39 +256,43 @@ def ensure_running(
     port: int | None = None,
     visibility_delay_ms: int | None = None,
     timeout_s: float = START_TIMEOUT_S,
+    strict_opik: bool | None = None,
 ) -> StoreInfo:
     """The running store of ``store_dir``, started in the background when there is none.
 
     ``port`` None or 0 lets the OS choose; ``visibility_delay_ms`` None takes
     ``OBAI_TRACE_STORE_VISIBILITY_DELAY_MS`` (default 0). A store already running with a
-    different explicit port or delay is an error rather than silently reused.
+    different explicit port, delay or strictness is an error rather than silently reused.
     """
     store_dir = resolve_dir(store_dir)
     if visibility_delay_ms is None:
         delay_from_env()  # a malformed variable is refused here, not in the background
+    if strict_opik is None:
+        strict_from_env()
     state = read_state(store_dir)
     if state is not None and live(state):
-        _check_wanted(state, port, visibility_delay_ms)
+        _check_wanted(state, port, visibility_delay_ms, strict_opik)
         return info_from_state(state, already_running=True)
     with locked(store_dir, timeout_s=timeout_s + STOP_TIMEOUT_S + 5, name=START_LOCK_FILE):
         state = read_state(store_dir)
         if state is not None:
             if live(state):  # started by the caller that held the lock before us
-                _check_wanted(state, port, visibility_delay_ms)
+                _check_wanted(state, port, visibility_delay_ms, strict_opik)
                 return info_from_state(state, already_running=True)
             _clear_stale(store_dir, state)
-        return _start(store_dir, port, visibility_delay_ms, timeout_s)
+        return _start(store_dir, port, visibility_delay_ms, timeout_s, strict_opik)
 
 
-def _start(store_dir: Path, port: int | None, visibility_delay_ms: int | None, timeout_s: float) -> StoreInfo:
-    child, log_start = _spawn(store_dir, port or 0, visibility_delay_ms)
+def _start(store_dir: Path, port: int | None, visibility_delay_ms: int | None, timeout_s: float,
+           strict_opik: bool | None = None) -> StoreInfo:
+    child, log_start = _spawn(store_dir, port or 0, visibility_delay_ms, strict_opik)
     deadline = time.monotonic() + timeout_s
     while True:
         state = read_state(store_dir)
         if state is not None and live(state):
             mine = state["pid"] == child.pid
             if not mine:  # a foreground server got there first; our child gives way
-                _check_wanted(state, port, visibility_delay_ms)
+                _check_wanted(state, port, visibility_delay_ms, strict_opik)
             return info_from_state(state, already_running=not mine)
         code = child.poll()
         if code is not None:

@@ -22,21 +22,28 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from . import feedback, rows
-from .apierror import not_found
+from .apierror import not_found, project_not_found
 from .enrich import add_derived
 from .filters import build_where
 from .payloads import SPAN, TRACE, Kind, SearchRequest, apply_patch, merge_patches
 from .rows import TABLES, dumps, loads, newer
 from .schema import migrate
 from .timeutil import DEFAULT_PROJECT, new_uuid7, now_ts, project_id_for
+from .truncation import slim
 
 
 class Store:
-    """The database behind one trace store; safe to share between threads."""
+    """The database behind one trace store; safe to share between threads.
 
-    def __init__(self, path: Path, visibility_delay_ms: int = 0) -> None:
+    ``visibility_delay_ms`` hides a new entity from searches for that long, as Opik's
+    ingestion lags behind its writes; ``strict`` hides it from reads by id and from what a
+    trace read derives from its spans too, as a server that has not ingested it yet would.
+    """
+
+    def __init__(self, path: Path, visibility_delay_ms: int = 0, *, strict: bool = False) -> None:
         self.path = Path(path)
         self.visibility_delay_s = max(0, visibility_delay_ms) / 1000.0
+        self.strict = strict
         self._idle: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
@@ -170,13 +177,18 @@ class Store:
 
     # --- reads ---------------------------------------------------------------------------
 
+    def _visible_since(self) -> float | None:
+        """Entities that arrived before this moment are visible to reads by id (strict mode)."""
+        return time.time() if self.strict else None
+
     def get(self, kind: Kind, entity_id: str) -> dict:
         table, _ = TABLES[kind.name]
+        visible = self._visible_since()
         with self._connection() as conn:
             row = conn.execute(f"SELECT * FROM {table} WHERE id = ? AND has_base = 1", (entity_id,)).fetchone()
-            if row is None:
+            if row is None or (visible is not None and row["visible_at"] > visible):
                 raise not_found(f"{kind.name} {entity_id} not found")
-            return add_derived(conn, kind, [rows.public(row, kind)], frozenset())[0]
+            return add_derived(conn, kind, [rows.public(row, kind)], frozenset(), visible)[0]
 
     def project_of(self, kind: Kind, entity_id: str) -> str | None:
         """The project id of an entity, or None when it is not stored."""
@@ -185,15 +197,27 @@ class Store:
             row = conn.execute(f"SELECT project_id FROM {table} WHERE id = ?", (entity_id,)).fetchone()
         return None if row is None else row["project_id"]
 
+    def _search_project(self, conn: sqlite3.Connection, request: SearchRequest) -> str:
+        """The project a search reads; one that was never written to is Opik's 404, not an empty answer."""
+        name = request.project_name or (None if request.project_id else DEFAULT_PROJECT)
+        project_id = project_id_for(name) if name else request.project_id
+        if conn.execute("SELECT 1 FROM projects WHERE id = ?", (project_id,)).fetchone() is None:
+            raise project_not_found(name=name, project_id=project_id)
+        return project_id
+
     def search(self, kind: Kind, request: SearchRequest) -> list[dict]:
         """Matching entities, newest id first, after ``last_retrieved_id``."""
         table, tags_table = TABLES[kind.name]
-        if request.project_name:
-            project_id = project_id_for(request.project_name)
-        else:
-            project_id = request.project_id or project_id_for(DEFAULT_PROJECT)
+        filter_clauses, filter_params = build_where(request.filters, kind, tags_table)  # a bad filter: 400 first
+        with self._connection() as conn:
+            project_id = self._search_project(conn, request)
+        now = time.time()
         clauses = ["project_id = ?", "has_base = 1", "visible_at <= ?"]
-        params: list[Any] = [project_id, time.time()]
+        params: list[Any] = [project_id, now]
+        for bound, op in ((request.min_id, ">="), (request.max_id, "<=")):
+            if bound is not None:
+                clauses.append(f"id {op} ?")
+                params.append(bound)
         if request.trace_id is not None:
             clauses.append("trace_id = ?")
             params.append(request.trace_id)
@@ -203,7 +227,6 @@ class Store:
         if request.last_retrieved_id is not None:
             clauses.append("id < ?")
             params.append(request.last_retrieved_id)
-        filter_clauses, filter_params = build_where(request.filters, kind, tags_table)
         clauses.extend(filter_clauses)
         params.extend(filter_params)
         sql = f"SELECT * FROM {table} WHERE {' AND '.join(clauses)} ORDER BY id DESC LIMIT ?"
@@ -211,7 +234,8 @@ class Store:
         with self._connection() as conn:
             found = conn.execute(sql, params).fetchall()
             items = [rows.public(row, kind, request.exclude) for row in found]
-            return add_derived(conn, kind, items, request.exclude)
+            items = add_derived(conn, kind, items, request.exclude, now if self.strict else None)
+        return [slim(item) for item in items] if request.truncate else items
 
     def counts(self) -> dict[str, int]:
         with self._connection() as conn:

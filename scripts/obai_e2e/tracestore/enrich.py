@@ -4,7 +4,9 @@ Enters: public trace (or span) dicts as :mod:`rows` builds them, a connection, a
 fields the caller excluded. Leaves: the same dicts with ``span_count``,
 ``llm_span_count``, ``has_tool_spans``, ``providers`` (sorted), ``usage`` (summed per
 key), ``total_estimated_cost`` (summed), ``feedback_scores`` and, for traces,
-``span_feedback_scores`` (span scores averaged by name).
+``span_feedback_scores`` (span scores averaged by name). As Opik's trace reads do, the
+providers are also put into the trace's metadata, as its first key, when there are any.
+With ``visible_before`` only spans that arrived before that moment count (strict mode).
 """
 from __future__ import annotations
 
@@ -17,15 +19,16 @@ from .payloads import TRACE, Kind
 SPAN_DERIVED = ("span_count", "llm_span_count", "has_tool_spans", "providers", "usage", "total_estimated_cost")
 
 
-def _span_stats(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict]:
+def _span_stats(conn: sqlite3.Connection, ids: list[str], visible_before: float | None) -> dict[str, dict]:
     stats: dict[str, dict] = {}
+    seen = "" if visible_before is None else f" AND visible_at <= {float(visible_before)!r}"
     for part in chunks(ids):
         marks = ", ".join("?" for _ in part)
         for row in conn.execute(
             "SELECT trace_id, count(*) AS n, total(type = 'llm') AS llm, max(type = 'tool') AS tool, "
             "total(json_extract(extra, '$.total_estimated_cost')) AS cost, "
             "count(json_extract(extra, '$.total_estimated_cost')) AS costed "
-            f"FROM spans WHERE trace_id IN ({marks}) AND has_base = 1 GROUP BY trace_id",
+            f"FROM spans WHERE trace_id IN ({marks}) AND has_base = 1{seen} GROUP BY trace_id",
             part,
         ):
             entry = {"span_count": row["n"], "llm_span_count": int(row["llm"]), "has_tool_spans": bool(row["tool"])}
@@ -34,14 +37,15 @@ def _span_stats(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict]:
             stats[row["trace_id"]] = entry
         for row in conn.execute(
             "SELECT DISTINCT trace_id, json_extract(extra, '$.provider') AS provider "
-            f"FROM spans WHERE trace_id IN ({marks}) AND has_base = 1 AND provider IS NOT NULL",
+            f"FROM spans WHERE trace_id IN ({marks}) AND has_base = 1{seen} AND provider IS NOT NULL",
             part,
         ):
             stats[row["trace_id"]].setdefault("providers", []).append(str(row["provider"]))
         for row in conn.execute(
             "SELECT s.trace_id AS trace_id, u.key AS key, total(u.value) AS amount "
             "FROM spans s, json_each(s.extra, '$.usage') u "
-            f"WHERE s.trace_id IN ({marks}) AND s.has_base = 1 AND s.extra LIKE '%\"usage\"%' "
+            f"WHERE s.trace_id IN ({marks}) AND s.has_base = 1{seen.replace(' visible_at', ' s.visible_at')} "
+            "AND s.extra LIKE '%\"usage\"%' "
             "GROUP BY s.trace_id, u.key",
             part,
         ):
@@ -49,7 +53,8 @@ def _span_stats(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict]:
     return stats
 
 
-def add_derived(conn: sqlite3.Connection, kind: Kind, items: list[dict], exclude: frozenset[str]) -> list[dict]:
+def add_derived(conn: sqlite3.Connection, kind: Kind, items: list[dict], exclude: frozenset[str],
+                visible_before: float | None = None) -> list[dict]:
     if not items:
         return items
     ids = [item["id"] for item in items]
@@ -66,7 +71,7 @@ def add_derived(conn: sqlite3.Connection, kind: Kind, items: list[dict], exclude
     wanted = [name for name in SPAN_DERIVED if name not in exclude]
     if not wanted:
         return items
-    stats = _span_stats(conn, ids)
+    stats = _span_stats(conn, ids, visible_before)
     for item in items:
         entry = stats.get(item["id"], {"span_count": 0, "llm_span_count": 0, "has_tool_spans": False})
         entry.setdefault("providers", [])
@@ -74,7 +79,18 @@ def add_derived(conn: sqlite3.Connection, kind: Kind, items: list[dict], exclude
         for name in wanted:
             if name in entry:
                 item[name] = entry[name]
+        _providers_in_metadata(item, entry["providers"], exclude)
     return items
+
+
+def _providers_in_metadata(item: dict, providers: list[str], exclude: frozenset[str]) -> None:
+    # Opik's TraceDAO puts the providers first into the metadata it returns.
+    if not providers or "metadata" in exclude:
+        return
+    metadata = item.get("metadata")
+    if metadata is None or isinstance(metadata, dict):
+        rest = {k: v for k, v in (metadata or {}).items() if k != "providers"}
+        item["metadata"] = {"providers": providers, **rest}
 
 
 def _in_order(ids: list[str], found: dict[str, list[dict]]) -> list[list[dict]]:

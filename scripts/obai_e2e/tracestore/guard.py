@@ -13,11 +13,21 @@ grants), the ``Host`` must be a loopback name with the store's own port, a reque
 ``Origin`` is refused unless that origin is the store itself, and every ``/api`` route but
 the health ping wants the token the server chose at start (the opik SDK sends
 ``OPIK_API_KEY`` verbatim as the ``Authorization`` header).
+
+The pages outside ``/api`` want the *page key*, derived from the token: a browser following
+a link cannot send a header, so the key comes in the page's address (``?key=``), and the
+first page opened with it leaves a cookie (HttpOnly, SameSite=Strict, this store's port in
+its name) so that later links without the key open too. The key opens the read-only pages
+only; it cannot be turned back into the token, so an address kept in a browser's history
+never grants writes.
 """
 from __future__ import annotations
 
+import hashlib
 import hmac
 from email.message import Message
+from http.cookies import CookieError, SimpleCookie
+from urllib.parse import parse_qs
 
 from .apierror import ApiError
 
@@ -96,6 +106,44 @@ def check_token(headers: Message, token: str, data_dir: str) -> None:
             f"the Authorization header does not hold this trace store's token; the token changes at every "
             f"start of the store: read the current one from {where}",
         )
+
+
+def page_key(token: str) -> str:
+    """The key of the read-only pages: a one-way function of the API token."""
+    return hmac.new(token.encode("utf-8"), b"obai-trace-store pages", hashlib.sha256).hexdigest()[:32]
+
+
+def cookie_name(port: int) -> str:
+    # Browsers send a cookie to every port of a host: the name keeps stores on other ports apart.
+    return f"obai_trace_store_{port}"
+
+
+def page_access(query: str, headers: Message, *, port: int, token: str, data_dir: str) -> tuple[str | None, str | None]:
+    """(the key to carry in the page's links, a Set-Cookie value) for a request that may see the pages.
+
+    Raises 401 naming where the key is printed when neither the address nor the cookie holds it.
+    """
+    wanted = page_key(token).encode("ascii")
+    try:
+        given = parse_qs(query, max_num_fields=10).get("key", [""])[0]
+    except ValueError:
+        given = ""
+    if given and hmac.compare_digest(given.encode("utf-8", "replace"), wanted):
+        cookie = f"{cookie_name(port)}={given}; Path=/; HttpOnly; SameSite=Strict"
+        return given, cookie
+    try:
+        jar = SimpleCookie(headers.get("Cookie") or "")
+    except CookieError:
+        jar = SimpleCookie()
+    morsel = jar.get(cookie_name(port))
+    if morsel is not None and hmac.compare_digest(morsel.value.encode("utf-8", "replace"), wanted):
+        return None, None
+    where = f"{data_dir}/store.json" if data_dir else "the store's store.json"
+    raise ApiError(
+        401,
+        "these pages need this trace store's page key: open the page_url that `obai-e2e traces start` prints "
+        f"(or `obai-e2e traces status --show-token`); it changes at every start of the store (token in {where})",
+    )
 
 
 def check_content_type(method: str, headers: Message) -> None:

@@ -8,6 +8,10 @@ The pages are inert: every value is HTML-escaped, there is no script, the only s
 one inline sheet allowed by its hash, and the Content-Security-Policy (``default-src
 'none'``) forbids anything else, so neither hostile text in a trace nor the page itself
 can run code or reach the network. Collapsing uses ``<details>``; nothing needs script.
+
+Every rendered field is capped (a label at :data:`trace_view.MAX_LABEL_CHARS`, a row's tags
+at :data:`trace_view.MAX_TAGS_SHOWN`, a trace page's values as :mod:`trace_view` caps them),
+and the links of a page opened with the page key in its address carry the key on.
 """
 from __future__ import annotations
 
@@ -15,8 +19,10 @@ import base64
 import hashlib
 from html import escape
 from typing import Any
+from urllib.parse import quote
 
 from . import trace_view
+from .trace_view import MAX_LABEL_CHARS, MAX_TAGS_SHOWN
 
 QUERY_CHARS = 120
 
@@ -52,8 +58,14 @@ HEADERS = {
 TRACE_HEADERS = {**HEADERS, "Content-Security-Policy": f"{trace_view.CSP}; frame-ancestors 'none'"}
 
 
-def _e(value: Any) -> str:
-    return escape("" if value is None else str(value), quote=True)
+def _e(value: Any, limit: int = MAX_LABEL_CHARS) -> str:
+    return escape(trace_view.clip("" if value is None else str(value), limit), quote=True)
+
+
+def _link(path: str, key: str | None, **params: str) -> str:
+    """A page's address, carrying the page key when the page was opened with it in its address."""
+    query = {**params, **({"key": key} if key else {})}
+    return path + ("?" + "&".join(f"{k}={quote(v, safe='')}" for k, v in query.items()) if query else "")
 
 
 def _document(title: str, body: str) -> bytes:
@@ -70,7 +82,10 @@ def _duration(item: dict) -> str:
 
 
 def _tags(tags: Any) -> str:
-    return "".join(f"<span class=\"tag\">{_e(tag)}</span>" for tag in tags or [])
+    tags = list(tags or [])
+    shown = "".join(f"<span class=\"tag\">{_e(tag, 60)}</span>" for tag in tags[:MAX_TAGS_SHOWN])
+    more = len(tags) - MAX_TAGS_SHOWN
+    return shown + (f"<span class=\"muted\">and {more} more</span>" if more > 0 else "")
 
 
 def _query(trace: dict) -> str:
@@ -85,22 +100,24 @@ def _query(trace: dict) -> str:
     return text if len(text) <= QUERY_CHARS else text[:QUERY_CHARS] + " …"
 
 
-def trace_page(trace: dict, spans: list[dict], total_spans: int) -> bytes:
+def trace_page(trace: dict, spans: list[dict], total_spans: int, *, key: str | None = None) -> bytes:
     """The trace in the view a run's own trace pages have (trace_view.py); served with ``TRACE_HEADERS``."""
-    return trace_view.trace_page(trace, spans, total_spans=total_spans, back=("/traces", "← recent traces"))
+    return trace_view.trace_page(trace, spans, total_spans=total_spans,
+                                 back=(_link("/traces", key), "← recent traces"))
 
 
-def index_page(traces: list[dict], data_dir: str, older_than: str | None) -> bytes:
+def index_page(traces: list[dict], data_dir: str, older_than: str | None, *, key: str | None = None) -> bytes:
     rows = []
     for t in traces:
         scores = ", ".join(f"{s.get('name')}={s.get('value')}" for s in t.get("feedback_scores") or [])
         error = "<span class=\"err\">error</span>" if t.get("error_info") else ""
         rows.append(
             f"<tr><td>{_e(t.get('start_time'))}</td><td>{_e(t.get('project_name'))}</td>"
-            f"<td><a href=\"/traces/{_e(t['id'])}\">{_e(t.get('name') or '(unnamed)')}</a> {error}</td>"
+            f"<td><a href=\"{_e(_link('/traces/' + str(t['id']), key), 400)}\">{_e(t.get('name') or '(unnamed)')}</a>"
+            f" {error}</td>"
             f"<td>{_e(_query(t))}</td><td>{_e(t.get('thread_id'))}</td>"
             f"<td>{_duration(t)}</td><td>{_e(t.get('span_count'))}</td><td>{_tags(t.get('tags'))}</td>"
-            f"<td>{_e(scores)}</td></tr>"
+            f"<td>{_e(scores, 400)}</td></tr>"
         )
     table = (
         "<table><thead><tr><th>start (UTC)</th><th>project</th><th>trace</th><th>query</th>"
@@ -108,12 +125,13 @@ def index_page(traces: list[dict], data_dir: str, older_than: str | None) -> byt
         f"<th>tags</th><th>scores</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
         if rows else "<p class=\"muted\">no traces stored yet</p>"
     )
-    more = f"<p><a href=\"/traces?before={_e(older_than)}\">older traces</a></p>" if older_than else ""
-    body = (f"<h1>Recent traces</h1><p class=\"muted\">local trace store, data in <code>{_e(data_dir)}</code>"
+    more = (f"<p><a href=\"{_e(_link('/traces', key, before=older_than), 400)}\">older traces</a></p>"
+            if older_than else "")
+    body = (f"<h1>Recent traces</h1><p class=\"muted\">local trace store, data in <code>{_e(data_dir, 1000)}</code>"
             f"</p>{table}{more}")
     return _document("recent traces - obai trace store", body)
 
 
 def error_page(status: int, message: str) -> bytes:
-    body = f"<p><a href=\"/traces\">recent traces</a></p><h1>{status}</h1><p>{_e(message)}</p>"
+    body = f"<p><a href=\"/traces\">recent traces</a></p><h1>{status}</h1><p>{_e(message, 2000)}</p>"
     return _document(f"{status} - obai trace store", body)

@@ -14,12 +14,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .apierror import bad_request
-from .timeutil import DEFAULT_PROJECT, norm_ts, parse_uuid
+from .timeutil import DEFAULT_PROJECT, norm_ts, parse_ts, parse_uuid, uuid7_bound
 
 MAX_BATCH_ITEMS = 1000
+# Opik's TraceSearchStreamRequest / SpanSearchStreamRequest: limit default 500, @Max(2000).
 DEFAULT_SEARCH_LIMIT = 500
-MAX_SEARCH_LIMIT = 1_000_000
+MAX_SEARCH_LIMIT = 2000
 MAX_FILTERS = 100
+# A name or tag is a label, not a payload: these keep one hostile write from swelling every
+# read and page of the store (a megabyte name would be sent with each search hit).
+MAX_NAME_CHARS = 1000
+MAX_TAG_CHARS = 200
+MAX_TAGS = 100
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,14 @@ def _str(value: Any, what: str) -> str | None:
     raise bad_request(f"{what} must be a string, got {type(value).__name__}")
 
 
+def _name(value: Any, what: str) -> str | None:
+    value = _str(value, what)
+    if value is not None and len(value) > MAX_NAME_CHARS:
+        raise bad_request(f"{what} is {len(value):,} characters long; the store takes names of at most "
+                          f"{MAX_NAME_CHARS:,} (put long text in input, output or metadata)")
+    return value
+
+
 def _json_list_string(value: Any, what: str) -> Any:
     """Opik's JsonListString: an object, a list of objects, or a string."""
     if value is None or isinstance(value, (dict, str)):
@@ -100,7 +114,14 @@ def _tags(value: Any, what: str) -> list[str] | None:
         return None
     if not isinstance(value, list) or not all(isinstance(tag, str) for tag in value):
         raise bad_request(f"{what} must be a list of strings")
-    return list(dict.fromkeys(value))
+    tags = list(dict.fromkeys(value))
+    if len(tags) > MAX_TAGS:
+        raise bad_request(f"{what} holds {len(tags)} tags; the store takes at most {MAX_TAGS}")
+    long = next((i for i, tag in enumerate(value) if len(tag) > MAX_TAG_CHARS), None)
+    if long is not None:
+        raise bad_request(f"{what}[{long}] is {len(value[long]):,} characters long; a tag may have at most "
+                          f"{MAX_TAG_CHARS}")
+    return tags
 
 
 def _error_info(value: Any, what: str) -> dict | None:
@@ -143,7 +164,7 @@ def _span_type(value: Any, what: str) -> str | None:
 
 
 _CHECKS = {
-    "name": _str,
+    "name": _name,
     "thread_id": _str,
     "input": _json_list_string,
     "output": _json_list_string,
@@ -284,16 +305,27 @@ class SearchRequest:
     exclude: frozenset[str] = frozenset()
     trace_id: str | None = None
     span_type: str | None = None
+    truncate: bool = True
+    """Opik's default: input and output over its threshold come back cut, as a string."""
+    min_id: str | None = None
+    max_id: str | None = None
+    """``from_time`` / ``to_time`` as the id range of entities created then (ids are UUIDv7)."""
+
+
+def _time_bounds(body: dict) -> tuple[str | None, str | None]:
+    """Opik's from_time / to_time, mapped to UUIDv7 id bounds as its InstantToUUIDMapper does."""
+    start = None if body.get("from_time") is None else parse_ts(body["from_time"], "from_time")
+    end = None if body.get("to_time") is None else parse_ts(body["to_time"], "to_time")
+    if start is not None and end is not None and end <= start:
+        raise bad_request(f"to_time must be after from_time, got from_time {body['from_time']!r:.60} and "
+                          f"to_time {body['to_time']!r:.60}")
+    return (None if start is None else uuid7_bound(start, upper=False),
+            None if end is None else uuid7_bound(end, upper=True))
 
 
 def parse_search(body: Any, kind: Kind) -> SearchRequest:
     body = _object(body, "request body")
-    for unsupported in ("from_time", "to_time"):
-        if body.get(unsupported) is not None:
-            raise bad_request(
-                f"{unsupported} is not supported by the local trace store; "
-                f"filter on start_time instead (e.g. start_time >= \"2026-01-01T00:00:00Z\")"
-            )
+    min_id, max_id = _time_bounds(body)
     project_name = _str(body.get("project_name"), "project_name")
     project_id = body.get("project_id")
     if project_id is not None:
@@ -310,7 +342,8 @@ def parse_search(body: Any, kind: Kind) -> SearchRequest:
         limit = DEFAULT_SEARCH_LIMIT
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SEARCH_LIMIT:
         shown = repr(limit) if not isinstance(limit, int) or abs(limit) < 10**12 else "a larger number"
-        raise bad_request(f"limit must be a whole number from 1 to {MAX_SEARCH_LIMIT}, got {shown}")
+        raise bad_request(f"limit must be a whole number from 1 to {MAX_SEARCH_LIMIT} (Opik streams at most "
+                          f"{MAX_SEARCH_LIMIT:,} rows per search; page on with last_retrieved_id), got {shown}")
     last_id = body.get("last_retrieved_id")
     if last_id is not None:
         last_id = parse_uuid(last_id, "last_retrieved_id")
@@ -333,6 +366,9 @@ def parse_search(body: Any, kind: Kind) -> SearchRequest:
         last_retrieved_id=last_id,
         limit=limit,
         exclude=frozenset(exclude),
+        truncate=body.get("truncate") is not False,
+        min_id=min_id,
+        max_id=max_id,
     )
     if kind is SPAN:
         trace_id = body.get("trace_id")

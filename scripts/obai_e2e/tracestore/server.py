@@ -51,6 +51,7 @@ _ROUTES: list[tuple[re.Pattern[str], dict[str, str]]] = [
     (re.compile(_ENTITY + "/" + _ID + r"/feedback-scores/delete"), {"POST": "_score_delete"}),
     (re.compile(r"/api/v1/private/projects/retrieve"), {"POST": "_project_by_name"}),
     (re.compile(r"/api/v1/private/projects/" + _ID), {"GET": "_project_by_id"}),
+    (re.compile(r"/api/v1/private/attachment(/.*)?"), {m: "_attachments" for m in ("GET", "POST", "PUT", "DELETE")}),
     (re.compile(r"/|/traces"), {"GET": "_index_page", "HEAD": "_index_page"}),
     (re.compile(r"/traces/([^/]{1,200})"), {"GET": "_trace_page", "HEAD": "_trace_page"}),
 ]
@@ -61,6 +62,9 @@ class StoreServer(ThreadingHTTPServer):
 
     daemon_threads = True
     allow_reuse_address = True
+    # Python's default backlog of 5 resets connections when hundreds of writers flush at once
+    # (every agent process of a parallel run ends its turn with one); the kernel caps it at somaxconn.
+    request_queue_size = 1024
 
     def __init__(self, address: tuple[str, int], store: Store, max_body_bytes: int, info: dict, token: str) -> None:
         if not token:
@@ -255,9 +259,25 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
     def _project_by_id(self, raw_id: str) -> None:
         self._send_json(200, self.server.store.project(project_id=parse_uuid(raw_id, "project id")))
 
+    def _attachments(self, _rest: str | None = None) -> None:
+        raise ApiError(
+            501,
+            "the local trace store keeps payloads inline and has no attachment storage: set "
+            "OPIK_IS_ATTACHMENT_EXTRACTION_ACTIVE=false for the writing process (the variables "
+            "`obai-e2e traces start` prints under env include it), so that the SDK leaves large "
+            "base64 values in the trace instead of replacing them with a reference to an upload",
+        )
+
     # --- pages ------------------------------------------------------------------------------
 
+    def _page_headers(self, base: dict[str, str] = pages.HEADERS) -> tuple[str | None, dict[str, str]]:
+        """The key to carry in the page's links and the headers to send; 401 without the page key."""
+        key, cookie = guard.page_access(self.query, self.headers, port=self.server.port, token=self.server.token,
+                                        data_dir=str(self.server.info.get("data_dir") or ""))
+        return key, {**base, **({"Set-Cookie": cookie} if cookie else {})}
+
     def _index_page(self) -> None:
+        key, headers = self._page_headers()
         try:
             query = parse_qs(self.query, max_num_fields=10)
         except ValueError:
@@ -267,13 +287,14 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
             before = parse_uuid(before, "before")
         traces = self.server.store.recent_traces(INDEX_SIZE + 1, before)
         more = traces[INDEX_SIZE]["id"] if len(traces) > INDEX_SIZE else None
-        html = pages.index_page(traces[:INDEX_SIZE], self.server.info.get("data_dir", ""), more)
-        self._send(200, html, pages.CONTENT_TYPE, pages.HEADERS)
+        html = pages.index_page(traces[:INDEX_SIZE], self.server.info.get("data_dir", ""), more, key=key)
+        self._send(200, html, pages.CONTENT_TYPE, headers)
 
     def _trace_page(self, raw_id: str) -> None:
+        key, headers = self._page_headers(pages.TRACE_HEADERS)
         trace_id = parse_uuid(raw_id, "trace id")
         trace, spans, total = self.server.store.trace_with_spans(trace_id, PAGE_MAX_SPANS)
-        self._send(200, pages.trace_page(trace, spans, total), pages.CONTENT_TYPE, pages.TRACE_HEADERS)
+        self._send(200, pages.trace_page(trace, spans, total, key=key), pages.CONTENT_TYPE, headers)
 
 
 def make_server(store: Store, host: str, port: int, max_body_bytes: int, info: dict, *, token: str) -> StoreServer:

@@ -22,6 +22,7 @@ from ..base import paths
 from ..base.errors import StoreError
 from ..base.fsutil import atomic_writer
 from ..base.opik_env import local_store_env
+from .guard import page_key
 
 STATE_FILE = "store.json"
 DB_FILE = "traces.sqlite3"
@@ -44,14 +45,20 @@ class StoreInfo:
     data_dir: Path
     already_running: bool
     token: str = field(repr=False)
+    strict_opik: bool = False
 
     def sdk_env(self) -> dict[str, str]:
         """Variables that point an ``opik`` SDK process at this store."""
         return local_store_env(self.api_url, token=self.token)
 
+    @property
+    def page_url(self) -> str:
+        """The recent-traces page with its page key (a browser opening it keeps the key as a cookie)."""
+        return f"{self.ui_url}?key={page_key(self.token)}"
+
     def trace_url(self, trace_id: str) -> str:
-        """The read-only page of one trace."""
-        return f"{self.ui_url}/{trace_id}"
+        """The read-only page of one trace, with the page key."""
+        return f"{self.ui_url}/{trace_id}?key={page_key(self.token)}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -62,6 +69,7 @@ class StoreInfo:
             "pid": self.pid,
             "data_dir": str(self.data_dir),
             "already_running": self.already_running,
+            "strict_opik": self.strict_opik,
         }
 
 
@@ -146,4 +154,5 @@ def info_from_state(state: dict, already_running: bool) -> StoreInfo:
         data_dir=Path(state["data_dir"]),
         already_running=already_running,
         token=str(state.get("token") or ""),
+        strict_opik=bool(state.get("strict_opik")),
     )

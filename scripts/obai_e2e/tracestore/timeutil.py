@@ -97,6 +97,16 @@ def new_uuid7() -> str:
     return str(uuid.UUID(int=value))
 
 
+def uuid7_bound(moment: datetime, *, upper: bool) -> str:
+    """The smallest (or largest) UUIDv7 of ``moment``'s millisecond: ids sort by creation time, so a
+    time range is an id range. Before 1970 is clamped to the epoch, as Opik's InstantToUUIDMapper does."""
+    millis = max(0, int(moment.timestamp() * 1000)) & ((1 << 48) - 1)
+    value = millis << 80 | 0x7 << 76 | 0b10 << 62
+    if upper:
+        value |= 0xFFF << 64 | ((1 << 62) - 1)
+    return str(uuid.UUID(int=value))
+
+
 @functools.lru_cache(maxsize=1024)
 def project_id_for(name: str) -> str:
     return str(uuid.uuid5(_PROJECT_NAMESPACE, name))

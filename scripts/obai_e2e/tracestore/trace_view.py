@@ -9,6 +9,10 @@ Every value is HTML-escaped; values are shown as text (a string with its line br
 object as indented ``key: value`` lines), never as JSON with ``\\n`` escapes. There is no
 script: collapsing is ``<details>``, the timing bars are inline SVG, and the one inline
 style sheet is allowed by its hash in a Content-Security-Policy that forbids all else.
+
+Every field is capped: a label (a name, tag, score, model) at :data:`MAX_LABEL_CHARS`, the
+tags shown at :data:`MAX_TAGS_SHOWN`, a value at :data:`MAX_VALUE_CHARS`, and the values of
+one page together at :data:`PAGE_VALUE_CHARS`; the page says what it left out.
 """
 from __future__ import annotations
 
@@ -22,6 +26,9 @@ from typing import Any, Iterable
 from ..base.clock import parse_iso
 
 MAX_VALUE_CHARS = 20_000
+MAX_LABEL_CHARS = 200
+MAX_TAGS_SHOWN = 20
+PAGE_VALUE_CHARS = 2_000_000
 BAR_WIDTH = 1000
 
 STYLE = """
@@ -61,6 +68,22 @@ def _e(value: Any) -> str:
     return escape("" if value is None else str(value), quote=True)
 
 
+def clip(text: str, limit: int = MAX_LABEL_CHARS) -> str:
+    """``text`` cut at ``limit`` characters, saying how many more there were."""
+    return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit:,} more characters]"
+
+
+def _label(value: Any) -> str:
+    return _e(clip("" if value is None else str(value)))
+
+
+class Budget:
+    """The characters of values one page may still show."""
+
+    def __init__(self, chars: int = PAGE_VALUE_CHARS) -> None:
+        self.left = chars
+
+
 def as_text(value: Any, indent: int = 0) -> str:
     """A JSON value as people read it: strings as they are, objects and lists as indented lines."""
     pad = " " * indent
@@ -87,12 +110,17 @@ def _entry(head: str, value: Any, indent: int) -> str:
     return f"{head} {text}"
 
 
-def _value(value: Any) -> str:
+def _value(value: Any, budget: Budget) -> str:
     text = as_text(value)
+    limit = min(MAX_VALUE_CHARS, budget.left)
+    budget.left -= min(len(text), max(limit, 0))
+    if limit <= 0:
+        return (f"<p class=\"muted\">{len(text):,} characters not shown: a page shows at most "
+                f"{PAGE_VALUE_CHARS:,} characters of values</p>")
     note = ""
-    if len(text) > MAX_VALUE_CHARS:
-        note = (f"<p class=\"muted\">showing the first {MAX_VALUE_CHARS:,} of {len(text):,} characters</p>")
-        text = text[:MAX_VALUE_CHARS]
+    if len(text) > limit:
+        note = (f"<p class=\"muted\">showing the first {limit:,} of {len(text):,} characters</p>")
+        text = text[:limit]
     return f"<pre>{_e(text)}</pre>{note}"
 
 
@@ -122,27 +150,32 @@ def _span_ms(item: dict) -> float | None:
 
 
 def _tags(tags: Any) -> str:
-    return "".join(f"<span class=\"tag\">{_e(t)}</span>" for t in tags or [] if isinstance(t, str))
+    tags = [t for t in tags or [] if isinstance(t, str)]
+    shown = "".join(f"<span class=\"tag\">{_e(clip(t, 60))}</span>" for t in tags[:MAX_TAGS_SHOWN])
+    more = len(tags) - MAX_TAGS_SHOWN
+    return shown + (f"<span class=\"muted\">and {more} more</span>" if more > 0 else "")
 
 
 def _scores(scores: Any) -> str:
     if not scores:
         return ""
-    rows = "".join(f"<tr><td>{_e(s.get('name'))}</td><td>{_e(s.get('value'))}</td><td>{_e(s.get('reason'))}</td>"
-                   f"<td>{_e(s.get('source'))}</td></tr>" for s in scores if isinstance(s, dict))
+    rows = "".join(f"<tr><td>{_label(s.get('name'))}</td><td>{_label(s.get('value'))}</td>"
+                   f"<td>{_e(clip(str(s.get('reason') or ''), 2000))}</td><td>{_label(s.get('source'))}</td></tr>"
+                   for s in scores[:100] if isinstance(s, dict))
     return f"<table><thead><tr><th>score</th><th>value</th><th>reason</th><th>source</th></tr></thead>{rows}</table>"
 
 
-def _sections(item: dict, *, open_io: bool) -> str:
+def _sections(item: dict, budget: Budget, *, open_io: bool) -> str:
     parts = []
     for name in ("input", "output", "metadata"):
         if item.get(name) not in (None, {}, ""):
             opened = " open" if open_io and name != "metadata" else ""
-            parts.append(f"<details class=\"io\"{opened}><summary>{name}</summary>{_value(item[name])}</details>")
+            parts.append(f"<details class=\"io\"{opened}><summary>{name}</summary>"
+                         f"{_value(item[name], budget)}</details>")
     info = item.get("error_info")
     if isinstance(info, dict) and info:
-        parts.append(f"<details class=\"io\" open><summary class=\"err\">error: {_e(info.get('exception_type'))}"
-                     f"</summary>{_value({k: v for k, v in info.items() if k != 'exception_type'})}</details>")
+        parts.append(f"<details class=\"io\" open><summary class=\"err\">error: {_label(info.get('exception_type'))}"
+                     f"</summary>{_value({k: v for k, v in info.items() if k != 'exception_type'}, budget)}</details>")
     if item.get("feedback_scores"):
         parts.append(f"<details class=\"io\" open><summary>feedback scores</summary>"
                      f"{_scores(item['feedback_scores'])}</details>")
@@ -174,31 +207,31 @@ class _Clock:
                 f"<rect x=\"{x:.1f}\" y=\"0\" width=\"{w:.1f}\" height=\"8\"/></svg>")
 
 
-def _span_open(span: dict, clock: _Clock, cited: dict[str, list[str]]) -> str:
+def _span_open(span: dict, clock: _Clock, cited: dict[str, list[str]], budget: Budget) -> str:
     sid = str(span.get("id") or "")
     codes = cited.get(sid) or []
     classes = "span" + (" cited" if codes else "") + (" err" if span.get("error_info") else "")
     offset = clock.offset(span)
     timing = " · ".join(x for x in ((f"+{offset:.0f} ms" if offset is not None else ""), _ms(_span_ms(span))) if x)
-    badges = "".join(f"<span class=\"cite\">cited: {_e(code)}</span>" for code in codes)
+    badges = "".join(f"<span class=\"cite\">cited: {_label(code)}</span>" for code in codes)
     error = " <span class=\"err\">error</span>" if span.get("error_info") else ""
     facts = _facts([
-        ("span id", f"<code>{_e(sid)}</code>"),
+        ("span id", f"<code>{_label(sid)}</code>"),
         ("start", _e(span.get("start_time"))),
         ("end", _e(span.get("end_time")) or "<span class=\"muted\">open</span>"),
-        ("model", _e(span.get("model"))), ("provider", _e(span.get("provider"))),
-        ("usage", _e(json.dumps(span["usage"], sort_keys=True)) if span.get("usage") else None),
+        ("model", _label(span.get("model"))), ("provider", _label(span.get("provider"))),
+        ("usage", _e(clip(json.dumps(span["usage"], sort_keys=True), 1000)) if span.get("usage") else None),
         ("tags", _tags(span.get("tags"))),
     ])
     opened = " open" if codes or span.get("error_info") else ""
-    return (f"<li class=\"{classes}\" id=\"span-{_e(sid)}\"><details{opened}><summary>"
-            f"<span class=\"name\">{_e(span.get('name') or '(unnamed span)')}</span>"
-            f"<span class=\"type\">{_e(span.get('type') or 'span')}</span>{clock.bar(span)}"
+    return (f"<li class=\"{classes}\" id=\"span-{_e(sid[:100])}\"><details{opened}><summary>"
+            f"<span class=\"name\">{_label(span.get('name') or '(unnamed span)')}</span>"
+            f"<span class=\"type\">{_label(span.get('type') or 'span')}</span>{clock.bar(span)}"
             f"<span class=\"time\">{_e(timing)}</span>{error}{badges}</summary>"
-            f"<div class=\"body\">{facts}{_sections(span, open_io=bool(codes))}</div></details>")
+            f"<div class=\"body\">{facts}{_sections(span, budget, open_io=bool(codes))}</div></details>")
 
 
-def span_tree(spans: list[dict], clock: _Clock, cited: dict[str, list[str]]) -> str:
+def span_tree(spans: list[dict], clock: _Clock, cited: dict[str, list[str]], budget: Budget | None = None) -> str:
     """Spans nested under their parents, children by start time; orphans and cycles become roots.
 
     Each span's details open on a click; a span a rule cited, or one with an error, is open.
@@ -213,6 +246,7 @@ def span_tree(spans: list[dict], clock: _Clock, cited: dict[str, list[str]]) -> 
             children.setdefault(parent, []).append(span)
         else:
             roots.append(span)
+    budget = budget or Budget()
     out = ["<ol class=\"tree top\">"]
     seen: set[int] = set()
     for top in [*roots, *ordered]:  # a span not reached from a root (a cycle) becomes a root itself
@@ -227,7 +261,7 @@ def span_tree(spans: list[dict], clock: _Clock, cited: dict[str, list[str]]) -> 
             if id(item) in seen:
                 continue
             seen.add(id(item))
-            out.append(_span_open(item, clock, cited))
+            out.append(_span_open(item, clock, cited, budget))
             stack.append("</li>")
             kids = [k for k in children.get(item.get("id"), []) if id(k) not in seen]
             if kids:
@@ -243,6 +277,7 @@ def trace_page(trace: dict, spans: list[dict], *, total_spans: int | None = None
     """The whole page. ``back``: (href, text) of the link back; ``cited``: span id → the codes citing it."""
     cited = cited or {}
     clock = _Clock(trace, spans)
+    budget = Budget()
     total = len(spans) if total_spans is None else total_spans
     count = f"{total} span{'s' if total != 1 else ''}"
     if len(spans) < total:
@@ -250,15 +285,15 @@ def trace_page(trace: dict, spans: list[dict], *, total_spans: int | None = None
     marked = sum(1 for s in spans if str(s.get("id") or "") in cited)
     error = " <span class=\"err\">error</span>" if trace.get("error_info") else ""
     facts = _facts([
-        ("trace id", f"<code>{_e(trace.get('id'))}</code>"),
-        ("project", _e(trace.get("project_name") or trace.get("project_id"))),
-        ("thread", _e(trace.get("thread_id"))),
+        ("trace id", f"<code>{_label(trace.get('id'))}</code>"),
+        ("project", _label(trace.get("project_name") or trace.get("project_id"))),
+        ("thread", _label(trace.get("thread_id"))),
         ("start", _e(trace.get("start_time"))),
         ("end", _e(trace.get("end_time")) or "<span class=\"muted\">open</span>"),
         ("duration", _e(_ms(_span_ms(trace)))),
         ("tags", _tags(trace.get("tags"))),
-        ("usage", _e(json.dumps(trace["usage"], sort_keys=True)) if trace.get("usage") else None),
-        ("cost", _e(trace.get("total_estimated_cost"))),
+        ("usage", _e(clip(json.dumps(trace["usage"], sort_keys=True), 1000)) if trace.get("usage") else None),
+        ("cost", _label(trace.get("total_estimated_cost"))),
     ])
     notes = f"<p class=\"note\">{_e(note)}</p>" if note else ""
     if marked:
@@ -267,14 +302,15 @@ def trace_page(trace: dict, spans: list[dict], *, total_spans: int | None = None
     span_scores = ""
     if trace.get("span_feedback_scores"):
         span_scores = f"<h2>Span scores (mean by name)</h2>{_scores(trace['span_feedback_scores'])}"
-    tree = span_tree(spans, clock, cited) if spans else "<p class=\"muted\">no spans</p>"
-    title = trace.get("name") or "(unnamed trace)"
+    sections = _sections(trace, budget, open_io=True)
+    tree = span_tree(spans, clock, cited, budget) if spans else "<p class=\"muted\">no spans</p>"
+    title = clip(str(trace.get("name") or "(unnamed trace)"))
     body = (f"<p><a href=\"{_e(back[0])}\">{_e(back[1])}</a></p><h1>{_e(title)}{error}</h1>"
             + (f"<p class=\"sub\">{_e(subtitle)}</p>" if subtitle else "")
-            + f"{facts}{notes}{_sections(trace, open_io=True)}{span_scores}<h2>Spans: {_e(count)}</h2>{tree}")
+            + f"{facts}{notes}{sections}{span_scores}<h2>Spans: {_e(count)}</h2>{tree}")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{_e(CSP)}\">"
             "<meta name=\"referrer\" content=\"no-referrer\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{_e(title)} — trace {_e(trace.get('id'))}</title><style>{STYLE}</style></head>"
+            f"<title>{_e(title)} — trace {_label(trace.get('id'))}</title><style>{STYLE}</style></head>"
             f"<body>{body}</body></html>\n").encode("utf-8")

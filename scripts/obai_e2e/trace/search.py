@@ -1,0 +1,81 @@
+"""The harness's searches of the trace backend: whole values, bounded in time.
+
+Enters: a backend, an Opik filter string and the time range a turn's trace was created in.
+Leaves: traces and spans as plain dicts, exactly as the backend stores them.
+
+Every search asks ``truncate: false``: without it Opik cuts an input or output of 10,001
+bytes or more to a string prefix, and the rules would judge that prefix. A trace search
+carries ``from_time`` / ``to_time``, which Opik turns into a range of (time-ordered) ids, so
+that it reads the few traces created around the turn instead of scanning the whole project:
+its cost does not grow with the project. A search in a project that does not exist (yet) is
+Opik's 404; :func:`is_project_missing` tells it apart from other errors.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from .backend import Backend, client
+
+PAGE_SIZE = 50
+MAX_SPANS = 10_000
+
+
+def as_dict(obj: Any) -> dict:
+    """A TracePublic/SpanPublic (or plain dict) as JSON-ready data."""
+    if isinstance(obj, dict):
+        return obj
+    return obj.model_dump(mode="json")
+
+
+def is_project_missing(exc: BaseException) -> bool:
+    """Opik's answer to a search in a project nobody wrote to: 404 "Project name: X not found"."""
+    if getattr(exc, "status_code", None) != 404:
+        return False
+    body = getattr(exc, "body", None)
+    text = str(body.get("message") or body.get("errors") or "") if isinstance(body, dict) else str(body or "")
+    return text.startswith(("Project name:", "Project id:", "['Project name:", "['Project id:")) and "not found" in text
+
+
+def search_traces(backend: Backend, filter_string: str | None, *, limit: int, from_time: datetime | None = None,
+                  to_time: datetime | None = None) -> list[dict]:
+    """The traces of the backend's project that match, newest first, created between the two times."""
+    from opik.api_objects import helpers, rest_helpers, rest_stream_parser
+    from opik.rest_api.types import trace_filter_public, trace_public
+
+    rest = client(backend).rest_client
+    filters = helpers.parse_filter_expressions(filter_string, parsed_item_class=trace_filter_public.TraceFilterPublic,
+                                               entity_type="traces")
+    bounds = {k: v for k, v in (("from_time", from_time), ("to_time", to_time)) if v is not None}
+
+    def page(size: int, last_id: str | None) -> list[bytes]:
+        return rest_helpers.ensure_rest_api_call_respecting_rate_limit(
+            operation_name="search_traces",
+            rest_callable=lambda: list(rest.traces.search_traces(
+                project_name=backend.project, filters=filters, limit=size, truncate=False,
+                last_retrieved_id=last_id, **bounds)),
+        )
+
+    found = rest_stream_parser.read_and_parse_full_stream(
+        read_source=page, parsed_item_class=trace_public.TracePublic, max_results=limit,
+        max_endpoint_batch_size=PAGE_SIZE)
+    return [as_dict(t) for t in found]
+
+
+def search_spans(backend: Backend, trace_id: str) -> list[dict]:
+    """Every span of one trace, with whole inputs and outputs."""
+    found = client(backend).search_spans(project_name=backend.project, trace_id=trace_id, max_results=MAX_SPANS,
+                                         truncate=False)
+    return [as_dict(s) for s in found]
+
+
+def newest_trace_id(backend: Backend) -> str | None:
+    """The id of the newest trace of the backend's project; None when it has none (or does not exist)."""
+    try:
+        found = client(backend).search_traces(project_name=backend.project, max_results=1, truncate=False,
+                                              exclude=["input", "output", "metadata"])
+    except Exception as exc:  # the SDK raises many types; only a missing project means "none"
+        if is_project_missing(exc):
+            return None
+        raise
+    return found[0].id if found else None

@@ -1,0 +1,54 @@
+"""What Opik does to a search hit's values unless the search asks ``truncate: false``.
+
+Enters: a public trace or span dict. Leaves: the same dict with its values slimmed the way
+Opik's search endpoints slim them, so that a reader that forgets the flag fails here as it
+would against a server:
+
+- base64 image data in input, output and metadata becomes ``[image]`` (the backend's
+  ``ImageUtils`` pattern: data URIs and the JPEG, PNG, GIF and BMP base64 prefixes);
+- an input or output whose JSON text is 10,001 bytes or longer comes back as a *string*
+  holding its first 10,001 bytes instead of the JSON value (the ``truncated_input`` /
+  ``truncated_output`` columns of the backend's analytics migration 000041, threshold
+  10 KB + 1 byte, read back as a text node because the prefix no longer parses).
+
+Reads by id are never slimmed (Opik's getById has no such flag).
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+TRUNCATION_THRESHOLD_BYTES = 10_001
+IMAGE_MARKER = "[image]"
+_IMAGE = re.compile(
+    r"data:image/[^;]{3,4};base64,[^\"]+|/9j/[^\"]+|iVBORw0KGgo=[^\"]+|R0lGODlh[^\"]+|R0lGODdh[^\"]+|Qk[^\"]+"
+)
+
+
+def _without_images(value: Any) -> Any:
+    if isinstance(value, str):
+        return _IMAGE.sub(IMAGE_MARKER, value) if _IMAGE.search(value) else value
+    if isinstance(value, list):
+        return [_without_images(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _without_images(v) for k, v in value.items()}
+    return value
+
+
+def _cut(value: Any) -> Any:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    if len(text) < TRUNCATION_THRESHOLD_BYTES:
+        return value
+    return text[:TRUNCATION_THRESHOLD_BYTES].decode("utf-8", errors="ignore")
+
+
+def slim(item: dict) -> dict:
+    """``item`` with images replaced and long inputs and outputs cut (in place; also returned)."""
+    for name in ("input", "output", "metadata"):
+        if item.get(name) is not None:
+            item[name] = _without_images(item[name])
+    for name in ("input", "output"):
+        if item.get(name) is not None:
+            item[name] = _cut(item[name])
+    return item

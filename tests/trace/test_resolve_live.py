@@ -1,0 +1,98 @@
+"""Resolution against the running local store through the real SDK: what the stored-search tests
+cannot show, because it is the backend's answer that matters here.
+
+A project nobody wrote to yet answers 404, as Opik does; the turn waits and finds its trace when it
+arrives. Every search is bounded to the turn's time range, so a trace with the same tag made outside
+it is not a candidate. The spans are read whole, however long their outputs.
+"""
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+import uuid
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from obai_e2e.base.clock import iso
+from obai_e2e.base.opik_env import local_store_env
+from obai_e2e.trace.backend import Backend
+from obai_e2e.trace.resolve import NOT_FOUND, RESOLVED, TurnKey, fetch, resolve
+from obai_e2e.tracestore.timeutil import uuid7_bound
+from recorded import config
+
+from tracestore.helpers import Api, project_name, span_payload, trace_payload
+
+
+@pytest.fixture(scope="module")
+def api(trace_store):
+    client = Api(trace_store.api_url, trace_store.token)
+    yield client
+    client.close()
+
+
+def _backend(trace_store, project: str) -> Backend:
+    env = local_store_env(trace_store.api_url, token=trace_store.token)
+    return Backend(kind="local", project=project, api_url=trace_store.api_url, sdk_env=env)
+
+
+def _config(project: str):
+    c = config()
+    return dataclasses.replace(c, backend=dataclasses.replace(c.backend, project=project, poll_initial_s=0.05,
+                                                              poll_max_s=0.2, settle_s=0.0))
+
+
+def _id_at(moment: datetime) -> str:
+    low = uuid.UUID(uuid7_bound(moment, upper=False)).int
+    return str(uuid.UUID(int=low | int.from_bytes(uuid.uuid4().bytes[8:], "big") & ((1 << 62) - 1)))
+
+
+def _turn(tag: str, started: datetime, ended: datetime) -> TurnKey:
+    return TurnKey(query="What is the latest price of AAPL?", started_at=iso(started), ended_at=iso(ended), tag=tag)
+
+
+def test_a_turn_whose_project_does_not_exist_yet_waits_and_resolves_when_its_trace_arrives(trace_store, api):
+    project = project_name("fresh")
+    tag = f"e2e-{uuid.uuid4().hex}"
+    now = datetime.now(timezone.utc)
+    trace = trace_payload(project, id=_id_at(now), tags=[tag], end_time=iso(now + timedelta(seconds=1)))
+    writer = threading.Timer(1.0, lambda: api.batch("traces", [trace]))
+    writer.start()
+    try:
+        res = resolve(_backend(trace_store, project), _config(project), _turn(tag, now, now + timedelta(seconds=1)),
+                      deadline_s=60)
+    finally:
+        writer.join()
+    assert res.status == RESOLVED and res.trace_id == trace["id"] and res.attempts > 1
+
+
+def test_a_project_that_never_gets_a_trace_is_trace_not_found_naming_it(trace_store):
+    project = project_name("never")
+    now = datetime.now(timezone.utc)
+    res = resolve(_backend(trace_store, project), _config(project), _turn("e2e-none", now, now), deadline_s=0.5)
+    assert res.status == NOT_FOUND and f"project {project!r} does not exist" in res.message
+
+
+def test_a_trace_with_the_tag_made_outside_the_turn_is_not_a_candidate(trace_store, api):
+    project = project_name("bounded")
+    tag = f"e2e-{uuid.uuid4().hex}"
+    start = datetime.now(timezone.utc) - timedelta(minutes=1)
+    earlier = trace_payload(project, id=_id_at(start - timedelta(hours=1)), tags=[tag], end_time=iso(start))
+    mine = trace_payload(project, id=_id_at(start + timedelta(seconds=1)), tags=[tag], end_time=iso(start))
+    api.batch("traces", [earlier, mine])
+    res = resolve(_backend(trace_store, project), _config(project),
+                  _turn(tag, start, start + timedelta(seconds=2)), deadline_s=5)
+    assert res.status == RESOLVED and res.trace_id == mine["id"]  # not multi_match: the old one is out of range
+
+
+def test_fetch_reads_every_span_whole(trace_store, api):
+    project = project_name("whole")
+    trace = trace_payload(project, end_time=iso(datetime.now(timezone.utc)))
+    big = {"content": [{"type": "text", "text": "ok"}], "structuredContent": {"rows": ["words"] * 3_000}}
+    span = span_payload(project, trace["id"], type="tool", output=big, end_time=trace["end_time"])
+    api.batch("traces", [trace])
+    api.batch("spans", [span])
+    t0 = time.monotonic()
+    fetched = fetch(_backend(trace_store, project), trace["id"], settle=0.05)
+    assert fetched.complete and [s["output"] for s in fetched.spans] == [big]
+    assert time.monotonic() - t0 >= 0.05  # the spans were read twice, a settle apart, and agreed

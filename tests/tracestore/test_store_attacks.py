@@ -1,0 +1,149 @@
+"""Attacks on the store itself: reading its pages without the key, swelling it with huge labels,
+and flooding it with simultaneous writers. Each gets a refusal with a named reason or a bounded
+answer, and no acknowledged trace is lost."""
+from __future__ import annotations
+
+import json
+import socket
+import threading
+
+import httpx
+import pytest
+from obai_e2e.tracestore.db import Store
+from obai_e2e.tracestore.guard import cookie_name, page_key
+from obai_e2e.tracestore.payloads import MAX_NAME_CHARS, MAX_TAG_CHARS, MAX_TAGS
+from obai_e2e.tracestore.server import make_server
+
+from .helpers import Api, project_name, trace_payload
+
+
+@pytest.fixture(scope="module")
+def api(trace_store):
+    client = Api(trace_store.api_url, trace_store.token)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def secret_trace(trace_store, api):
+    trace = trace_payload(project_name("private"), name="secret-page-name", input={"card": "4111-secret"})
+    api.batch("traces", [trace])
+    return trace
+
+
+# --- the pages want the page key --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("query", ["", "?key=", "?key=wrong", "?key={token}", "?before=x&key=wrong"])
+def test_pages_without_the_page_key_are_401_and_show_nothing(trace_store, secret_trace, query):
+    for path in ("/traces", "/", f"/traces/{secret_trace['id']}"):
+        response = httpx.get(f"{trace_store.url}{path}{query.format(token=trace_store.token)}")
+        assert response.status_code == 401 and response.headers["content-type"].startswith("text/html")
+        assert "page_url" in response.text and "set-cookie" not in response.headers
+        for secret in ("secret-page-name", "4111-secret", trace_store.token):
+            assert secret not in response.text
+
+
+def test_the_page_key_opens_the_pages_and_leaves_a_strict_cookie_for_this_port(trace_store, secret_trace):
+    key = page_key(trace_store.token)
+    assert key != trace_store.token and trace_store.page_url.endswith(f"?key={key}")
+    response = httpx.get(trace_store.trace_url(secret_trace["id"]))
+    assert response.status_code == 200 and "secret-page-name" in response.text
+    cookie = response.headers["set-cookie"]
+    assert cookie.startswith(f"{cookie_name(trace_store.port)}={key};")
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    jar = {cookie_name(trace_store.port): key}
+    assert httpx.get(f"{trace_store.ui_url}/{secret_trace['id']}", cookies=jar).status_code == 200
+    # a cookie named for another port (another store on this host) opens nothing here
+    other = {cookie_name(trace_store.port + 1): key}
+    assert httpx.get(trace_store.ui_url, cookies=other).status_code == 401
+
+
+def test_the_page_key_opens_no_api_route_and_host_and_origin_checks_come_first(trace_store):
+    key = page_key(trace_store.token)
+    for auth in ({"Authorization": key}, {"Cookie": f"{cookie_name(trace_store.port)}={key}"}):
+        response = httpx.post(f"{trace_store.api_url}/v1/private/traces/search", headers=auth,
+                              json={"project_name": "x"})
+        assert response.status_code == 401
+    foreign_origin = httpx.get(trace_store.page_url, headers={"Origin": "http://attacker.example"})
+    assert foreign_origin.status_code == 403 and "set-cookie" not in foreign_origin.headers
+    foreign_host = httpx.get(trace_store.page_url, headers={"Host": f"attacker.example:{trace_store.port}"})
+    assert foreign_host.status_code == 403 and "set-cookie" not in foreign_host.headers
+
+
+# --- names and tags are labels, capped ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("fields, named", [
+    ({"name": "n" * (15 * 1024 * 1024)}, f"names of at most {MAX_NAME_CHARS:,}"),
+    ({"tags": ["ok", "t" * (MAX_TAG_CHARS + 1)]}, f"tags[1] is {MAX_TAG_CHARS + 1} characters"),
+    ({"tags": [f"t{i}" for i in range(MAX_TAGS + 1)]}, f"at most {MAX_TAGS}"),
+])
+def test_a_huge_name_or_tag_is_refused_by_name(api, fields, named):
+    project = project_name("labels")
+    response = api.send("POST", "/v1/private/traces/batch", {"traces": [trace_payload(project, **fields)]})
+    assert response.status_code == 400 and named in response.json()["errors"][0]
+    assert api.stored("traces", project) == []
+    assert api.ping()
+
+
+def test_pages_stay_small_with_labels_at_their_limits(trace_store, api):
+    project = project_name("wide")
+    tags = [f"{i:03d}" + "t" * (MAX_TAG_CHARS - 3) for i in range(MAX_TAGS)]
+    trace = trace_payload(project, name="N" * MAX_NAME_CHARS, tags=tags, input={"v": "x" * 300_000})
+    api.batch("traces", [trace])
+    page = httpx.get(trace_store.trace_url(trace["id"]))
+    assert page.status_code == 200 and len(page.content) < 100_000
+    assert "N" * 200 in page.text and "N" * 201 not in page.text and "and 80 more" in page.text
+    index = httpx.get(trace_store.page_url)
+    assert index.status_code == 200 and len(index.content) < 1_500_000
+
+
+# --- hundreds of writers at once ------------------------------------------------------------------
+
+
+def test_hundreds_of_simultaneous_writers_lose_nothing(tmp_path):
+    """Every agent process of a parallel run flushes its trace as it exits: all at once, each on a new connection."""
+    writers = 400
+    store = Store(tmp_path / "db.sqlite3")
+    server = make_server(store, "127.0.0.1", 0, 1024 * 1024, {"service": "obai-trace-store"}, token="t0ken")
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
+    port = server.server_address[1]
+    project = project_name("flood")
+    traces = [trace_payload(project) for _ in range(writers)]
+    start = threading.Barrier(writers)
+    answers: list[bytes] = [b""] * writers
+
+    def write(i: int) -> None:
+        body = json.dumps({"traces": [traces[i]]}).encode()
+        request = (f"POST /api/v1/private/traces/batch HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                   f"Authorization: t0ken\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+                   f"Connection: close\r\n\r\n").encode() + body
+        start.wait()
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+                sock.sendall(request)
+                while chunk := sock.recv(4096):
+                    answers[i] += chunk
+        except OSError as exc:
+            answers[i] = repr(exc).encode()
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(writers)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        refused = [a[:80] for a in answers if not a.startswith(b"HTTP/1.1 204")]
+        assert refused == [], f"{len(refused)} of {writers} writes were not acknowledged: {refused[:3]}"
+        api = Api(f"http://127.0.0.1:{port}/api", "t0ken")
+        try:
+            found = api.search("traces", project, limit=2000)
+        finally:
+            api.close()
+        assert {t["id"] for t in found} == {t["id"] for t in traces}
+    finally:
+        server.shutdown()
+        server.server_close()
+        store.close()
