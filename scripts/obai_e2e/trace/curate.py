@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 from ..base.clock import parse_iso
 from ..config.sections import Vocabulary
+from .cut import cut_at, cut_reason
 from .digest import (
+    CutValue,
     ErrorSpan,
     Guardrail,
     SkillLoad,
@@ -43,6 +45,30 @@ class Curated:
     text: str
     digest: TraceDigest
 
+
+
+def _cut_values(trace: dict, ordered: list[dict], v: Vocabulary) -> list[CutValue]:
+    """The values the rules read that arrived cut, in span order (see cut.py)."""
+    out = []
+
+    def note(role: str, name: str | None, span: dict | None, found: tuple[str, str] | None) -> None:
+        if found:
+            out.append(CutValue(role, name, span.get("id") if span else None, *found))
+
+    for s in ordered:
+        name = s.get("name")
+        specialist = v.specialist_name(name)
+        if specialist is not None:
+            reason = cut_reason(s.get("output"))
+            note("specialist", specialist, s, ("output", reason) if reason else None)
+        if v.guardrail.matches(name):
+            note("guardrail", name, s, cut_at(s, v.guardrail_allowed_field))
+        if v.skill_load.match(name)[0] and v.skill_name_field != "name":
+            note("skill_load", name, s, cut_at(s, v.skill_name_field))
+        if v.strategy_specialist and specialist == v.strategy_specialist:
+            note("strategy_input", specialist, s, cut_at(s, v.strategy_input_field or "input"))
+    note("final_response", trace.get("name"), None, cut_at(trace, v.final_response_field))
+    return out
 
 
 def curate(trace: dict, spans: list[dict], vocabulary: Vocabulary, *, complete: bool = True) -> Curated:
@@ -128,5 +154,6 @@ def curate(trace: dict, spans: list[dict], vocabulary: Vocabulary, *, complete: 
         spans=span_rows,
         usage=usage,
         cost=cost,
+        cut=_cut_values(trace, ordered, v),
     )
     return Curated(text=render_text(trace, digest), digest=digest)

@@ -74,6 +74,17 @@ class ErrorSpan(Record):
 
 
 @dataclass
+class CutValue(Record):
+    """A value a rule reads that arrived cut short (``cut.py`` says how), so no rule judges it."""
+
+    role: str             # specialist | guardrail | skill_load | strategy_input | final_response
+    name: str | None      # the specialist's name (a specialist), else the span's name
+    span_id: str | None   # None: the trace itself
+    field: str            # input | output | metadata
+    reason: str
+
+
+@dataclass
 class SpanRow(Record):
     """One span of the trace, in start order."""
 
@@ -109,6 +120,17 @@ class TraceDigest(Record):
     spans: list[SpanRow] = field(default_factory=list)
     usage: dict[str, int] | None = None  # token counts of the turn, when its trace carries them
     cost: float | None = None  # estimated cost of the turn, when its trace carries it
+    cut: list[CutValue] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        out = super().to_json()
+        if not self.cut:
+            out.pop("cut")  # written only when a value arrived cut
+        return out
+
+    def cut_of(self, role: str, name: str | None = None) -> list[CutValue]:
+        """The cut values of one role (and, for a specialist, of that specialist)."""
+        return [c for c in self.cut if c.role == role and (name is None or c.name == name)]
 
     def calls_of(self, name: str | None) -> list[SpecialistCall]:
         return [c for c in self.specialist_calls if c.name == name] if name else []

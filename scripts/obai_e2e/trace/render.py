@@ -74,4 +74,8 @@ def render_text(trace: dict, d: TraceDigest) -> str:
     lines.append("")
     lines.append("FINAL RESPONSE:")
     lines.append(_indent(cut(d.final_response)) if d.final_response is not None else "    (none)")
+    if d.cut:
+        lines += ["", "VALUES THAT ARRIVED CUT (rules reading them are not judged):"]
+        lines += [f"    - {c.role} {c.name}  {c.field}  {_sid(c.span_id) if c.span_id else 'trace'}: {c.reason}"
+                  for c in d.cut]
     return "\n".join(lines) + "\n"

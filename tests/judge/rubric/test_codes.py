@@ -33,6 +33,7 @@ from recorded import (
     config,
     packet,
     packet_json,
+    raw,
     statuses,
     tripped,
 )
@@ -98,6 +99,22 @@ def cut_answer(unit: str, tmp_path: Path) -> CheckResult:
     turn = run_turn([sys.executable, "-c", script, p.answer], env=dict(os.environ), cwd=tmp_path, timeout_s=600)
     assert turn.exit_code == 0 and turn.stdout_truncated, turn
     p.turn, p.answer = turn, turn.stdout.strip()
+    return check(p)
+
+
+def read_cut(unit: str) -> CheckResult:
+    """``unit`` whose first specialist output is over 10,001 bytes, read by a search that did not ask
+    truncate=false: the store slims the hit as Opik's search does, and curation reads what came back."""
+    from obai_e2e.trace.curate import curate
+    from obai_e2e.tracestore.truncation import slim
+
+    p = packet(CLEAN, unit)
+    trace, spans = raw(CLEAN, unit)
+    first = min((s for s in spans if s.get("type") == "tool"), key=lambda s: s["start_time"])
+    first["output"]["structuredContent"]["provenance"] = ["served from the bundled sample data"] * 400
+    curated = curate(trace, [slim(s) for s in spans], config().vocabulary)
+    assert "VALUES THAT ARRIVED CUT" in curated.text and curated.digest.cut[0].span_id == first["id"]
+    p.trace.curated, p.trace.digest = curated.text, curated.digest
     return check(p)
 
 
@@ -213,6 +230,12 @@ def test_the_recording_that_targets_a_code_trips_exactly_it(code, tmp_path):
             cut = next(o for o in result.outcomes if o.rule == code)
             total = len(packet(CLEAN, name).answer.encode("utf-8")) + 1 + PAD
             assert cut.evidence[0].excerpt == f"answer cut after {MAX_STDOUT_BYTES} bytes of {total}"
+        elif code == "trace_truncated":
+            result = read_cut(name)
+            assert (result.verdict, result.reasons) == ("inconclusive", [code]), result.judgment
+            undecided = {o.rule for o in result.outcomes if o.status == "inconclusive"}
+            assert {"specialist.tool_error", "specialist.empty", "hub.unverified_number"} <= undecided
+            assert statuses(result)["routing.specialist_missing"] == "pass"  # names are never cut
         elif code == "harness_error":
             result = harness_failed(name)
             assert (result.verdict, result.reasons) == ("inconclusive", [code])

@@ -14,9 +14,9 @@ from ...config.target import TargetConfig
 from ...drive import turn_failure
 from ...drive.packet_record import Packet
 from ...drive.turn import TurnResult
-from . import adversarial, answer, routing, specialist, ui
+from . import adversarial, answer, cut, routing, specialist, ui
 from .context import Context
-from .outcome import FAIL, NEEDS_JUDGMENT, NEEDS_REVIEW, RuleOutcome
+from .outcome import FAIL, INCONCLUSIVE, NEEDS_JUDGMENT, NEEDS_REVIEW, RuleOutcome
 
 PASS_V, FAIL_V, REVIEW_V, INCONCLUSIVE_V = "pass", "fail", "needs_review", "inconclusive"
 
@@ -212,11 +212,19 @@ def check_packet(packet: Packet, case: Case, config: TargetConfig) -> CheckResul
                            infra=infra)
     ctx = context_for(packet, case, config)
     outcomes = routing.check(ctx) + specialist.check(ctx) + answer.check(ctx) + ui.check(ctx) + adversarial.check(ctx)
+    outcomes = cut.mark(outcomes, ctx)
     first_fail = first_failure(outcomes)
+    undecided = [o for o in outcomes if o.status == INCONCLUSIVE]
     soft = [c for o in outcomes if o.status == NEEDS_REVIEW for c in o.tripped_codes]
     if first_fail is not None:
         verdict, reasons = FAIL_V, [first_fail.code]
         judgment = f"{first_fail.code}: {first_fail.detail}."
+    elif undecided:
+        # A failure proven on whole values stands; anything less is not claimed on a cut value.
+        infra = {"reason": cut.TRUNCATED,
+                 "message": f"{', '.join(o.rule for o in undecided)}: {undecided[0].detail}"[:500]}
+        return CheckResult(unit_id, case.id, INCONCLUSIVE_V, [cut.TRUNCATED], outcomes, questions_for(outcomes),
+                           expected, observed, f"{cut.TRUNCATED}: {infra['message']}.", infra=infra)
     elif soft:
         verdict, reasons = REVIEW_V, soft
         details = [o.detail for o in outcomes if o.status == NEEDS_REVIEW]

@@ -54,6 +54,7 @@ INFRA_REASONS = (
     "multi_match",
     "cli_timeout",
     "trace_incomplete",
+    "trace_truncated",
     "harness_error",
     "target_crashed",
     "target_failed",

@@ -10,7 +10,8 @@ FAIL = "fail"
 NEEDS_REVIEW = "needs_review"
 SKIPPED = "skipped"
 NEEDS_JUDGMENT = "needs_judgment"
-STATUSES = (PASS, FAIL, NEEDS_REVIEW, SKIPPED, NEEDS_JUDGMENT)
+INCONCLUSIVE = "inconclusive"  # what the rule reads arrived cut short (rubric/cut.py)
+STATUSES = (PASS, FAIL, NEEDS_REVIEW, SKIPPED, NEEDS_JUDGMENT, INCONCLUSIVE)
 
 EXCERPT_CHARS = 240
 
