@@ -263,10 +263,12 @@ def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *,
 
         def backend_ok():
             backend = connect(config, start_local=start_store)
-            ping(backend)
+            note = ping(backend)
             report.info["trace_backend"] = {"kind": backend.kind, "api_url": backend.api_url,
                                             "project": backend.project}
-            return backend.describe()
+            if note:
+                report.info.setdefault("warnings", []).append(note)
+            return backend.describe() + (f"; {note}" if note else "")
         _check(report, "trace_backend", backend_ok,
                "start the local store (obai-e2e traces start) or fix the Opik configuration")
 

@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..base import opik_env
-from ..base.errors import BackendUnreachable, StoreError
+from ..base.errors import BackendUnreachable, StoreError, TraceBackendError
 from ..config.target import TargetConfig
 
 
@@ -93,8 +93,14 @@ def _sdk_url() -> str | None:
         return None
 
 
-def ping(backend: Backend, timeout_s: float = 3.0) -> None:
-    """Raise BackendUnreachable unless the backend answers its health check."""
+def ping(backend: Backend, timeout_s: float = 3.0) -> str | None:
+    """Raise unless the backend answers; for Opik, also unless its key and workspace are accepted.
+
+    Against Opik this is one authenticated call, a lookup of the configured project, which
+    tells a refused key (401), a workspace the key cannot use (403) and a missing project
+    (404) apart. A missing project is not an error (the agent's first trace creates it):
+    the returned note says so; otherwise None.
+    """
     import httpx  # deferred: a third of a second of import time for every script
 
     if backend.kind == "local":
@@ -105,24 +111,40 @@ def ping(backend: Backend, timeout_s: float = 3.0) -> None:
             raise BackendUnreachable(f"{backend.describe()} does not answer ({type(exc).__name__})") from None
         if response.status_code != 200:
             raise BackendUnreachable(f"{backend.describe()} answered HTTP {response.status_code} to a ping")
-        return
+        return None
     _apply_sdk_env(backend)
     try:
         from opik import config as opik_config
-        from opik import url_helpers
 
         cfg = opik_config.OpikConfig()
-        url = url_helpers.get_is_alive_ping_url(cfg.url_override)
-        headers = {}
+        url = (cfg.url_override or "").rstrip("/") + "/v1/private/projects/retrieve"
+        headers = {"Comet-Workspace": cfg.workspace or ""}
         if cfg.api_key:
-            headers["authorization"] = cfg.api_key
-        if cfg.workspace:
-            headers["Comet-Workspace"] = cfg.workspace
-        response = httpx.get(url, timeout=timeout_s, headers=headers)
+            headers["Authorization"] = cfg.api_key
+        response = httpx.post(url, json={"name": backend.project}, timeout=timeout_s, headers=headers)
     except httpx.HTTPError as exc:
         raise BackendUnreachable(f"Opik does not answer ({type(exc).__name__}); check OPIK_URL_OVERRIDE / ~/.opik.config") from None
-    if response.status_code != 200:
-        raise BackendUnreachable(f"Opik answered HTTP {response.status_code} to a ping at {url}")
+    return access_note(response.status_code, response.text, url=url, workspace=cfg.workspace, project=backend.project,
+                       has_key=bool(cfg.api_key))
+
+
+def access_note(status: int, body: str, *, url: str, workspace: str | None, project: str, has_key: bool) -> str | None:
+    """What an authenticated project lookup at Opik says about the key, the workspace and the project."""
+    said = body.strip().replace("\n", " ")[:200]
+    if status == 200:
+        return None
+    if status == 401:
+        key = "the API key (OPIK_API_KEY or api_key in ~/.opik.config)"
+        raise TraceBackendError(f"Opik at {url} refused {key if has_key else 'the request: no API key is set; set ' + key}"
+                                f" for workspace {workspace!r} (HTTP 401: {said})")
+    if status == 403:
+        raise TraceBackendError(f"Opik at {url} accepted no access to workspace {workspace!r} with this API key: set "
+                                f"OPIK_WORKSPACE (or workspace in ~/.opik.config) to a workspace of the key's user "
+                                f"(HTTP 403: {said})")
+    if status == 404 and "roject" in said:  # Opik's "Project name: X not found", not a 404 of a wrong URL
+        return (f"project {project!r} does not exist in workspace {workspace!r} yet: the agent's first trace creates "
+                "it; if traces were written before, trace_backend.project names the wrong project")
+    raise BackendUnreachable(f"Opik at {url} answered HTTP {status} to a project lookup: {said}")
 
 
 def _apply_sdk_env(backend: Backend) -> None:

@@ -254,8 +254,7 @@ class Store:
             else:
                 row = conn.execute("SELECT * FROM projects WHERE id = ?", (project_id_for(name or ""),)).fetchone()
         if row is None:
-            shown = f"id {project_id}" if project_id is not None else f"name {name!r}"
-            raise not_found(f"project with {shown} not found")
+            raise project_not_found(name=None if project_id is not None else name, project_id=project_id)
         out = {"id": row["id"], "name": row["name"], "visibility": "private", "created_at": row["created_at"],
                "last_updated_at": row["last_updated_at"], "last_updated_trace_at": row["last_updated_trace_at"]}
         return {k: v for k, v in out.items() if v is not None}
