@@ -2,7 +2,8 @@
 
 Each fault makes exactly one rule of the harness trip (or, for the last four rubric faults,
 one harness outcome occur) and leaves everything else about the turn as a clean run has
-it. Three tables, one per stage of the loss catalog: ``FAULTS`` (the rubric of a turn),
+it; ``big_output`` trips nothing: a harness that reads the long output it writes whole
+judges the turn as a clean one. Three tables, one per stage of the loss catalog: ``FAULTS`` (the rubric of a turn),
 ``UI_FAULTS`` (the web chat of ``obai-demo serve``; no effect on ``ask``) and
 ``ADVERSARIAL_FAULTS`` (attacks that succeed). The README documents all three.
 """
@@ -90,6 +91,9 @@ FAULTS: dict[str, Fault] = {
         Fault("crash", "trace.error_span:hub",
               "the hub raises after the guardrail: error_info on the hub, traceback on stderr, "
               "exit 70, empty stdout", _ROUTING),
+        Fault("big_output", "(none: judged as the clean turn)",
+              "the first specialist's structuredContent gains a provenance list of about 13,500 characters "
+              "(no digits), so its output is past the 10,001 bytes at which an Opik search cuts a value", _PRICE),
     ]
 }
 

@@ -21,6 +21,7 @@ from .specialists import (
     fundamentals,
     market_data,
     options,
+    padded,
     prediction,
     strategy,
 )
@@ -52,6 +53,8 @@ class ToolContext:
             return empty_envelope()
         if first and "tool_error" in self.faults:
             return error_envelope("upstream timeout")
+        if first and "big_output" in self.faults:
+            return padded(compute())
         return compute()
 
 

@@ -24,6 +24,17 @@ def empty_envelope() -> dict[str, Any]:
     return {"content": [], "isError": False}
 
 
+PROVENANCE_NOTE = "served from the bundled sample data, checked against the reference table"
+PROVENANCE_ROWS = 180
+
+
+def padded(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` with a long provenance list in its structuredContent: over 12,000 characters, no digits."""
+    structured = dict(result.get("structuredContent") or {})
+    structured["provenance"] = [PROVENANCE_NOTE] * PROVENANCE_ROWS
+    return {**result, "structuredContent": structured}
+
+
 def text_of(result: dict[str, Any] | None) -> str:
     """The joined text blocks of an envelope ('' when there are none)."""
     if not result:
