@@ -24,6 +24,7 @@ from obai_demo.faults import FAULTS
 from obai_demo.guardrail import REFUSAL
 from obai_demo.specialists import text_of
 from obai_e2e.base.opik_env import QUIET_SDK_ENV, local_store_env
+from obai_e2e.trace.search import is_project_missing
 
 from .faultchecks import Turn, assert_envelope, assert_grounded, job_id_of
 
@@ -84,8 +85,13 @@ class Demo:
     def fetch(self, turn: Turn, expect: int = 1, wait_s: float = 10.0) -> Turn:
         deadline = time.monotonic() + wait_s
         while True:
-            found = self.client.search_traces(project_name=PROJECT, filter_string=f'tags contains "{turn.tag}"',
-                                              truncate=False)
+            try:
+                found = self.client.search_traces(project_name=PROJECT, filter_string=f'tags contains "{turn.tag}"',
+                                                  truncate=False)
+            except Exception as exc:  # no turn of this module has written a trace yet
+                if not is_project_missing(exc):
+                    raise
+                found = []
             if len(found) >= expect or time.monotonic() > deadline:
                 break
             time.sleep(0.25)

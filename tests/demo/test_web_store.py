@@ -15,6 +15,7 @@ import httpx
 import pytest
 from obai_demo import __version__
 from obai_e2e.base.opik_env import QUIET_SDK_ENV
+from obai_e2e.trace.search import is_project_missing
 
 from .web_helpers import events, streamed_text
 
@@ -77,7 +78,13 @@ def turns(trace_store, tmp_path_factory):
     for key, tag in tags.items():
         deadline = time.monotonic() + 15
         while True:
-            found = client.search_traces(project_name=PROJECT, filter_string=f'tags contains "{tag}"', truncate=False)
+            try:
+                found = client.search_traces(project_name=PROJECT, filter_string=f'tags contains "{tag}"',
+                                             truncate=False)
+            except Exception as exc:  # the project exists once the server's first trace is in
+                if not is_project_missing(exc):
+                    raise
+                found = []
             if found or time.monotonic() > deadline:
                 break
             time.sleep(0.25)
