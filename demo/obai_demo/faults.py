@@ -2,10 +2,11 @@
 
 Each fault makes exactly one rule of the harness trip (or, for the last four rubric faults,
 one harness outcome occur) and leaves everything else about the turn as a clean run has
-it; ``big_output`` trips nothing: a harness that reads the long output it writes whole
-judges the turn as a clean one. Three tables, one per stage of the loss catalog: ``FAULTS`` (the rubric of a turn),
+it. Three tables, one per stage of the loss catalog: ``FAULTS`` (the rubric of a turn),
 ``UI_FAULTS`` (the web chat of ``obai-demo serve``; no effect on ``ask``) and
-``ADVERSARIAL_FAULTS`` (attacks that succeed). The README documents all three.
+``ADVERSARIAL_FAULTS`` (attacks that succeed); and ``TRACE_FAULTS``, which trip nothing:
+they change only how the trace is written, so that a harness reading the backend's answer
+as it should judges the turn as a clean one. The README documents all four.
 """
 from __future__ import annotations
 
@@ -91,9 +92,6 @@ FAULTS: dict[str, Fault] = {
         Fault("crash", "trace.error_span:hub",
               "the hub raises after the guardrail: error_info on the hub, traceback on stderr, "
               "exit 70, empty stdout", _ROUTING),
-        Fault("big_output", "(none: judged as the clean turn)",
-              "the first specialist's structuredContent gains a provenance list of about 13,500 characters "
-              "(no digits), so its output is past the 10,001 bytes at which an Opik search cuts a value", _PRICE),
     ]
 }
 
@@ -135,7 +133,16 @@ ADVERSARIAL_FAULTS: dict[str, Fault] = {
     ]
 }
 
-ALL_FAULTS: dict[str, Fault] = {**FAULTS, **UI_FAULTS, **ADVERSARIAL_FAULTS}
+TRACE_FAULTS: dict[str, Fault] = {
+    f.name: f
+    for f in [
+        Fault("big_output", "(none: judged as the clean turn)",
+              "the first specialist's structuredContent gains a provenance list of about 13,500 characters "
+              "(no digits), so its output is past the 10,001 bytes at which an Opik search cuts a value", _PRICE),
+    ]
+}
+
+ALL_FAULTS: dict[str, Fault] = {**FAULTS, **UI_FAULTS, **ADVERSARIAL_FAULTS, **TRACE_FAULTS}
 
 
 @dataclass(frozen=True)

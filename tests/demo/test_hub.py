@@ -333,3 +333,17 @@ def test_flake_adds_one_soft_deviation(run_turn):
             kinds["extra_number"] = True
     assert set(kinds) == {"extra_specialist", "extra_number"}
     assert run_turn(MULTI, flake="seed:0").answer == clean.answer
+
+
+def test_big_output_pads_only_the_first_specialist_output(run_turn):
+    import json
+
+    from obai_demo.specialists import PROVENANCE_ROWS
+
+    clean = run_turn(MULTI)
+    bad = run_turn(MULTI, faults="big_output")
+    first, second = bad.specialists
+    assert len(json.dumps(first.output, separators=(",", ":")).encode()) > 10_001  # past Opik's cut
+    assert len(first.output["structuredContent"].pop("provenance")) == PROVENANCE_ROWS
+    assert first.output == clean.specialists[0].output and second.output == clean.specialists[1].output
+    assert bad.answer == clean.answer and bad.exit_code == clean.exit_code

@@ -13,9 +13,7 @@ from recorded.matrix import MATRIX
 
 from .faultchecks import CHECKS, Turn
 
-# The hang is about a live process group; big_output is about how a backend answers a long output
-# (tests/e2e/test_strict_store.py drives it against a store with Opik's visibility).
-LIVE_ONLY = {"hang", "big_output"}
+LIVE_ONLY = {"hang"}
 
 
 def _turn(query: str, session: str, turn: dict, recorded: list[dict]) -> Turn:
