@@ -192,8 +192,10 @@ def test_clean_turn_trace_shape(results):
     assert trace["output"] == {"response": turn.answer, "exit_code": 0}
     assert trace["thread_id"] == turn.session
     assert sorted(trace["tags"]) == sorted(["obai-demo", turn.tag])
-    assert trace["metadata"] == {"e2e_tag": turn.tag, "session_id": turn.session,
+    # The providers of the trace's spans come first, as Opik returns a trace's metadata.
+    assert trace["metadata"] == {"providers": ["obai-demo"], "e2e_tag": turn.tag, "session_id": turn.session,
                                  "demo_version": __version__, "channel": "cli", "faults": []}
+    assert next(iter(trace["metadata"])) == "providers"
     assert trace["error_info"] is None
     assert turn.names == ["hub", "guardrail", "load_skill", "load_skill", "market_data_analysis",
                           "fundamentals_analysis", "compose_answer"]

@@ -126,8 +126,8 @@ def test_web_trace_matches_the_cli_trace(turns):
         assert trace["input"] == {"query": MULTI, "session": session}
         assert trace["output"] == cli["output"]
         assert trace["thread_id"] == session and sorted(trace["tags"]) == sorted(["obai-demo", tag])
-        assert trace["metadata"] == {"e2e_tag": tag, "session_id": session, "demo_version": __version__,
-                                     "channel": "ui", "faults": []}
+        assert trace["metadata"] == {"providers": ["obai-demo"], "e2e_tag": tag, "session_id": session,
+                                     "demo_version": __version__, "channel": "ui", "faults": []}
         root = trace["spans"][0]
         assert root["name"] == "hub" and root["output"] == cli["spans"][0]["output"]
         assert _shape(trace)[1:] == _shape(cli)[1:]  # every span below the hub, inputs and outputs
