@@ -40,10 +40,10 @@ def is_project_missing(exc: BaseException) -> bool:
 def search_traces(backend: Backend, filter_string: str | None, *, limit: int, from_time: datetime | None = None,
                   to_time: datetime | None = None) -> list[dict]:
     """The traces of the backend's project that match, newest first, created between the two times."""
+    rest = client(backend).rest_client  # first: it imports the SDK once, also against the warm-up thread
     from opik.api_objects import helpers, rest_helpers, rest_stream_parser
     from opik.rest_api.types import trace_filter_public, trace_public
 
-    rest = client(backend).rest_client
     filters = helpers.parse_filter_expressions(filter_string, parsed_item_class=trace_filter_public.TraceFilterPublic,
                                                entity_type="traces")
     bounds = {k: v for k, v in (("from_time", from_time), ("to_time", to_time)) if v is not None}
