@@ -24,13 +24,6 @@ from .helpers import Api, at, flt, project_name, sdk_client, span_payload, trace
 THRESHOLD = 10_001
 
 
-@pytest.fixture(scope="module")
-def api(trace_store):
-    client = Api(trace_store.api_url, trace_store.token)
-    yield client
-    client.close()
-
-
 def _id_at(moment: datetime) -> str:
     """A UUIDv7 of ``moment``'s millisecond, as the SDK makes one for a trace started then."""
     low = uuid.UUID(uuid7_bound(moment, upper=False)).int

@@ -18,13 +18,6 @@ from .helpers import Api, project_name, trace_payload
 
 
 @pytest.fixture(scope="module")
-def api(trace_store):
-    client = Api(trace_store.api_url, trace_store.token)
-    yield client
-    client.close()
-
-
-@pytest.fixture(scope="module")
 def secret_trace(trace_store, api):
     trace = trace_payload(project_name("private"), name="secret-page-name", input={"card": "4111-secret"})
     api.batch("traces", [trace])

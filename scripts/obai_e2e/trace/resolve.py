@@ -15,7 +15,7 @@ import re
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Callable
+from typing import Callable
 
 from ..base.clock import iso, parse_iso
 from ..base.errors import Interrupted
