@@ -96,3 +96,12 @@ def test_fetch_reads_every_span_whole(trace_store, api):
     fetched = fetch(_backend(trace_store, project), trace["id"], settle=0.05)
     assert fetched.complete and [s["output"] for s in fetched.spans] == [big]
     assert time.monotonic() - t0 >= 0.05  # the spans were read twice, a settle apart, and agreed
+
+
+def test_adopting_from_a_project_nobody_wrote_to_says_there_is_no_trace(trace_store):
+    from obai_e2e.adopt.sample import sample
+    from obai_e2e.base.errors import TraceNotFound
+
+    project = project_name("adopt-nothing")
+    with pytest.raises(TraceNotFound, match=f"no trace in project '{project}'"):
+        sample(_backend(trace_store, project), limit=3)

@@ -67,7 +67,7 @@ def test_trace_page_is_escaped_and_served_with_a_strict_policy(hostile_trace):
     for span in hostile_trace["spans"]:
         assert span["id"] in html
     assert "loop-a" in html and "loop-b" in html  # spans in a parent cycle are still shown
-    assert 'href="/traces"' in html                # the way back to the index
+    assert 'href="/traces?key=' in html            # the way back to the index, with the key it was opened with
 
 
 def test_index_lists_recent_traces_with_links(trace_store, hostile_trace):

@@ -13,6 +13,7 @@ from ..base.clock import iso, parse_iso, utc_now
 from ..base.errors import TraceNotFound, UsageError
 from ..trace.backend import Backend, client
 from ..trace.resolve import as_dict, fetch
+from ..trace.search import is_project_missing
 
 MAX_TRACES = 200
 
@@ -59,8 +60,13 @@ def sample(backend: Backend, *, limit: int, tag: str | None = None, since: str |
     """The newest ``limit`` traces of the backend's project that match, oldest first."""
     if not 1 <= limit <= MAX_TRACES:
         raise UsageError(f"--traces {limit}: use 1 to {MAX_TRACES}")
-    found = client(backend).search_traces(project_name=backend.project, filter_string=filter_for(tag, since),
-                                          max_results=limit, truncate=False)
+    try:
+        found = client(backend).search_traces(project_name=backend.project, filter_string=filter_for(tag, since),
+                                              max_results=limit, truncate=False)
+    except Exception as exc:  # the SDK raises many types; a project nobody wrote to is "no trace"
+        if not is_project_missing(exc):
+            raise
+        found = []
     traces = sorted((as_dict(t) for t in found), key=lambda t: (t.get("start_time") or "", t.get("id") or ""))
     if not traces:
         what = " and ".join(x for x in (f"tag {tag!r}" if tag else "", f"since {since}" if since else "") if x)

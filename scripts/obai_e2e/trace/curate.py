@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..base.clock import parse_iso
 from ..config.sections import Vocabulary
-from .cut import cut_at, cut_reason
+from .cut import cut_at
 from .digest import (
     CutValue,
     ErrorSpan,
@@ -57,16 +57,17 @@ def _cut_values(trace: dict, ordered: list[dict], v: Vocabulary) -> list[CutValu
 
     for s in ordered:
         name = s.get("name")
-        specialist = v.specialist_name(name)
-        if specialist is not None:
-            reason = cut_reason(s.get("output"))
-            note("specialist", specialist, s, ("output", reason) if reason else None)
+        specialist = v.specialist_name(name, s.get("type"))
+        if specialist is not None:  # its payload, and wherever the vocabulary reads its text and data
+            found = next((c for c in (cut_at(s, p) for p in ("/output", v.specialist_text, v.specialist_data)) if c),
+                         None)
+            note("specialist", specialist, s, found)
         if v.guardrail.matches(name):
             note("guardrail", name, s, cut_at(s, v.guardrail_allowed_field))
         if v.skill_load.match(name)[0] and v.skill_name_field != "name":
             note("skill_load", name, s, cut_at(s, v.skill_name_field))
         if v.strategy_specialist and specialist == v.strategy_specialist:
-            note("strategy_input", specialist, s, cut_at(s, v.strategy_input_field or "input"))
+            note("strategy_input", specialist, s, cut_at(s, v.strategy_input_field or "/input"))
     note("final_response", trace.get("name"), None, cut_at(trace, v.final_response_field))
     return out
 

@@ -19,6 +19,8 @@ import json
 import re
 from typing import Any
 
+from ..base import jsonptr
+
 # A cut JSON text is long: a short string that merely starts like JSON is the agent's own text.
 MIN_CUT_CHARS = 1_000
 _ATTACHMENT = re.compile(r"\[(?:input|output|metadata)-attachment-\d+-\d+-sdk\.\w+\]")
@@ -70,11 +72,12 @@ def cut_reason(value: Any) -> str | None:
     return _marker(value)
 
 
-def cut_at(item: dict, path: str | None) -> tuple[str, str] | None:
-    """(field, reason) when the top-level field a dotted ``path`` reads (``output.allowed``) arrived cut."""
-    if not path:
+def cut_at(item: dict, pointer: str | None) -> tuple[str, str] | None:
+    """(field, reason) when the span's or trace's field a JSON ``pointer`` reads (``/output/allowed``)
+    arrived cut."""
+    if not pointer or not pointer.startswith("/"):
         return None
-    field = path.split(".", 1)[0]
+    field = jsonptr.parse(pointer)[0] if pointer != "/" else ""
     if field not in ("input", "output", "metadata"):
         return None
     reason = cut_reason(item.get(field))
