@@ -158,7 +158,7 @@ def explain(code) -> str | None:
     family, dot, rest = code.partition(".")
     if not dot or family not in _FIXED:
         return (f"{code!r} starts with {family!r}: codes start with "
-                f"{', '.join(f + '.' for f in _FIXED)} (else an infrastructure reason: {', '.join(INFRA_REASONS)})")
+                f"{', '.join(f + '.' for f in _FIXED)} (else a reason: {', '.join(INFRA_REASONS)})")
     known = ", ".join(f"{family}.{r}" for r in _FIXED[family])
     if family == "trace":
         if not rest.startswith("error_span:"):
