@@ -28,6 +28,30 @@ def result(data: Any, asked: bool = False) -> None:
         emit(data)
 
 
+def compact(data: dict) -> str:
+    """One JSON object, one top-level key per line and each item of a list on its own line.
+
+    Read by a model as often as by a person: no indentation to pay for, yet every unit of
+    a list of short lines stands on a line of its own.
+    """
+    def one(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+    parts = []
+    for key, value in data.items():
+        if isinstance(value, list) and value:
+            body = ",\n ".join(one(v) for v in value)
+            parts.append(f"{one(key)}: [\n {body}]")
+        else:
+            parts.append(f"{one(key)}: {one(value)}")
+    return "{" + ",\n".join(parts) + "}\n"
+
+
+def emit_compact(data: dict) -> None:
+    sys.stdout.write(compact(data))
+    sys.stdout.flush()
+
+
 def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 

@@ -93,8 +93,11 @@ def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int 
             if not defer:
                 for unit in p.to_judge:
                     _judge(config, run_dir, unit, judged, progress, time.monotonic(), spool)
+            def each(unit: Unit, packet: Packet, started: float) -> None:
+                _judge(config, run_dir, unit, judged, progress, started, spool, packet)
+
             try:
-                _drive_all(config, p, backend, jobs, progress, judged, spool, judge=not defer)
+                drive_all(config, p, backend, jobs, None if defer else each, sync_dir=defer)
             finally:
                 close_ui_channels()  # the browser and a web UI the run started
             if defer:
@@ -134,14 +137,16 @@ def _judge(config: TargetConfig, run_dir: Path, unit: Unit, judged: set[str], pr
             pass
 
 
-def _drive_all(config: TargetConfig, p: RunPlan, backend: Backend, jobs: int, progress: Progress,
-               judged: set[str], spool: tuple[EntrySpool, RunMeta], judge: bool = True) -> None:
-    """Drive the pending units on worker threads, ``jobs`` turns at a time; judge each here.
+def drive_all(config: TargetConfig, p: RunPlan, backend: Backend, jobs: int,
+              each: Callable[[Unit, Packet, float], None] | None, *, sync_dir: bool = True) -> None:
+    """Drive the pending units on worker threads, ``jobs`` turns at a time; hand each stored one to ``each``.
 
     Twice as many units as turn slots are in flight: while one unit's turn runs, another's
     trace is read and curated, its packet stored and its sandbox torn down, or it waits for
-    an async job. A stored unit is judged here after the next one has started, so that its
-    file writes overlap that unit's turn instead of adding to the run's wall time.
+    an async job. ``each(unit, packet, started)`` runs here, on this thread, after the next
+    unit has started, so that its file writes overlap that unit's turn instead of adding to
+    the run's wall time. ``sync_dir`` False leaves the packet's directory fsync to a verdict
+    written next.
     """
     if not p.pending:
         return
@@ -159,7 +164,7 @@ def _drive_all(config: TargetConfig, p: RunPlan, backend: Backend, jobs: int, pr
                 while queue and len(running) < workers:
                     unit = queue.popleft()
                     started[unit.id] = time.monotonic()
-                    running[pool.submit(_drive_one, config, backend, p, unit, slots.for_unit(), judge)] = unit
+                    running[pool.submit(_drive_one, config, backend, p, unit, slots.for_unit(), sync_dir)] = unit
 
             fill()
             while running:
@@ -168,16 +173,15 @@ def _drive_all(config: TargetConfig, p: RunPlan, backend: Backend, jobs: int, pr
                 fill()
                 for unit, future in finished:
                     packet = future.result()  # a harness bug surfaces here rather than being lost
-                    if judge:
-                        _judge(config, p.run_dir, unit, judged, progress, started[unit.id], spool, packet)
+                    if each is not None:
+                        each(unit, packet, started[unit.id])
     finally:
         remove_finished()  # after the pool has waited for its workers' teardowns
 
 
 def _drive_one(config: TargetConfig, backend: Backend, p: RunPlan, unit: Unit, slot: UnitSlot,
-               judge: bool) -> Packet:
+               sync_dir: bool) -> Packet:
     """Drive ``unit`` and store its packet (on a worker thread, so that stores overlap)."""
     data = build_packet(config, backend, p.run_dir, p.meta, unit, defer_removal=True, slot=slot)
-    # Judged next, the verdict's directory fsync covers the packet's name too.
-    packet, _ = store_packet(p.run_dir, unit.id, data, sync_dir=not judge)
+    packet, _ = store_packet(p.run_dir, unit.id, data, sync_dir=sync_dir)
     return packet

@@ -1,0 +1,138 @@
+"""What a background drive leaves for its polls: who drives, how far, and one line per unit.
+
+Three scratch files under ``<run>/.drive/`` (named ``*.tmp``, so never part of a run's
+seal): ``state.json.tmp`` (the worker's pid, status and jobs), ``units.jsonl.tmp`` (one
+:class:`UnitLine` per driven unit, appended as each unit's packet is stored) and
+``shown.tmp`` (how many of those lines a poll has printed already). The packets are the
+record; these files only report on them, and a lost one is rebuilt from the packets.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..base.clock import iso, utc_now
+from ..base.errors import ConfigError
+from ..base.fsutil import append_text, atomic_write_json, trim_torn_tail
+from ..base.record import Record
+
+DRIVE_DIR = ".drive"
+
+RUNNING, DONE, FAILED, INTERRUPTED = "running", "done", "failed", "interrupted"
+
+
+@dataclass
+class UnitLine(Record):
+    """A driven unit as the rules see it, before anyone judged it."""
+
+    unit: str
+    verdict: str
+    reasons: list[str] = field(default_factory=list)
+    open: list[str] = field(default_factory=list)
+    seconds: float | None = None
+
+    def text(self) -> str:
+        """``S4 fail specialist.strategy.zero_trades | open: hub.incomplete_answer``"""
+        out = f"{self.unit} {self.verdict}"
+        if self.reasons:
+            out += " " + ", ".join(self.reasons)
+        if self.open:
+            out += " | open: " + ", ".join(self.open)
+        return out
+
+
+@dataclass
+class DriveState(Record):
+    """The background worker of a run's drive: who it is and where it stands."""
+
+    pid: int
+    status: str
+    jobs: int
+    started_at: str
+    ended_at: str | None = None
+    pending_at_start: int = 0
+    error: str | None = None
+
+
+class DriveLog:
+    """The drive's scratch files of one run directory."""
+
+    def __init__(self, run_dir: Path):
+        self.dir = Path(run_dir) / DRIVE_DIR
+        self.state_path = self.dir / "state.json.tmp"
+        self.units_path = self.dir / "units.jsonl.tmp"
+        self.shown_path = self.dir / "shown.tmp"
+        self.log_path = self.dir / "worker.log.tmp"
+
+    # -- the worker's state ---------------------------------------------------------------
+
+    def state(self) -> DriveState | None:
+        try:
+            return DriveState.from_json(json.loads(self.state_path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, ConfigError):
+            return None
+
+    def start(self, jobs: int, pending: int) -> DriveState:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        state = DriveState(pid=os.getpid(), status=RUNNING, jobs=jobs, started_at=iso(utc_now()),
+                           pending_at_start=pending)
+        atomic_write_json(self.state_path, state.to_json(), durable=False)
+        return state
+
+    def end(self, state: DriveState, status: str, error: str | None = None) -> None:
+        state.status, state.error, state.ended_at = status, error, iso(utc_now())
+        atomic_write_json(self.state_path, state.to_json(), durable=False)
+
+    # -- the unit lines -------------------------------------------------------------------
+
+    def lines(self) -> list[UnitLine]:
+        """Every unit line so far (a torn last line, from a kill mid-append, is left out)."""
+        try:
+            text = self.units_path.read_text(encoding="utf-8")
+        except OSError:
+            return []
+        out = []
+        for raw in text.splitlines():
+            try:
+                out.append(UnitLine.from_json(json.loads(raw)))
+            except (ValueError, ConfigError):
+                continue
+        return out
+
+    def add(self, line: UnitLine) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        if self.units_path.exists():
+            trim_torn_tail(self.units_path)
+        append_text(self.units_path, json.dumps(line.to_json(), ensure_ascii=False) + "\n", durable=False,
+                    trimmed=True)
+
+    # -- what a poll has printed ----------------------------------------------------------
+
+    def shown(self) -> int:
+        try:
+            return int(self.shown_path.read_text(encoding="utf-8").strip() or 0)
+        except (OSError, ValueError):
+            return 0
+
+    def mark_shown(self, count: int) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(self.shown_path, count, durable=False)
+
+    def log_tail(self, lines: int = 6) -> str:
+        try:
+            text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+        kept = [line for line in text.strip().splitlines() if line.strip() and not line.startswith("Bytecode")]
+        return " | ".join(kept[-lines:])
+
+
+def tally(lines: list[UnitLine]) -> str:
+    """``54 pass, 12 fail, 1 needs_review, 0 inconclusive by the rules; 60 with open questions``"""
+    counts = {v: 0 for v in ("pass", "fail", "needs_review", "inconclusive")}
+    for line in lines:
+        counts[line.verdict] = counts.get(line.verdict, 0) + 1
+    with_open = sum(1 for line in lines if line.open)
+    return (", ".join(f"{n} {v}" for v, n in counts.items()) + f" by the rules; {with_open} with open questions")

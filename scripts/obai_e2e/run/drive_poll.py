@@ -1,0 +1,107 @@
+"""Polling a background drive: start the worker when none runs, wait a bounded time, report.
+
+Driving a whole suite takes minutes, longer than a chat tool lets one command run in the
+foreground. So the drive runs as a detached worker process (batch_drive.drive_run) and a
+poll waits at most ``wait_s`` for it, then prints the units finished since the previous
+poll. The same command again continues where it left off: a worker that died (killed,
+machine restarted) is started again and resumes with the units that have no packet.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ..base import procs
+from ..rundir.meta import load_run
+from .drive_log import DONE, FAILED, RUNNING, DriveLog, DriveState, tally
+
+POLL_S = 0.25
+STOP_WAIT_S = 60
+# The folder that holds the obai_e2e package, for the worker's sys.path.
+PACKAGE_PARENT = Path(__file__).resolve().parents[2]
+
+
+def _alive(state: DriveState | None) -> bool:
+    if state is None or state.status != RUNNING:
+        return False
+    found = procs.stat(state.pid)
+    return found is not None and found.state != "Z"
+
+
+def _spawn(log: DriveLog, argv: list[str]) -> subprocess.Popen:
+    log.dir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_PARENT), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    with open(log.log_path, "ab") as err:
+        return subprocess.Popen([sys.executable, "-m", "obai_e2e", *argv], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=err, env=env, start_new_session=True)
+
+
+def poll(run_dir: Path, worker_argv: list[str], wait_s: float) -> tuple[int, dict]:
+    """(exit code, report) after waiting at most ``wait_s`` seconds for the drive of ``run_dir``."""
+    run_dir = Path(run_dir)
+    meta = load_run(run_dir)  # a bad run directory is refused here, not in the background
+    log = DriveLog(run_dir)
+    t0 = time.monotonic()
+    state = log.state()
+    proc = None
+    if not _alive(state) and (state is None or state.status != DONE):
+        proc = _spawn(log, worker_argv)
+    code = 0
+    while True:
+        state = log.state()
+        if proc is not None:
+            if proc.poll() is not None:  # the worker this poll started has ended
+                code = proc.returncode
+                if state is None or state.pid != proc.pid:  # it never got going
+                    state = DriveState(pid=proc.pid, status=FAILED, jobs=0, started_at="",
+                                       error=log.log_tail() or f"the drive worker exited with {code}")
+                break
+        elif not _alive(state):
+            break
+        if time.monotonic() - t0 >= wait_s:
+            break
+        time.sleep(POLL_S)
+    return report(run_dir, log, state, total=len(meta.units), worker_code=code)
+
+
+def report(run_dir: Path, log: DriveLog, state: DriveState | None, *, total: int, worker_code: int = 0) -> tuple[int, dict]:
+    lines = log.lines()
+    shown = min(log.shown(), len(lines))
+    new = lines[shown:]
+    log.mark_shown(len(lines))
+    status = state.status if state is not None else RUNNING
+    if status == RUNNING and not _alive(state):
+        status = "stopped"
+    out: dict = {"status": status, "run_dir": str(run_dir), "units": [line.text() for line in new],
+                 "driven": f"{len(lines)} of {total} units have a packet and a check"}
+    if status == DONE:
+        out["count"] = f"{len(lines)} units driven: {tally(lines)}"
+        out["next"] = "every unit is driven; go on with the next step"
+    elif status == RUNNING:
+        out["next"] = "the drive goes on in the background: run the same command again"
+    else:
+        out["error"] = (state.error if state is not None else None) or log.log_tail()
+        out["next"] = "run the same command again to resume; units in flight stay pending"
+    if status == FAILED:
+        return (worker_code or 2), out
+    return 0, out
+
+
+def stop(run_dir: Path) -> tuple[int, dict]:
+    """Stop a running worker (SIGTERM: its turns are ended, units in flight stay pending)."""
+    meta = load_run(run_dir)
+    log = DriveLog(run_dir)
+    state = log.state()
+    if _alive(state):
+        os.kill(state.pid, signal.SIGTERM)
+        t0 = time.monotonic()
+        while _alive(log.state()) and time.monotonic() - t0 < STOP_WAIT_S:
+            time.sleep(POLL_S)
+    return report(Path(run_dir), log, log.state(), total=len(meta.units))
+
