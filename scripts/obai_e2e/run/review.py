@@ -1,0 +1,139 @@
+"""The review step of the chat flow: the units still without a verdict, as their judge reads them, in pages.
+
+Enters: a run plan (its units with a packet and no report row) or one unit. Leaves: pages
+of at most ``max_chars`` characters, each with the legends its units refer to (the codes
+each admits, how each kind of open question is answered) given once. Units that need
+judgment come first; a page ends between units, and a unit longer than a page is cut by
+its own bounds (judge/review/view). ``full`` prints everything of each unit instead: every
+rule outcome with evidence, the whole answer and curated trace.
+"""
+from __future__ import annotations
+
+import json
+
+from ..config.target import TargetConfig
+from ..config.units import Unit
+from ..drive.packet_record import load_packet
+from ..judge.open_questions import kind_of
+from ..judge.panel.aggregate import panel_for_unit
+from ..judge.review.view import UnitView, unit_view
+from ..judge.rubric import check_packet
+from ..judge.verdict import applicable_codes, readable
+from .plan import RunPlan
+
+MAX_CHARS = 24000
+
+
+def _legend_key(index: int) -> str:
+    return chr(ord("A") + index) if index < 26 else f"A{index}"
+
+
+class _Admissible:
+    """The distinct admissible code sets of a review, each named once by a letter."""
+
+    def __init__(self) -> None:
+        self.sets: dict[str, str] = {}
+
+    def key(self, config: TargetConfig, unit: Unit, check) -> str:
+        if check.verdict == "inconclusive":
+            return f"inconclusive {', '.join(check.reasons)} only"
+        hard, soft = applicable_codes(unit.case, config, unit.channel)
+        text = f"fail one of {readable(hard) or '(none)'}; needs_review any of {readable(soft) or '(none)'}"
+        for k, v in self.sets.items():
+            if v == text:
+                return k
+        k = _legend_key(len(self.sets))
+        self.sets[k] = text
+        return k
+
+
+def _full(config: TargetConfig, unit: Unit, run_dir) -> dict:
+    packet = load_packet(run_dir, unit.id)
+    check = check_packet(packet, unit.case, config)
+    hard, soft = applicable_codes(unit.case, config, unit.channel)
+    out = {**check.to_json(), "admissible": {"fail": [readable([p]) for p in hard],
+                                             "needs_review": [readable([p]) for p in soft]},
+           "judge_panel": panel_for_unit(run_dir, unit.id), "question": packet.query, "answer": packet.answer,
+           "trace": packet.trace.curated}
+    if packet.followup is not None:
+        f = packet.followup
+        out["followup"] = {"question": f.query, "answer": f.answer, "trace": f.trace.curated}
+    return out
+
+
+def _views(config: TargetConfig, plan: RunPlan, units: list[Unit], legend: _Admissible) -> list[UnitView]:
+    views = []
+    for unit in units:
+        packet = load_packet(plan.run_dir, unit.id)
+        if packet is None:
+            continue
+        check = check_packet(packet, unit.case, config)
+        views.append(unit_view(unit, packet, check, panel_for_unit(plan.run_dir, unit.id),
+                               legend.key(config, unit, check), short=len(units) > 1))
+    return sorted(views, key=lambda v: not v.needs_judgment)  # stable: plan order within each group
+
+
+def _answer_legend(views: list[UnitView]) -> list[str]:
+    kinds = {kind_of(q) for v in views for q in v.open} - {None}
+    return [f"  {name}: {text}" for name, _, text in sorted(kinds)]
+
+
+def _pages(blocks: list[tuple[UnitView | None, str]], legend: dict[str, str], budget: int) -> list[list]:
+    """Units packed into pages of at most ``budget`` characters, each page with the legend lines it needs."""
+    pages, current, size, keys = [], [], 0, set()
+    for view, text in blocks:
+        key = view.admissible if view is not None else None
+        extra = len(text) + 1 + (len(legend.get(key, "")) + 8 if key in legend and key not in keys else 0)
+        if current and size + extra > budget:
+            pages.append(current)
+            current, size, keys = [], 0, set()
+            extra = len(text) + 1 + (len(legend.get(key, "")) + 8 if key in legend else 0)
+        current.append((view, text))
+        size += extra
+        keys.add(key)
+    return pages + ([current] if current else [])
+
+
+def review(config: TargetConfig, plan: RunPlan, *, unit_id: str | None = None, page: int = 1,
+           max_chars: int = MAX_CHARS, fmt: str = "text", full: bool = False) -> str:
+    """The page ``page`` of the review of ``plan`` (or of one unit), as text or JSON."""
+    units = [plan.unit(unit_id)] if unit_id else list(plan.to_judge)
+    legend = _Admissible()
+    if full:
+        blocks = [(None, json.dumps(_full(config, u, plan.run_dir), ensure_ascii=False)) for u in units
+                  if load_packet(plan.run_dir, u.id) is not None]
+    else:
+        views = _views(config, plan, units, legend)
+        blocks = [(v, v.text() if fmt == "text" else json.dumps(v.to_json(), ensure_ascii=False)) for v in views]
+    reserve = 1500  # the header, the answers' legend and the footer
+    pages = _pages(blocks, legend.sets, max(2000, max_chars - reserve)) or [[]]
+    page = min(max(1, page), len(pages))
+    shown = pages[page - 1]
+    waiting = len(plan.pending)
+    head = {"run": plan.meta.run_id, "page": page, "pages": len(pages), "units_on_page": len(shown),
+            "without_verdict": len(units) if not unit_id else None, "not_driven_yet": waiting or None}
+    if not units:
+        head["next"] = ("every driven unit has a verdict" + (f"; {waiting} units are not driven yet: drive them first"
+                                                              if waiting else ": go on to finish the run"))
+    elif page < len(pages):
+        head["next"] = f"record verdicts for the units above, then review again (or --page {page + 1} to read on)"
+    else:
+        head["next"] = "record a verdict for each unit above (record_verdict.py --batch)"
+    used = {v.admissible for v, _ in shown if v is not None}
+    sets = {k: t for k, t in legend.sets.items() if k in used}
+    answers = _answer_legend([v for v, _ in shown if v is not None])
+    if fmt == "json" or full:
+        body = [json.loads(text) for _, text in shown]
+        return json.dumps({**{k: v for k, v in head.items() if v is not None}, "admissible": sets,
+                           "answers": answers, "units": body}, ensure_ascii=False) + "\n"
+    lines = [f"# review {head['run']}: page {page} of {len(pages)}, {len(shown)} of {len(units)} units without a "
+             "verdict" + (f" ({waiting} not driven yet)" if waiting else "")]
+    if sets:
+        lines.append("admissible codes:")
+        lines += [f"  {k}: {t}" for k, t in sets.items()]
+    if answers:
+        lines.append("answers to open questions (or abstain):")
+        lines += answers
+    lines += [text for _, text in shown]
+    lines.append(f"next: {head['next']}")
+    return "\n".join(lines) + "\n"
