@@ -310,7 +310,7 @@ def test_specialist_names_with_a_colon_in_verdicts(example_run):
     assert "A-Za-z" not in json.dumps(by_pattern) + json.dumps(checked["admissible"])
 
     typo = {"schema_version": 1, "unit_id": "Q2", "verdict": "fail", "reasons": ["specialist.agent:quotes.tool_eror"],
-            "expected": "x", "observed": "y", "judgment": "z"}
+            "expected": "x", "observed": "y", "judgment": "z", "answers": {"hub.incomplete_answer": "yes"}}
     refused = obai(["record-verdict", "--id", "Q2", "--run-dir", run_dir, "--verdict", json.dumps(typo)], work, env)
     assert refused.returncode == 2
     message = json.loads(refused.stdout)["message"]
@@ -319,6 +319,7 @@ def test_specialist_names_with_a_colon_in_verdicts(example_run):
 
     overridden = {"schema_version": 1, "unit_id": "Q2", "verdict": "needs_review", "reasons": ["hub.incomplete_answer"],
                   "expected": "x", "observed": "y", "judgment": "The feed outage is known and accepted here.",
+                  "answers": {"hub.incomplete_answer": "no"},
                   "override": {"rule": "specialist.agent:quotes.tool_error",
                                "reason": "the quote feed is down on purpose in this case"}}
     recorded = obai(["record-verdict", "--id", "Q2", "--run-dir", run_dir, "--verdict", json.dumps(overridden)],

@@ -70,12 +70,12 @@ def problems(instance: Any, schema: dict, hints: Callable[[Problem], str] | None
             p = Problem(p.pointer, hints(p) or p.message)
         out.append(p)
     # "then" errors are reported through their own sub-errors; keep one per pointer/message.
-    seen, unique = set(), []
-    for p in out:
-        if (p.pointer, p.message) not in seen:
-            seen.add((p.pointer, p.message))
-            unique.append(p)
-    return unique
+    return distinct(out)
+
+
+def distinct(found: list[Problem]) -> list[Problem]:
+    """``found`` with each (pointer, message) once, in order."""
+    return list(dict.fromkeys(found))
 
 
 Check = Callable[[Any, Any], list[Problem]]

@@ -21,7 +21,7 @@ from ..base.schema import fast_validator_for, load_schema
 from ..config.cases import Case
 from ..config.target import TargetConfig
 from ..config.units import split_unit_id
-from .contract import Accepted, Problem, RepairRule, accept
+from .contract import Accepted, Problem, RepairRule, accept, problems
 from .rubric import codes
 from .rubric.check import CheckResult
 
@@ -213,6 +213,19 @@ def validate(submitted: dict, case: Case, config: TargetConfig, unit_id: str) ->
             pass
     schema = schema_for(case, config, unit_id, version)
     return accept(submitted, schema, rules=REPAIRS, what="verdict", hints=_hints(case, schema))
+
+
+def contract_problems(submitted: dict, case: Case, config: TargetConfig, unit_id: str) -> list[Problem]:
+    """Every way ``submitted`` breaks its contract; none when validate() accepts it (after its one repair)."""
+    try:
+        validate(submitted, case, config, unit_id)
+        return []
+    except VerdictInvalid as exc:
+        first = Problem(getattr(exc, "pointer", None) or "/schema_version", str(exc).split(": ", 1)[-1])
+    if not isinstance(submitted, dict) or submitted.get("schema_version", CURRENT_VERSION) not in SCHEMAS:
+        return [first]
+    schema = schema_for(case, config, unit_id, submitted.get("schema_version", CURRENT_VERSION))
+    return problems(submitted, schema, _hints(case, schema)) or [first]
 
 
 def check_override(value: dict, mechanical: dict) -> None:

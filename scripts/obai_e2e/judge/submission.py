@@ -1,0 +1,46 @@
+"""Everything wrong with a verdict a judge submits, all at once.
+
+The same checks as recording a single verdict (judge/verdict: the case's contract, the
+mechanical hard failure that needs an override, the panel's decided majority), plus the
+judge's word on every open question (judge/open_questions), gathered into one list of
+problems, each with its JSON pointer, instead of stopping at the first.
+"""
+from __future__ import annotations
+
+from ..base.errors import VerdictInvalid
+from ..config.target import TargetConfig
+from ..config.units import Unit
+from .contract import Problem, distinct
+from .open_questions import answer_problems
+from .rubric.check import CheckResult
+from .verdict import check_override, check_panel, contract_problems
+
+VERDICTS = ("pass", "fail", "needs_review", "inconclusive")
+
+
+def _as_problem(exc: VerdictInvalid) -> Problem:
+    """``verdict /override: …`` as a problem at ``/override``."""
+    text = str(exc)
+    head, _, message = text.partition(": ")
+    where = head.split(" ", 1)[1] if head.startswith("verdict /") else "/"
+    return Problem(where, message or text)
+
+
+def problems(value: object, unit: Unit, config: TargetConfig, check: CheckResult, panel: dict | None) -> list[Problem]:
+    """Every problem of ``value`` as the verdict of ``unit``; an empty list means it may be recorded."""
+    found = contract_problems(value, unit.case, config, unit.id)
+    if not isinstance(value, dict):
+        return found
+    shaped = value.get("verdict") in VERDICTS and isinstance(value.get("reasons", []), list)
+    if shaped:
+        for rule in (lambda: check_override(value, {"verdict": check.verdict, "reasons": check.reasons}), lambda: check_panel(value, panel)):
+            try:
+                rule()
+            except VerdictInvalid as exc:
+                found.append(_as_problem(exc))
+    return distinct(found + answer_problems(value, check, panel))
+
+
+def message(found: list[Problem]) -> str:
+    """All problems in one message: ``verdict /reasons/0: …; /answers/…: …``."""
+    return "verdict " + "; ".join(str(p) for p in found)
