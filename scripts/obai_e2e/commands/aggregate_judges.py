@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..base.output import emit
+from ..base.errors import UsageError
+from ..base.output import emit, emit_compact
 from ..judge.panel.aggregate import aggregate_round
+from ..judge.panel.handover import collect
 from ..judge.panel.rounds import judging_lock
 
 
@@ -19,10 +21,28 @@ def register(sub) -> None:
     p.add_argument("--round", required=True)
     p.add_argument("--allow-missing", action="store_true",
                    help="aggregate although fewer responses than the panel size are stored (missing = no vote)")
+    p.add_argument("--collect", action="store_true",
+                   help="first store the reply each judge wrote into its hand-over folder (as judge-response does; "
+                        "needs --model)")
+    p.add_argument("--model", help="with --collect: the model that answered")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    if args.collect and not args.model:
+        raise UsageError("--collect stores the judges' replies: name the model that answered with --model")
     with judging_lock(args.run_dir):
-        emit(aggregate_round(args.run_dir, args.round, allow_missing=args.allow_missing))
+        collected = collect(args.run_dir, args.round, args.model) if args.collect else None
+        out = aggregate_round(args.run_dir, args.round, allow_missing=args.allow_missing)
+    if collected is not None:
+        out["collected"] = {j: _brief(r) for j, r in collected.items()}
+    if collected is None:
+        emit(out)
+    else:
+        emit_compact(out)
     return 0
+
+
+def _brief(stored: dict) -> dict:
+    keep = ("status", "parse_ok", "parse_error", "valid", "repaired", "refused", "absent", "refusals", "expected_at")
+    return {k: stored[k] for k in keep if stored.get(k) not in (None, {}, [])}

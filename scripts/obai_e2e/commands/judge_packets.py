@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..base.output import emit
+from ..base.output import emit_compact
+from ..judge.panel.handover import hand_over
 from ..judge.panel.packets import DEFAULT_PANEL, generate
 from ..judge.panel.rounds import judging_lock
 from ._common import add_config_args, count, load_plan
@@ -24,6 +25,9 @@ def register(sub) -> None:
     p.add_argument("--seed", default=None, help="seed of the category sample (default: the run id)")
     p.add_argument("--judges", type=count(1, 99), default=DEFAULT_PANEL, help=f"panel size (default {DEFAULT_PANEL})")
     p.add_argument("--catalog", type=Path, default=None, help="loss catalog (default catalogs/loss-catalog.v1.json)")
+    p.add_argument("--no-handover", action="store_true",
+                   help="write no hand-over folders (by default each judge gets a folder of its own with the bundle "
+                        "file, and `judges` prints the prompt that names it)")
     add_config_args(p)
     p.set_defaults(func=run)
 
@@ -31,6 +35,11 @@ def register(sub) -> None:
 def run(args) -> int:
     config, _, plan = load_plan(args)
     with judging_lock(args.run_dir):
-        emit(generate(args.run_dir, config, plan.units, round_name=args.round, share=args.share, seed=args.seed,
-                      catalog_path=args.catalog, panel_size=args.judges))
+        out = generate(args.run_dir, config, plan.units, round_name=args.round, share=args.share, seed=args.seed,
+                       catalog_path=args.catalog, panel_size=args.judges)
+        if not args.no_handover and out["packets"]:
+            out["judges"] = hand_over(args.run_dir, args.round)
+            out["next"] = (f"start {len(out['judges'])} fresh sub-agents at once, each with its prompt from `judges` as "
+                           "its whole prompt; then aggregate-judges --collect")
+    emit_compact(out)
     return 0
