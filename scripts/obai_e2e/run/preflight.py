@@ -91,6 +91,18 @@ def anti_mock_findings(config: TargetConfig, env: dict[str, str]) -> list[str]:
     return found
 
 
+def panel_info(catalog) -> dict:
+    """Whether the configured catalog has model-judged categories, i.e. whether a blind panel runs."""
+    judged = [c.id for c in catalog.categories if c.type == "model_judged"]
+    if judged:
+        line = (f"the panel runs: catalog {catalog.version} has model-judged categories ({', '.join(judged)}); "
+                "a blind panel of three judges answers them before any verdict is recorded")
+    else:
+        line = (f"no panel: catalog {catalog.version} has no model-judged category; you answer the open questions "
+                "yourself")
+    return {"runs": bool(judged), "model_judged": judged, "line": line}
+
+
 def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *, start_store: bool = True,
         verify_freeze: Callable[[], str | None] | None = None, baseline: Path | None = None,
         filters: Filters | None = None) -> Report:
@@ -152,6 +164,7 @@ def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *,
                 _fail(f"{config.where('run', 'catalog')}: field /run/catalog: blocker: the loss catalog "
                       f"{config.catalog} does not exist")
             state["catalog"] = load_catalog(config.catalog)
+            report.info["panel"] = panel_info(state["catalog"])
             return f"{config.catalog} ({state['catalog'].version})"
         _check(report, "loss_catalog", catalog_ok, "point run.catalog at a loss catalog (catalogs/loss-catalog.v1.json)")
 
