@@ -18,7 +18,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "scripts"
 DEMO_RUN = REPO / "tests" / "judging" / "data" / "demo-run"
-SKILL_SCRIPTS = ("preflight", "new_run", "run_one", "check_case", "record_verdict", "finalize_run")
+SKILL_SCRIPTS = ("preflight", "new_run", "drive", "review", "record_verdict", "judge_packets", "aggregate_judges",
+                 "finalize_run", "run_one", "check_case")
 
 PROBE = """
 import atexit, json, os, runpy, sys
@@ -66,6 +67,8 @@ def test_scripts_that_read_no_trace_never_import_the_sdk(tmp_path, trace_store):
     assert Path(out["run_dir"]).is_dir() and "opik" not in modules
     modules, out = imported(tmp_path, "check_case", "--id", "MD1", "--run-dir", str(run), env=env)
     assert out["unit_id"] == "MD1" and out["outcomes"] and "opik" not in modules
+    modules, _ = imported(tmp_path, "review", "--run-dir", str(run), env=env)
+    assert "opik" not in modules
     modules, out = imported(tmp_path, "record_verdict", "--id", "MD1", "--run-dir", str(run), "--mechanical",
                             env=env)
     assert out["status"] == "recorded" and "opik" not in modules

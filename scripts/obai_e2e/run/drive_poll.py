@@ -65,6 +65,8 @@ def poll(run_dir: Path, worker_argv: list[str], wait_s: float) -> tuple[int, dic
         elif not _alive(state):
             break
         if time.monotonic() - t0 >= wait_s:
+            if proc is not None and (state is None or state.pid != proc.pid):  # still starting
+                state = DriveState(pid=proc.pid, status=RUNNING, jobs=0, started_at="")
             break
         time.sleep(POLL_S)
     return report(run_dir, log, state, total=len(meta.units), worker_code=code)

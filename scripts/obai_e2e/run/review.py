@@ -68,8 +68,10 @@ def _views(config: TargetConfig, plan: RunPlan, units: list[Unit], legend: _Admi
         if packet is None:
             continue
         check = check_packet(packet, unit.case, config)
-        views.append(unit_view(unit, packet, check, panel_for_unit(plan.run_dir, unit.id),
-                               legend.key(config, unit, check), short=len(units) > 1))
+        view = unit_view(unit, packet, check, panel_for_unit(plan.run_dir, unit.id), "", short=len(units) > 1)
+        if view.needs_judgment or len(units) == 1:
+            view.admissible = legend.key(config, unit, check)
+        views.append(view)
     return sorted(views, key=lambda v: not v.needs_judgment)  # stable: plan order within each group
 
 

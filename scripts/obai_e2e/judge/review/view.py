@@ -17,7 +17,7 @@ from ...config.units import Unit
 from ...drive.packet_record import Packet
 from ..open_questions import open_questions
 from ..rubric.check import CheckResult
-from ..rubric.outcome import FAIL, NEEDS_JUDGMENT, NEEDS_REVIEW, PASS, SKIPPED
+from ..rubric.outcome import FAIL, NEEDS_REVIEW, PASS, SKIPPED
 from .trace_text import compact_trace
 
 ANSWER_CHARS = 2000
@@ -105,8 +105,7 @@ def unit_view(unit: Unit, packet: Packet, check: CheckResult, panel: dict | None
               *, short: bool = True) -> UnitView:
     """The view of ``unit``; ``short`` False keeps the trace even when nothing is left to judge."""
     statuses = [o.status for o in check.outcomes]
-    counts = (f"{statuses.count(PASS)} passed, {statuses.count(SKIPPED)} skipped"
-              + (f", {statuses.count(NEEDS_JUDGMENT)} to judge" if NEEDS_JUDGMENT in statuses else ""))
+    counts = f"{statuses.count(PASS)} passed, {statuses.count(SKIPPED)} skipped"
     rules = check.verdict + (" " + ", ".join(check.reasons) if check.reasons else "")
     view = UnitView(unit=unit.id, feature=unit.case.feature, rules=rules, counts=counts if check.outcomes else "",
                     question=packet.query or unit.case.query, answer="", admissible=admissible,
@@ -121,6 +120,8 @@ def unit_view(unit: Unit, packet: Packet, check: CheckResult, panel: dict | None
                 shown.append(f"… {len(o.evidence) - EVIDENCE_PER_RULE} more (review.py --id {unit.id} --full)")
             view.findings.append({"status": o.status, "code": code, "detail": o.detail, "evidence": shown})
     full = view.needs_judgment or not short
+    if not full:
+        view.admissible = ""  # nothing to judge: the verdict the rules imply is the one to confirm
     view.answer = bounded(packet.answer, ANSWER_CHARS if full else SHORT_ANSWER_CHARS, unit.id)
     if full and packet.trace.curated:
         view.trace = bounded(compact_trace(packet.trace.curated, packet.answer), TRACE_CHARS, unit.id)
