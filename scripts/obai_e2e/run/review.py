@@ -47,13 +47,19 @@ class _Admissible:
         return k
 
 
-def _full(config: TargetConfig, unit: Unit, run_dir) -> dict:
-    packet = load_packet(run_dir, unit.id)
+def _loaded(plan: RunPlan, units: list[Unit]):
+    for unit in units:
+        packet = load_packet(plan.run_dir, unit.id)
+        if packet is not None:  # not driven yet: nothing to review
+            yield unit, packet
+
+
+def _full(config: TargetConfig, plan: RunPlan, unit: Unit, packet) -> dict:
     check = check_packet(packet, unit.case, config)
     hard, soft = applicable_codes(unit.case, config, unit.channel)
     out = {**check.to_json(), "admissible": {"fail": [readable([p]) for p in hard],
                                              "needs_review": [readable([p]) for p in soft]},
-           "judge_panel": panel_for_unit(run_dir, unit.id), "question": packet.query, "answer": packet.answer,
+           "judge_panel": panel_for_unit(plan.run_dir, unit.id), "question": packet.query, "answer": packet.answer,
            "trace": packet.trace.curated}
     if packet.followup is not None:
         f = packet.followup
@@ -63,10 +69,7 @@ def _full(config: TargetConfig, unit: Unit, run_dir) -> dict:
 
 def _views(config: TargetConfig, plan: RunPlan, units: list[Unit], legend: _Admissible) -> list[UnitView]:
     views = []
-    for unit in units:
-        packet = load_packet(plan.run_dir, unit.id)
-        if packet is None:
-            continue
+    for unit, packet in _loaded(plan, units):
         check = check_packet(packet, unit.case, config)
         view = unit_view(unit, packet, check, panel_for_unit(plan.run_dir, unit.id), "", short=len(units) > 1)
         if view.needs_judgment or len(units) == 1:
@@ -80,18 +83,24 @@ def _answer_legend(views: list[UnitView]) -> list[str]:
     return [f"  {name}: {text}" for name, _, text in sorted(kinds)]
 
 
-def _pages(blocks: list[tuple[UnitView | None, str]], legend: dict[str, str], budget: int) -> list[list]:
-    """Units packed into pages of at most ``budget`` characters, each page with the legend lines it needs."""
-    pages, current, size, keys = [], [], 0, set()
-    for view, text in blocks:
-        key = view.admissible if view is not None else None
-        extra = len(text) + 1 + (len(legend.get(key, "")) + 8 if key in legend and key not in keys else 0)
-        if current and size + extra > budget:
+# A block of a page: (its legend key or "", its text as printed, what it shows).
+Block = tuple[str, str, object]
+
+
+def _pages(blocks: list[Block], legend: dict[str, str], budget: int) -> list[list[Block]]:
+    """Blocks packed into pages of at most ``budget`` characters, counting the legend lines each page needs."""
+    pages: list[list[Block]] = []
+    current: list[Block] = []
+    size, keys = 0, set()
+    for block in blocks:
+        key, text, _ = block
+        cost = len(text) + 1 + (len(legend[key]) + 8 if key in legend and key not in keys else 0)
+        if current and size + cost > budget:
             pages.append(current)
             current, size, keys = [], 0, set()
-            extra = len(text) + 1 + (len(legend.get(key, "")) + 8 if key in legend else 0)
-        current.append((view, text))
-        size += extra
+            cost = len(text) + 1 + (len(legend[key]) + 8 if key in legend else 0)
+        current.append(block)
+        size += cost
         keys.add(key)
     return pages + ([current] if current else [])
 
@@ -102,40 +111,40 @@ def review(config: TargetConfig, plan: RunPlan, *, unit_id: str | None = None, p
     units = [plan.unit(unit_id)] if unit_id else list(plan.to_judge)
     legend = _Admissible()
     if full:
-        blocks = [(None, json.dumps(_full(config, u, plan.run_dir), ensure_ascii=False)) for u in units
-                  if load_packet(plan.run_dir, u.id) is not None]
+        fulls = [_full(config, plan, u, packet) for u, packet in _loaded(plan, units)]
+        blocks = [("", json.dumps(d, ensure_ascii=False), d) for d in fulls]
     else:
-        views = _views(config, plan, units, legend)
-        blocks = [(v, v.text() if fmt == "text" else json.dumps(v.to_json(), ensure_ascii=False)) for v in views]
+        blocks = [(v.admissible, v.text() if fmt == "text" else json.dumps(v.to_json(), ensure_ascii=False), v)
+                  for v in _views(config, plan, units, legend)]
     reserve = 1500  # the header, the answers' legend and the footer
     pages = _pages(blocks, legend.sets, max(2000, max_chars - reserve)) or [[]]
     page = min(max(1, page), len(pages))
     shown = pages[page - 1]
+    views = [item for _, _, item in shown if isinstance(item, UnitView)]
     waiting = len(plan.pending)
-    head = {"run": plan.meta.run_id, "page": page, "pages": len(pages), "units_on_page": len(shown),
-            "without_verdict": len(units) if not unit_id else None, "not_driven_yet": waiting or None}
     if not units:
-        head["next"] = ("every driven unit has a verdict" + (f"; {waiting} units are not driven yet: drive them first"
-                                                              if waiting else ": go on to finish the run"))
+        after = f"; {waiting} units are not driven yet: drive them first" if waiting else ": go on to finish the run"
+        next_step = "every driven unit has a verdict" + after
     elif page < len(pages):
-        head["next"] = f"record verdicts for the units above, then review again (or --page {page + 1} to read on)"
+        next_step = f"record verdicts for the units above, then review again (or --page {page + 1} to read on)"
     else:
-        head["next"] = "record a verdict for each unit above (record_verdict.py --batch)"
-    used = {v.admissible for v, _ in shown if v is not None}
+        next_step = "record a verdict for each unit above (record_verdict.py --batch)"
+    used = {v.admissible for v in views}
     sets = {k: t for k, t in legend.sets.items() if k in used}
-    answers = _answer_legend([v for v, _ in shown if v is not None])
+    answers = _answer_legend(views)
     if fmt == "json" or full:
-        body = [json.loads(text) for _, text in shown]
-        return json.dumps({**{k: v for k, v in head.items() if v is not None}, "admissible": sets,
-                           "answers": answers, "units": body}, ensure_ascii=False) + "\n"
-    lines = [f"# review {head['run']}: page {page} of {len(pages)}, {len(shown)} of {len(units)} units without a "
-             "verdict" + (f" ({waiting} not driven yet)" if waiting else "")]
+        head = {"run": plan.meta.run_id, "page": page, "pages": len(pages), "units_on_page": len(shown),
+                "without_verdict": len(units), "not_driven_yet": waiting, "next": next_step}
+        body = [item.to_json() if isinstance(item, UnitView) else item for _, _, item in shown]
+        return json.dumps({**head, "admissible": sets, "answers": answers, "units": body}, ensure_ascii=False) + "\n"
+    lines = [f"# review {plan.meta.run_id}: page {page} of {len(pages)}, {len(shown)} of {len(units)} units without "
+             "a verdict" + (f" ({waiting} not driven yet)" if waiting else "")]
     if sets:
         lines.append("admissible codes:")
         lines += [f"  {k}: {t}" for k, t in sets.items()]
     if answers:
         lines.append("answers to open questions (or abstain):")
         lines += answers
-    lines += [text for _, text in shown]
-    lines.append(f"next: {head['next']}")
+    lines += [text for _, text, _ in shown]
+    lines.append(f"next: {next_step}")
     return "\n".join(lines) + "\n"
