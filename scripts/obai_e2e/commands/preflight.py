@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..base.errors import Exit
-from ..base.output import emit
+from ..base.output import emit_compact
 
 
 def register(sub) -> None:
@@ -20,5 +20,5 @@ def run(args) -> int:
     from ..run import preflight as core
 
     report = core.run(args.target, args.cases, start_store=not args.no_start)
-    emit(report.to_json())
+    emit_compact(report.to_json())
     return Exit.OK if report.ready else Exit.NOT_READY
