@@ -6,10 +6,12 @@ verdicts by a scripted policy that reads only what the commands print, sub-agent
 by the scripted judge), then runs `obai-e2e run` on the same units at the same --jobs.
 It prints, per step and in total and per unit: tool calls, bytes the model reads (SKILL.md
 and the references it asks for included; tokens ≈ bytes / 4), bytes it writes, and the
-scripts' wall time, with the headless run's wall time beside it.
+scripts' wall time, with the headless run's wall time beside it (with --repeat, the median ratio of
+repetitions that alternate which side goes first).
 
     uv run python bench/bench_chat.py                        # smoke and whole suite, clean and zero_trades
     uv run python bench/bench_chat.py --set smoke --fault ''  # one scenario
+    uv run python bench/bench_chat.py --set all --repeat 3            # the timing ratio as a median of 3
     uv run python bench/bench_chat.py --repo /path/to/older/checkout   # the flow of another checkout
 
 The clean run of a set goes first, so that the faulted one has it as its baseline. Each
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -61,7 +64,7 @@ def headless(repo: Path, env: dict, filters: str, jobs: int) -> float:
     return time.monotonic() - t0
 
 
-def table(ledger, head_s: float | None, title: str) -> str:
+def table(ledger, head_s: list[float], chat_s: list[float], title: str) -> str:
     steps: dict[str, list] = defaultdict(lambda: [0, 0, 0, 0.0])
     for c in ledger.calls:
         key = c.what.split()[0] if c.what.startswith(("Task", "Read", "Write")) else c.what
@@ -84,9 +87,11 @@ def table(ledger, head_s: float | None, title: str) -> str:
                  f"{ledger.script_seconds / n:.2f} |")
     lines.append("")
     lines.append(f"largest single output: {ledger.largest_output:,} characters")
-    if head_s is not None:
-        lines.append(f"headless `run` of the same units: {head_s:.1f} s wall; chat scripts / headless = "
-                     f"{ledger.script_seconds / head_s:.2f}")
+    if head_s:
+        pairs = ", ".join(f"{c:.1f} / {h:.1f}" for c, h in zip(chat_s, head_s))
+        ratio = statistics.median(c / h for c, h in zip(chat_s, head_s))
+        lines.append(f"chat scripts / headless `run` of the same units, s wall per repetition: {pairs}; "
+                     f"median ratio {ratio:.2f}")
     summary = (ledger.outputs.get("finalize_run.py") or {}).get("chat_summary")
     if summary:
         lines += ["", "chat_summary:", "", *["    " + line for line in summary.splitlines()]]
@@ -100,6 +105,9 @@ def main() -> int:
     ap.add_argument("--fault", default="zero_trades", help="the demo fault of the second run ('' for none)")
     ap.add_argument("--no-clean", action="store_true", help="skip the run without a fault")
     ap.add_argument("--no-headless", action="store_true", help="skip the headless runs")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="play each scenario this many times, alternating whether the chat or the headless run goes "
+                         "first (the machine's load changes under both alike); the first play's figures are shown")
     ap.add_argument("--work", type=Path, default=None, help="where runs go (default: a temporary folder)")
     args = ap.parse_args()
     repo = args.repo.resolve()
@@ -113,11 +121,18 @@ def main() -> int:
         for name in (("smoke", "all") if args.set == "both" else (args.set,)):
             for fault in faults:
                 title = f"{name}, {'fault ' + fault if fault else 'no fault'}"
-                env = env_for(repo, work, f"chat-{name}", fault)
-                ledger = Player(repo, skill_md, env, work, filters=SETS[name]).play()
-                head_s = None if args.no_headless else headless(repo, env_for(repo, work, f"headless-{name}", fault),
-                                                                SETS[name], jobs)
-                print(table(ledger, head_s, title), flush=True)
+                ledgers, chat_s, head_s = [], [], []
+                for rep in range(max(1, args.repeat)):
+                    order = ("chat", "headless") if rep % 2 == 0 else ("headless", "chat")
+                    for side in order:
+                        if side == "chat":
+                            env = env_for(repo, work, f"chat-{name}", fault)
+                            ledgers.append(Player(repo, skill_md, env, work, filters=SETS[name]).play())
+                            chat_s.append(ledgers[-1].script_seconds)
+                        elif not args.no_headless:
+                            head_s.append(headless(repo, env_for(repo, work, f"headless-{name}", fault),
+                                                   SETS[name], jobs))
+                print(table(ledgers[0], head_s, chat_s, title), flush=True)
     finally:
         subprocess.run(["uv", "run", "--quiet", "--project", str(repo), "obai-e2e", "traces", "stop"], cwd=repo,
                        env={**os.environ, "OBAI_TRACE_STORE_DIR": str(work / "store")}, capture_output=True)
