@@ -31,8 +31,9 @@ def problems(value: object, unit: Unit, config: TargetConfig, check: CheckResult
     found = contract_problems(value, unit.case, config, unit.id)
     if not isinstance(value, dict):
         return found
-    shaped = value.get("verdict") in VERDICTS and isinstance(value.get("reasons", []), list)
-    if shaped:
+    # The override and the panel's majority concern what a well-formed verdict says: they are
+    # checked once the contract holds (a reason that is no code would only repeat as theirs).
+    if not found and value.get("verdict") in VERDICTS:
         for rule in (lambda: check_override(value, {"verdict": check.verdict, "reasons": check.reasons}), lambda: check_panel(value, panel)):
             try:
                 rule()
