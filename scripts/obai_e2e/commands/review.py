@@ -19,8 +19,8 @@ def register(sub) -> None:
     p.add_argument("--run-dir", required=True, type=Path)
     p.add_argument("--id", help="only this unit (with its trace even when nothing is open)")
     p.add_argument("--page", type=count(1, 100000), default=1, help="which page (default 1)")
-    p.add_argument("--max-chars", type=count(4000, 28000), default=24000,
-                   help="size of a page in characters (default 24000)")
+    p.add_argument("--max-chars", type=count(4000, 28000), default=None,
+                   help="size of a page in characters (default: a little under the 30,000 a chat tool shows whole)")
     p.add_argument("--format", choices=FORMATS, default="text",
                    help="text (default: fewer tokens for the same content) or json")
     p.add_argument("--full", action="store_true",
@@ -30,10 +30,10 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..run.review import review
+    from ..run.review import MAX_CHARS, review
     from ._common import load_plan
 
     config, _, plan = load_plan(args)
-    sys.stdout.write(review(config, plan, unit_id=args.id, page=args.page, max_chars=args.max_chars,
+    sys.stdout.write(review(config, plan, unit_id=args.id, page=args.page, max_chars=args.max_chars or MAX_CHARS,
                             fmt=args.format, full=args.full))
     return 0

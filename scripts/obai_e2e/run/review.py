@@ -21,7 +21,7 @@ from ..judge.rubric import check_packet
 from ..judge.verdict import applicable_codes, readable
 from .plan import RunPlan
 
-MAX_CHARS = 24000
+MAX_CHARS = 27000  # a chat tool shows 30,000 characters whole
 
 
 def _legend_key(index: int) -> str:
@@ -116,7 +116,7 @@ def review(config: TargetConfig, plan: RunPlan, *, unit_id: str | None = None, p
     else:
         blocks = [(v.admissible, v.text() if fmt == "text" else json.dumps(v.to_json(), ensure_ascii=False), v)
                   for v in _views(config, plan, units, legend)]
-    reserve = 1500  # the header, the answers' legend and the footer
+    reserve = 800  # the header, the answers' legend and the footer
     pages = _pages(blocks, legend.sets, max(2000, max_chars - reserve)) or [[]]
     page = min(max(1, page), len(pages))
     shown = pages[page - 1]
