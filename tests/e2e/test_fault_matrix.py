@@ -126,7 +126,7 @@ def test_every_rule_is_tested_both_ways(runs, rule):
 # --- what driving a unit produces ------------------------------------------------------------
 
 def test_a_sync_unit_finds_its_trace_by_tag_and_curates_it(runs):
-    p = packet(runs, "faulted", "F1")  # no fault targets F1
+    p = packet(runs, "faulted", "F2")  # no fault targets F2
     assert p["turn"]["exit_code"] == 0 and not p["turn"]["timed_out"]
     assert p["trace"]["status"] == "resolved" and p["trace"]["method"] == "tag"
     digest = p["trace"]["digest"]

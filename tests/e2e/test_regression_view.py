@@ -14,6 +14,7 @@ import pytest
 from markdown_it import MarkdownIt
 from obai_e2e.base.schema import load_schema
 from obai_e2e.report.results import load_results
+from obai_e2e.tracestore.guard import page_key
 
 from .conftest import REPO, target_variant
 
@@ -93,14 +94,17 @@ def test_ci_summaries_and_the_fail_on_choice(view):
     assert bad.returncode == 2 and "--fail-on" in bad.stderr
 
 
-def test_latency_cost_and_trace_links_reach_results(view):
+def test_latency_cost_and_trace_links_reach_results(view, trace_store):
     results = load_results(view["run"] / "results.json")
     units = {u["unit_id"]: u for u in results["units"]}
     assert units["MD1"]["usage"]["total_tokens"] > 0 and units["MD1"]["cost"] > 0
     assert results["totals"]["tokens"] >= units["MD1"]["usage"]["total_tokens"] and results["totals"]["cost"] > 0
     url = units["MD1"]["trace_urls"][0]
     assert url.startswith("http://127.0.0.1:") and units["MD1"]["trace_ids"][0] in url
-    page = httpx.get(url, timeout=30)
+    # The store's pages want its page key, which changes at every start: results.json, which
+    # travels, does not carry it.
+    assert "key=" not in url and httpx.get(url, timeout=30).status_code == 401
+    page = httpx.get(url, params={"key": page_key(trace_store.token)}, timeout=30)
     assert page.status_code == 200 and units["MD1"]["trace_ids"][0] in page.text
     row = next(line for line in (view["run"] / "report.md").read_text().splitlines() if line.startswith("| MD1 |"))
     # report.md links the run's own page of the trace: it does not depend on the store's port

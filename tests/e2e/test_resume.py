@@ -46,6 +46,8 @@ def comparable(results: dict) -> list[dict]:
                               for o in u["rule_outcomes"]]
         u["observed"] = JOB.sub(r"\1 N", u["observed"].split("; answer")[0])
         u["answer"] = JOB.sub(r"\1 N", u["answer"])
+        if u.get("followup_answer"):
+            u["followup_answer"] = JOB.sub(r"\1 N", u["followup_answer"])
         out.append(u)
     return out
 

@@ -110,12 +110,18 @@ def test_leftovers_of_a_killed_run_are_cleared_before_the_next(harness_env, tmp_
         subprocess.run(["pkill", "-9", "-f", marker], capture_output=True)
 
 
-def test_secrets_never_reach_the_packet(harness_env, tmp_path):
+@pytest.mark.parametrize("passthrough", [False, True], ids=["withheld", "passed-through"])
+def test_secrets_never_reach_the_packet(harness_env, tmp_path, passthrough):
+    """A secret-looking variable is withheld from the agent unless target.env_passthrough names it;
+    one the agent does see (passed through, or printed by the agent itself) is redacted in the packet."""
     script = ("echo \"key in answer: $MY_API_TOKEN\"; "
               "echo \"Authorization: Bearer sk-test-abcdefghijklmnop\" >&2; echo \"pw=$DB_PASSWORD\" >&2")
-    path = target_variant(tmp_path, **{"target.command": ["sh", "-c", script, "sh", "{query}"],
-                                       "target.version_command": ["sh", "-c", "echo leaky-agent 1"],
-                                       "trace_backend.resolve_deadline_s": 1})
+    fields = {"target.command": ["sh", "-c", script, "sh", "{query}"],
+              "target.version_command": ["sh", "-c", "echo leaky-agent 1"],
+              "trace_backend.resolve_deadline_s": 1}
+    if passthrough:
+        fields["target.env_passthrough"] = ["MY_API_TOKEN", "DB_PASSWORD"]
+    path = target_variant(tmp_path, **fields)
     config = load_target_config(path)
     cases = load_cases_for(config)
     run_dir, _ = create_run(config, cases, Filters(ids=("MD4",)))
@@ -129,8 +135,9 @@ def test_secrets_never_reach_the_packet(harness_env, tmp_path):
     text = (run_dir / "MD4.json").read_text()
     for secret in ("tok-0123456789abcdef", "hunter2-very-secret", "sk-test-abcdefghijklmnop"):
         assert secret not in text
-    assert packet["answer"] == "key in answer: [REDACTED]"
-    assert "[REDACTED]" in packet["turn"]["stderr_tail"]
+    assert packet["answer"] == ("key in answer: [REDACTED]" if passthrough else "key in answer:")
+    assert "Bearer [REDACTED]" in packet["turn"]["stderr_tail"]
+    assert ("pw=[REDACTED]" in packet["turn"]["stderr_tail"]) == passthrough
 
 
 def test_two_runners_cannot_share_a_run_directory(harness_env, tmp_path):

@@ -19,6 +19,10 @@ def deliver(signum: int) -> None:
 @pytest.fixture
 def handler(monkeypatch):
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    # What was there before the command, whatever an earlier test in this worker left installed
+    # (the module's handler itself, after a command ran in the test process).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     for name, value in (("_hooks", []), ("_received", []), ("_previous", {}),
                         ("_state", {"active": False, "quiet": False})):
         monkeypatch.setattr(interrupts, name, value)
