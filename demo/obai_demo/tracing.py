@@ -49,6 +49,9 @@ def _opik() -> Any:
     # The import defines ~590 pydantic models and frees almost nothing: collecting during it
     # is a tenth of its CPU spent for no memory. A turn uses a few of those models, so each is
     # built on its first use (pydantic's defer_build) instead of all at import: a fifth of it.
+    # What it built lives until the process ends, so it is frozen out of later collections:
+    # the full collections of the interpreter's exit would otherwise walk it all again, a
+    # third of a turn's CPU.
     collecting = gc.isenabled()
     gc.disable()
     defaults = _pydantic_defaults()
@@ -60,6 +63,7 @@ def _opik() -> Any:
         defaults["defer_build"] = deferred
         if collecting:
             gc.enable()
+    gc.freeze()
     return opik
 
 
