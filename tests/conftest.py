@@ -1,7 +1,9 @@
 """Fixtures shared by the test suites."""
 from __future__ import annotations
 
+import fnmatch
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +35,34 @@ def pytest_configure(config) -> None:
     root = Path(__file__).resolve().parents[1]
     for folder in ("scripts", "demo", "examples", "tests"):
         compileall.compile_dir(root / folder, quiet=1)
+    _cache_rewritten_test_modules(config, root / "tests")
+
+
+def _cache_rewritten_test_modules(config, tests: Path) -> None:
+    """Store the assert-rewritten code of every test module and conftest, as pytest itself would.
+
+    pytest rewrites the asserts of a test module when a process imports it, and caches the result
+    unless bytecode may not be written; then each test worker rewrites the whole suite again at
+    collection (several seconds of CPU each). The session does it once, before the workers start.
+    Where this pytest keeps these helpers elsewhere, the workers rewrite as usual.
+    """
+    if not sys.dont_write_bytecode:
+        return  # pytest caches them itself
+    try:
+        from _pytest.assertion import assertstate_key
+        from _pytest.assertion.rewrite import PYC_TAIL, _read_pyc, _rewrite_test, _write_pyc, get_cache_dir
+        state = config.stash[assertstate_key]
+    except (ImportError, KeyError):
+        return
+    patterns = [*config.getini("python_files"), "conftest.py"]
+    for fn in sorted(tests.rglob("*.py")):
+        if not any(fnmatch.fnmatch(fn.name, p) for p in patterns):
+            continue
+        pyc = get_cache_dir(fn) / (fn.name[:-3] + PYC_TAIL)
+        if _read_pyc(fn, pyc) is None:
+            source_hash, code = _rewrite_test(fn, config)
+            pyc.parent.mkdir(exist_ok=True)
+            _write_pyc(state, code, source_hash, pyc)
 
 
 def pytest_collection_modifyitems(items):
