@@ -19,7 +19,7 @@ import pytest
 from obai_e2e.report.report_md import read_rows
 from obai_e2e.report.results import load_results
 
-from .hostile_helpers import cli, hostile_target, marked, sandboxes, wait_for
+from .hostile_helpers import cli, descendants, hostile_target, marked, sandboxes, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.heavy(31)]
 
@@ -52,8 +52,9 @@ def left(run_dir: Path) -> float:
     return min(1.0, max(0, units - judged) / units + 0.25)
 
 
-def in_flight(mark: str) -> bool:
-    return any("--session" in line for line in marked(mark))
+def in_flight(proc: subprocess.Popen) -> bool:
+    """Whether a turn of the runner is running (its agent is a process below the runner)."""
+    return any("--session" in line for line in descendants(proc.pid))
 
 
 def test_random_sigint_and_sigterm_then_resume_equal_an_uninterrupted_run(harness_env, tmp_path):
@@ -64,7 +65,7 @@ def test_random_sigint_and_sigterm_then_resume_equal_an_uninterrupted_run(harnes
     # nearly every attempt lands in a run (rather than after it) however fast or busy the machine is.
     t0 = time.monotonic()
     proc = cli("run", "--id", IDS, *args)
-    assert wait_for(lambda: in_flight(mark) or proc.poll() is not None, 120, step=0.02)
+    assert wait_for(lambda: in_flight(proc) or proc.poll() is not None, 120, step=0.02)
     to_turn = time.monotonic() - t0
     ref_code, ref = finish(proc)
     span = max(1.0, time.monotonic() - t0 - to_turn)
@@ -73,6 +74,7 @@ def test_random_sigint_and_sigterm_then_resume_equal_an_uninterrupted_run(harnes
 
     rng = random.Random(20261130)
     runs: list[Path] = []
+    ended: dict[Path, int] = {}  # a run an attempt finished, and that attempt's exit code
     interrupts, log = 0, []
     while interrupts < INTERRUPTS:
         if not runs or (runs[-1] / "results.json").exists():
@@ -84,7 +86,7 @@ def test_random_sigint_and_sigterm_then_resume_equal_an_uninterrupted_run(harnes
         if rng.random() < 0.75:
             delay = rng.uniform(0.0, span * left(runs[-1]))
             moment = f"turn+{delay:.2f}s"
-            started = wait_for(lambda: in_flight(mark) or proc.poll() is not None, 120, step=0.02)
+            started = wait_for(lambda: in_flight(proc) or proc.poll() is not None, 120, step=0.02)
             assert started, log
         else:
             delay = rng.uniform(0.2, to_turn + span * left(runs[-1]))
@@ -105,8 +107,17 @@ def test_random_sigint_and_sigterm_then_resume_equal_an_uninterrupted_run(harnes
         else:
             proc.communicate()
             log.append(f"finished@{moment}->{proc.returncode}")
+            if (runs[-1] / "results.json").exists():
+                ended[runs[-1]] = proc.returncode
+    # A run an attempt finished is as that attempt left it; resuming a finished run changes
+    # nothing (shown once here), so only the interrupted ones are resumed to their end.
+    again = next(iter(ended), None)
+    if again is not None:
+        before = (again / "results.json").read_bytes()
+        assert finish(cli("run", "--resume", str(again), *args))[0] == ended[again], log
+        assert (again / "results.json").read_bytes() == before
     for run_dir in runs:
-        code, out = finish(cli("run", "--resume", str(run_dir), *args))
+        code = ended[run_dir] if run_dir in ended else finish(cli("run", "--resume", str(run_dir), *args))[0]
         assert code == ref_code, log
         resumed = load_results(run_dir / "results.json")
         assert comparable(resumed) == comparable(reference), (run_dir, log)
