@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from obai_e2e.base import opik_env
 from obai_e2e.base.opik_env import QUIET_SDK_ENV
 from obai_e2e.tracestore import StoreInfo, ensure_running, stop
 
@@ -29,6 +30,10 @@ def pytest_configure(config) -> None:
     # may write bytecode, so each would compile those sources again: ~0.1 s of CPU per process,
     # hundreds of processes. The test session compiles them once (the controller only; a file
     # already compiled and unchanged is skipped).
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+        # This process imports the test modules, and some of them the SDK: imported here as the
+        # harness imports it (models built on first use, the collector paused), it costs half.
+        opik_env.import_sdk()
     if hasattr(config, "workerinput"):
         return
     import compileall
