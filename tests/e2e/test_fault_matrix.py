@@ -1,10 +1,11 @@
-"""The fault matrix end to end: the clean suite has no false fail, every fault gives exactly its verdict and code.
+"""The fault matrix end to end: every fault gives exactly its verdict and code, clean cases no false fail.
 
-One headless run of the whole case set against the local store, every fault but ``hang``
-switched on, each scoped (``fault@query text``) to the one case it targets; the other
-cases run clean in it (``recorded/matrix.py`` is the table). That a targeted case passes
-clean, and passes the very rule its fault trips, is checked on its recording
-(tests/judge/rubric/test_rules.py), as is every clean unit of the suite.
+One headless run against the local store, every fault but ``hang`` switched on, each
+scoped (``fault@query text``) to the one case it targets (``recorded/matrix.py`` is the
+table), beside a clean case of every feature, chosen so that every rubric rule passes on
+one of them. That a targeted case passes clean, and passes the very rule its fault trips,
+is checked on its recording (tests/judge/rubric/test_rules.py), as is every clean unit of
+the suite; ``recorded/record.py`` records them again from the demo.
 
 A hang costs one whole target timeout: test_run_one.py drives it (killed with its process
 group, ``cli_timeout``), the exit code of an inconclusive run is shown by
@@ -39,6 +40,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.heavy(72), pytest.mark.timeout(3600)
 HANG = "hang"
 FAULTED = [f for f in MATRIX if f != HANG]
 TARGETED = {MATRIX[f].case_id for f in FAULTED}
+# Untargeted cases that run clean: one of each feature (K1 a korpus one, M5 with a known
+# needs_review), between them passing every rule of RULES (test_every_rule_is_tested_both_ways).
+CLEAN = ("F1", "S5", "A1", "P2", "O2", "M4", "M5", "R1", "G1", "K1")
 
 
 def _run(config, cases, filters: Filters, faults: str | None) -> dict:
@@ -62,8 +66,9 @@ def runs(harness_env, tmp_path_factory):
                                                **{"trace_backend.resolve_deadline_s": 6}))
     cases = load_cases_for(config)
     # The adversarial cases have their own matrix (test_adversarial.py).
-    everyday = tuple(sorted({c.feature for c in cases.cases if not c.adversarial}))
-    faulted = _run(config, cases, Filters(features=everyday), spec(FAULTED))
+    ids = tuple(sorted(TARGETED | set(CLEAN)))
+    assert not any(cases.by_id(i).adversarial for i in ids)
+    faulted = _run(config, cases, Filters(ids=ids), spec(FAULTED))
     return {"cases": cases, "faulted": faulted}
 
 
@@ -82,7 +87,9 @@ def packet(runs, run: str, unit_id: str) -> dict:
 
 def test_the_untargeted_cases_have_no_false_fail(runs):
     units = clean_units(runs)
-    assert units and {u["case_id"] for u in units.values()}.isdisjoint(TARGETED)
+    assert {u["case_id"] for u in units.values()} == set(CLEAN)
+    everyday = {c.feature for c in runs["cases"].cases if not c.adversarial and not c.disabled}
+    assert {runs["cases"].by_id(c).feature for c in CLEAN} == everyday
     for uid, unit in units.items():
         known = set(runs["cases"].by_id(unit["case_id"]).known_needs_review)
         if known:
