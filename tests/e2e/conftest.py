@@ -1,6 +1,8 @@
 """An isolated harness home for end-to-end tests: its own runs folder, the session trace store."""
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -13,6 +15,33 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def obai_here(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    """``obai-e2e ARGS`` run in this process as ``python -m obai_e2e`` would run in ``cwd`` with ``env``.
+
+    For commands whose output is the subject, not their process: a command that reads traces
+    then costs no interpreter start and no SDK import of its own. The environment, working
+    directory and standard streams are this process's own again afterwards.
+    """
+    from obai_e2e.cli import main
+
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    out, err = io.StringIO(), io.StringIO()
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse's usage errors
+                code = exc.code if isinstance(exc.code, int) else 2
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(["obai-e2e", *args], code, out.getvalue(), err.getvalue())
 
 
 def obai_json(*args: str, env: dict) -> tuple[int, dict, str]:

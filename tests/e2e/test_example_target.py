@@ -5,8 +5,9 @@ files copied there: every case of the example clean, plus a copy of each case wi
 fault of the agent switched on through the case's own ``env``, plus one case that runs
 past its own ``timeout_s``. Clean units pass every rule; each faulted unit trips exactly
 the rule its fault is for. The finished run is then read again through the public
-commands: check-case with other vocabularies, record-verdict on codes with ``:`` in a
-name, traces sample / inspect-trace --raw, the report titles.
+commands (run in this process: their output is the subject): check-case with other
+vocabularies, record-verdict on codes with ``:`` in a name, traces sample / inspect-trace
+--raw, the report titles.
 """
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ import pytest
 import yaml
 from ledger_agent.faults import FAULTS
 from obai_e2e.report.results import load_results
+
+from .conftest import obai_here
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "ledger-agent"
@@ -133,7 +136,7 @@ def test_the_plan_given_scores_the_run(example_run):
     assert [p["labels"].get("intent") for p in suite["partitions"]] == [
         "price_lookup", "fundamentals", "mixed", "options", "off_topic", "general", None]  # None: the rest
     # Scored again with no file named: the run's own target and plan give the same suite.json.
-    again = obai(["score-loss", "--run-dir", str(run_dir)], work, example_run["env"], timeout=120)
+    again = obai_here(["score-loss", "--run-dir", str(run_dir)], work, example_run["env"])
     assert again.returncode == 0, again.stdout + again.stderr
     assert json.loads((run_dir / "suite.json").read_text()) == suite
 
@@ -141,11 +144,10 @@ def test_the_plan_given_scores_the_run(example_run):
 def test_a_merged_run_keeps_the_target_name(example_run):
     work = example_run["work"]
     env = {**example_run["env"], "OBAI_E2E_RUNS": str(work / "shard-runs")}
-    part = obai(["run", "--target", "target.yaml", "--cases", "cases.yaml", "--id", "R1", "--shard", "1/1"],
-                work, env, timeout=300)
+    part = obai_here(["run", "--target", "target.yaml", "--cases", "cases.yaml", "--id", "R1", "--shard", "1/1"],
+                     work, env)
     assert part.returncode == 0, part.stderr[-3000:]
-    merged = obai(["merge-runs", json.loads(part.stdout)["run_dir"], "--into", str(work / "merged")], work, env,
-                  timeout=300)
+    merged = obai_here(["merge-runs", json.loads(part.stdout)["run_dir"], "--into", str(work / "merged")], work, env)
     assert merged.returncode == 0, merged.stderr[-3000:]
     assert (work / "merged" / "report.md").read_text().startswith("# Ledger E2E Regression — ")
     assert "<h1>Ledger E2E Regression</h1>" in (work / "merged" / "report.html").read_text()
@@ -226,8 +228,8 @@ def variant(work: Path, name: str, edit) -> Path:
 
 
 def check(run: dict, unit_id: str, target: Path) -> dict:
-    done = obai(["check-case", "--id", unit_id, "--run-dir", str(run["run_dir"]), "--target", str(target)],
-                run["work"], run["env"], timeout=120)
+    done = obai_here(["check-case", "--id", unit_id, "--run-dir", str(run["run_dir"]), "--target", str(target)],
+                     run["work"], run["env"])
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -239,8 +241,8 @@ def rule_of(result: dict, rule: str) -> dict:
 def digest(run: dict, unit_id: str, target: Path) -> dict:
     """The unit's trace curated again, read through ``target``'s vocabulary."""
     trace_id = json.loads((run["run_dir"] / f"{unit_id}.json").read_text())["trace"]["trace_id"]
-    done = obai(["inspect-trace", "--trace-id", trace_id, "--json", "--target", str(target)], run["work"], run["env"],
-                timeout=120)
+    done = obai_here(["inspect-trace", "--trace-id", trace_id, "--json", "--target", str(target)], run["work"],
+                     run["env"])
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -296,11 +298,11 @@ def test_specialist_names_with_a_colon_in_verdicts(example_run):
     q2["env"] = {"LEDGER_FAULTS": "feed_error"}
     (work / "exact-cases.yaml").write_text(yaml.safe_dump({"version": 1, "cases": [q2]}, sort_keys=False))
     env = example_run["env"]
-    made = obai(["new-run", "--target", str(target), "--cases", "exact-cases.yaml"], work, env, timeout=120)
+    made = obai_here(["new-run", "--target", str(target), "--cases", "exact-cases.yaml"], work, env)
     assert made.returncode == 0, made.stderr
     run_dir = json.loads(made.stdout)["run_dir"]
-    assert obai(["run-one", "--id", "Q2", "--run-dir", run_dir], work, env, timeout=300).returncode == 0
-    checked = json.loads(obai(["check-case", "--id", "Q2", "--run-dir", run_dir], work, env).stdout)
+    assert obai_here(["run-one", "--id", "Q2", "--run-dir", run_dir], work, env).returncode == 0
+    checked = json.loads(obai_here(["check-case", "--id", "Q2", "--run-dir", run_dir], work, env).stdout)
     assert checked["reasons"] == ["specialist.agent:quotes.tool_error"]
     assert {"trace.error_span:<name>", "specialist.{agent:quotes|agent:financials|agent:derivs}.{empty|tool_error}",
             "routing.specialist_missing"} <= set(checked["admissible"]["fail"])
@@ -311,7 +313,8 @@ def test_specialist_names_with_a_colon_in_verdicts(example_run):
 
     typo = {"schema_version": 1, "unit_id": "Q2", "verdict": "fail", "reasons": ["specialist.agent:quotes.tool_eror"],
             "expected": "x", "observed": "y", "judgment": "z", "answers": {"hub.incomplete_answer": "yes"}}
-    refused = obai(["record-verdict", "--id", "Q2", "--run-dir", run_dir, "--verdict", json.dumps(typo)], work, env)
+    refused = obai_here(["record-verdict", "--id", "Q2", "--run-dir", run_dir, "--verdict", json.dumps(typo)], work,
+                        env)
     assert refused.returncode == 2
     message = json.loads(refused.stdout)["message"]
     assert "after the specialist name 'agent:quotes' comes '.empty' or '.tool_error', not 'tool_eror'" in message
@@ -322,8 +325,8 @@ def test_specialist_names_with_a_colon_in_verdicts(example_run):
                   "answers": {"hub.incomplete_answer": "no"},
                   "override": {"rule": "specialist.agent:quotes.tool_error",
                                "reason": "the quote feed is down on purpose in this case"}}
-    recorded = obai(["record-verdict", "--id", "Q2", "--run-dir", run_dir, "--verdict", json.dumps(overridden)],
-                    work, env)
+    recorded = obai_here(["record-verdict", "--id", "Q2", "--run-dir", run_dir, "--verdict", json.dumps(overridden)],
+                         work, env)
     assert recorded.returncode == 0, recorded.stdout + recorded.stderr
     stored = json.loads((Path(run_dir) / "Q2.verdict.json").read_text())
     assert stored["override"]["rule"] == "specialist.agent:quotes.tool_error" and stored["verdict"] == "needs_review"
@@ -332,8 +335,8 @@ def test_specialist_names_with_a_colon_in_verdicts(example_run):
 def test_raw_span_tree_for_writing_a_vocabulary(example_run):
     work, env = example_run["work"], example_run["env"]
     q1 = json.loads((example_run["run_dir"] / "Q1.json").read_text())
-    raw = obai(["inspect-trace", "--raw", "--trace-id", q1["trace"]["trace_id"], "--target", "target.yaml"],
-               work, env, timeout=120)
+    raw = obai_here(["inspect-trace", "--raw", "--trace-id", q1["trace"]["trace_id"], "--target", "target.yaml"],
+                    work, env)
     assert raw.returncode == 0, raw.stderr
     text = raw.stdout
     assert text.startswith(f"TRACE {q1['trace']['trace_id']}  chat-turn")
@@ -343,12 +346,12 @@ def test_raw_span_tree_for_writing_a_vocabulary(example_run):
     assert re.search(r"^   ├─ toolkit\.mount \[general\] .*← skill load: equities$", text, re.M)
     assert re.search(r"^   ├─ agent:quotes \[tool\] .*← specialist: quotes$", text, re.M)
     assert re.search(r"^   └─ writer \[llm\] ", text, re.M)
-    as_json = json.loads(obai(["inspect-trace", "--raw", "--json", "--trace-id", q1["trace"]["trace_id"],
-                               "--target", "target.yaml"], work, env, timeout=120).stdout)
+    as_json = json.loads(obai_here(["inspect-trace", "--raw", "--json", "--trace-id", q1["trace"]["trace_id"],
+                                    "--target", "target.yaml"], work, env).stdout)
     assert [s["name"] for s in as_json["spans"]] == ["orchestrator", "policy.check", "toolkit.mount", "agent:quotes",
                                                      "writer"]
     assert as_json["trace"]["metadata"]["run_ref"] == q1["turn"]["correlation_tag"]
     # Without a vocabulary: the newest trace of a project, spans unmarked.
-    sample = obai(["traces", "sample", "--project", "ledger-agent"], work, env, timeout=120)
+    sample = obai_here(["traces", "sample", "--project", "ledger-agent"], work, env)
     assert sample.returncode == 0, sample.stderr
     assert sample.stdout.startswith("TRACE ") and "orchestrator [general]" in sample.stdout and "←" not in sample.stdout
