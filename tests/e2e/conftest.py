@@ -6,6 +6,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -22,11 +23,12 @@ def obai_here(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedProc
 
     For commands whose output is the subject, not their process: a command that reads traces
     then costs no interpreter start and no SDK import of its own. The environment, working
-    directory and standard streams are this process's own again afterwards.
+    directory, standard streams and signal handlers are this process's own again afterwards.
     """
     from obai_e2e.cli import main
 
     saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    saved_handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     out, err = io.StringIO(), io.StringIO()
     os.environ.clear()
     os.environ.update(env)
@@ -41,6 +43,8 @@ def obai_here(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedProc
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)
+        for sig, handler in saved_handlers.items():
+            signal.signal(sig, handler)
     return subprocess.CompletedProcess(["obai-e2e", *args], code, out.getvalue(), err.getvalue())
 
 

@@ -10,15 +10,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 from obai_e2e.report.results import load_results
 
-from .conftest import REPO
+from .conftest import REPO, obai_here
 
 pytestmark = pytest.mark.slow
 
@@ -41,8 +39,7 @@ def make_home(tmp: Path) -> Path:
 
 
 def e2e(env, *args) -> tuple[int, dict, str]:
-    done = subprocess.run([sys.executable, "-m", "obai_e2e", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=600)
+    done = obai_here(list(args), REPO, env)
     try:
         out = json.loads(done.stdout)
     except json.JSONDecodeError:

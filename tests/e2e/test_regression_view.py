@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -16,7 +15,7 @@ from obai_e2e.base.schema import load_schema
 from obai_e2e.report.results import load_results
 from obai_e2e.tracestore.guard import page_key
 
-from .conftest import REPO, target_variant
+from .conftest import REPO, obai_here, target_variant
 
 pytestmark = pytest.mark.slow
 
@@ -27,8 +26,7 @@ IDS = "MD1,O1,P1,F1"  # the three that change and one that does not
 
 
 def obai(env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "obai_e2e", *args], env=env, capture_output=True, text=True,
-                          timeout=1800)
+    return obai_here(list(args), REPO, env)
 
 
 @pytest.fixture(scope="module")
