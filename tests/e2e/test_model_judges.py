@@ -14,7 +14,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ from fake_provider import FakeProvider
 from obai_e2e.report.report_md import read_rows
 from obai_e2e.report.results import load_results
 
-from .conftest import REPO
+from .conftest import REPO, obai_here
 
 pytestmark = pytest.mark.slow
 
@@ -48,8 +47,7 @@ def judges_file(tmp_path: Path, url: str, **top) -> Path:
 
 
 def obai(*args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "obai_e2e", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=900)
+    return obai_here(list(args), REPO, env)
 
 
 def test_model_judges_majority_reaches_everything_and_a_resume_pays_nothing(harness_env, tmp_path):
