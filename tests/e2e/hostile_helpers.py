@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 from obai_e2e.base import procs
 
-from .conftest import REPO
+from .conftest import REPO, obai_here
 
 AGENT = REPO / "tests" / "agents" / "hostile_agent.py"
 
@@ -51,6 +51,16 @@ def run_cli(*args: str, timeout: float = 300, env: dict | None = None) -> tuple[
     except json.JSONDecodeError:
         data = None
     return proc.returncode, data, err.decode("utf-8", "replace")
+
+
+def run_here(*args: str) -> tuple[int, dict | None, str]:
+    """``run_cli`` in this process (conftest.obai_here), for a test whose subject is what the run wrote."""
+    done = obai_here(list(args), REPO, dict(os.environ))
+    try:
+        data = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        data = None
+    return done.returncode, data, done.stderr
 
 
 def marked(mark: str) -> list[str]:

@@ -23,6 +23,7 @@ from .hostile_helpers import (
     marked,
     run_cli,
     run_dirs,
+    run_here,
     sandboxes,
     wait_for,
 )
@@ -65,8 +66,8 @@ def test_a_span_name_outside_the_code_grammar_fails_the_unit_not_the_run(harness
     name = "my tool \x1b[31m &lt;b&gt; \x07"
     target, _ = hostile_target(tmp_path, "error_span:" + name.encode("unicode_escape").decode("ascii"))
     summary = tmp_path / "summary.md"
-    code, out, err = run_cli("run", "--id", "MD1,MD2", "--target", str(target), "--cases", str(hostile_cases(tmp_path)),
-                             "--summary-md", str(summary))
+    code, out, err = run_here("run", "--id", "MD1,MD2", "--target", str(target), "--cases", str(hostile_cases(tmp_path)),
+                              "--summary-md", str(summary))
     assert code == 1, err[-2000:]
     results = results_of(out)
     md1 = unit(results, "MD1")
@@ -100,17 +101,17 @@ def test_a_span_name_outside_the_code_grammar_fails_the_unit_not_the_run(harness
 
 def test_a_verdict_that_cannot_be_recorded_is_that_units_harness_error_also_on_resume(harness_env, tmp_path):
     target, _ = hostile_target(tmp_path)
-    code, out, err = run_cli("new-run", "--id", "MD1,MD2", "--target", str(target))
+    code, out, err = run_here("new-run", "--id", "MD1,MD2", "--target", str(target))
     assert code == 0, err
     run_dir = Path(out["run_dir"])
-    code, packet, err = run_cli("run-one", "--id", "MD1", "--run-dir", str(run_dir), "--target", str(target))
+    code, packet, err = run_here("run-one", "--id", "MD1", "--run-dir", str(run_dir), "--target", str(target))
     assert code == 0, err
     # A packet the rubric cannot check (as a bug in a rule would make one): the check raises.
     path = run_dir / "MD1.json"
     data = json.loads(path.read_text(encoding="utf-8"))
     data["trace"]["digest"]["specialist_calls"][0]["payload_text"] = 42
     path.write_text(json.dumps(data), encoding="utf-8")
-    code, out, err = run_cli("run", "--resume", str(run_dir), "--target", str(target), "--no-html")
+    code, out, err = run_here("run", "--resume", str(run_dir), "--target", str(target), "--no-html")
     assert code == 3, err[-2000:]  # inconclusive units, and a finished run
     results = results_of(out)
     md1 = unit(results, "MD1")
@@ -122,7 +123,7 @@ def test_a_verdict_that_cannot_be_recorded_is_that_units_harness_error_also_on_r
 
 def test_a_failing_restore_hook_is_recorded(harness_env, tmp_path):
     target, _ = hostile_target(tmp_path, **{"sandbox.restore": ["sh", "-c", "echo restore broke >&2; exit 3"]})
-    code, out, err = run_cli("run", "--id", "MD1", "--target", str(target), "--no-html")
+    code, out, err = run_here("run", "--id", "MD1", "--target", str(target), "--no-html")
     run_dir = Path(out["results"]).parent
     packet = json.loads((run_dir / "MD1.json").read_text(encoding="utf-8"))
     assert packet["sandbox"]["restore_error"] and "exited 3" in packet["sandbox"]["restore_error"]
@@ -131,7 +132,7 @@ def test_a_failing_restore_hook_is_recorded(harness_env, tmp_path):
 
 def test_an_agent_killed_by_a_signal_is_reported_as_crashed(harness_env, tmp_path):
     target, _ = hostile_target(tmp_path, "segv")
-    code, out, err = run_cli("run", "--id", "MD1", "--target", str(target), "--no-html")
+    code, out, err = run_here("run", "--id", "MD1", "--target", str(target), "--no-html")
     assert code == 3, err[-2000:]
     md1 = unit(results_of(out), "MD1")
     assert md1["verdict"] == "inconclusive" and md1["reasons"] == ["target_crashed"]
@@ -142,7 +143,7 @@ def test_an_agent_killed_by_a_signal_is_reported_as_crashed(harness_env, tmp_pat
 
 def test_a_truncated_answer_is_visible_in_the_verdict_and_the_report(harness_env, tmp_path):
     target, _ = hostile_target(tmp_path, "huge:20")
-    code, out, err = run_cli("run", "--id", "MD1", "--target", str(target))
+    code, out, err = run_here("run", "--id", "MD1", "--target", str(target))
     assert code == 0, err[-2000:]
     run_dir = Path(out["results"]).parent
     md1 = unit(results_of(out), "MD1")
@@ -214,7 +215,7 @@ def test_a_bad_catalog_or_plan_stops_the_run_before_any_unit(harness_env, tmp_pa
     expected = f"{broken}:1: not valid JSON" if which == "catalog" else "no-such-plan.yaml"
     target, _ = hostile_target(tmp_path, **change)
     before = set(run_dirs(harness_env))
-    code, out, err = run_cli("run", "--id", "MD1", "--target", str(target), "--no-html")
+    code, out, err = run_here("run", "--id", "MD1", "--target", str(target), "--no-html")
     assert code == 4, err[-2000:]
     assert out["status"] == "not_ready" and expected in out["reason"], out["reason"]
     assert set(run_dirs(harness_env)) == before
@@ -225,7 +226,7 @@ def test_an_unreadable_baseline_stops_the_run_before_any_unit(harness_env, tmp_p
     bad = tmp_path / "baseline.json"
     bad.write_bytes(b'{"schema_version": 1, "units": [NaN]}')
     before = set(run_dirs(harness_env))
-    code, out, err = run_cli("run", "--id", "MD1", "--target", str(target), "--baseline", str(bad))
+    code, out, err = run_here("run", "--id", "MD1", "--target", str(target), "--baseline", str(bad))
     assert code == 4, err[-2000:]
     assert str(bad) in out["reason"] and "not a finite number" in out["reason"]
     assert set(run_dirs(harness_env)) == before
@@ -234,14 +235,14 @@ def test_an_unreadable_baseline_stops_the_run_before_any_unit(harness_env, tmp_p
 def test_a_missing_workdir_is_named(harness_env, tmp_path):
     target, _ = hostile_target(tmp_path, **{"target.workdir": str(tmp_path / "nowhere"),
                                             "sandbox.fresh_workdir": False})
-    code, out, err = run_cli("preflight", "--target", str(target))
+    code, out, err = run_here("preflight", "--target", str(target))
     assert code == 4
     assert "working directory" in out["reason"] and "nowhere" in out["reason"] and "not found" not in out["reason"]
 
 
 @pytest.mark.parametrize("value", ["-5", "0", "1000000", "two"])
 def test_nonsense_job_counts_are_refused(harness_env, value):
-    code, out, err = run_cli("run", "--id", "MD1", "--jobs", value)
+    code, out, err = run_here("run", "--id", "MD1", "--jobs", value)
     assert code == 2
     assert "--jobs" in err and ("out of range" in err or "not a whole number" in err)
     assert "Traceback" not in err
@@ -249,7 +250,7 @@ def test_nonsense_job_counts_are_refused(harness_env, value):
 
 def test_jobs_one_runs_one_turn_at_a_time_and_reads_each_trace_behind_the_next_turn(harness_env, tmp_path):
     target, _ = hostile_target(tmp_path, "slow:0.3")
-    code, out, err = run_cli("run", "--id", "MD1,MD2,MD3,F1,R1,O1", "--jobs", "1", "--target", str(target),
+    code, out, err = run_here("run", "--id", "MD1,MD2,MD3,F1,R1,O1", "--jobs", "1", "--target", str(target),
                              "--no-html")
     assert code in (0, 1), err[-2000:]
     run_dir = Path(out["results"]).parent
@@ -275,7 +276,7 @@ def test_the_entries_kept_while_judging_are_those_the_files_give(harness_env, tm
     from obai_e2e.run.plan import plan
 
     target, _ = hostile_target(tmp_path, "")
-    code, out, err = run_cli("run", "--id", "MD1,S1,R1,O1,G2", "--target", str(target))
+    code, out, err = run_here("run", "--id", "MD1,S1,R1,O1,G2", "--target", str(target))
     assert code in (0, 1), err[-2000:]
     run_dir = Path(out["results"]).parent
     rows = (run_dir / "results.units.jsonl").read_bytes()
