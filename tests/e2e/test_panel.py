@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 from obai_e2e.report.report_md import read_rows
 from obai_e2e.report.results import load_results
 
-from .conftest import REPO
+from .conftest import REPO, obai_here
 
 pytestmark = pytest.mark.slow
 
@@ -28,8 +27,7 @@ def test_panel_majority_reaches_verdict_report_results_html_and_loss(harness_env
     env = {**os.environ, "SCRIPTED_JUDGE_PLAN": json.dumps(PLAN)}
     env.pop("OBAI_DEMO_FAULTS", None)
     judge = f"{sys.executable} {REPO / 'tests' / 'scripted_judge.py'}"
-    done = subprocess.run([sys.executable, "-m", "obai_e2e", "run", "--id", "MD1,F2,O2", "--jobs", "2",
-                           "--panel-command", judge], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    done = obai_here(["run", "--id", "MD1,F2,O2", "--jobs", "2", "--panel-command", judge], REPO, env)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout)
     run_dir = Path(out["run_dir"])
