@@ -25,17 +25,17 @@ SLOW_TIMEOUT_S = 1800
 
 
 def pytest_configure(config) -> None:
-    # Every test drives processes that import the harness, the demo or the example agent from
-    # this checkout. Where PYTHONDONTWRITEBYTECODE is set (CI images, containers) none of them
-    # may write bytecode, so each would compile those sources again: ~0.1 s of CPU per process,
-    # hundreds of processes. The test session compiles them once (the controller only; a file
-    # already compiled and unchanged is skipped).
     if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
         # This process imports the test modules, and some of them the SDK: imported here as the
         # harness imports it (models built on first use, the collector paused), it costs half.
         opik_env.import_sdk()
     if hasattr(config, "workerinput"):
         return
+    # Every test drives processes that import the harness, the demo or the example agent from
+    # this checkout. Where PYTHONDONTWRITEBYTECODE is set (CI images, containers) none of them
+    # may write bytecode, so each would compile those sources again: ~0.1 s of CPU per process,
+    # hundreds of processes. The test session compiles them once (the controller only; a file
+    # already compiled and unchanged is skipped).
     import compileall
 
     root = Path(__file__).resolve().parents[1]
