@@ -13,6 +13,11 @@ repetitions that alternate which side goes first).
     uv run python bench/bench_chat.py --set smoke --fault ''  # one scenario
     uv run python bench/bench_chat.py --set all --repeat 3            # the timing ratio as a median of 3
     uv run python bench/bench_chat.py --repo /path/to/older/checkout   # the flow of another checkout
+    uv run python bench/bench_chat.py --checkout                       # play the checkout, not an installed copy
+
+By default the bundle is first installed (`obai-e2e install`) into a folder of the run, and
+that copy is played, as a user's chat plays it: an installed bundle's `uv run` does not re-check
+the compiled bytecode of its environment (a checkout's does, ~0.3 s a command).
 
 The clean run of a set goes first, so that the faulted one has it as its baseline. Each
 checkout keeps its runs in a temporary folder; the trace store is started there and
@@ -48,6 +53,16 @@ def env_for(repo: Path, work: Path, name: str, fault: str) -> dict:
     if fault:
         env["OBAI_DEMO_FAULTS"] = fault
     return env
+
+
+def install(checkout: Path, host: Path) -> Path:
+    """The bundle of ``checkout`` installed into ``host`` (its environment synced), as a user installs it."""
+    host.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["uv", "run", "--quiet", "--project", str(checkout), "obai-e2e", "install", "--into", str(host),
+                           "--json"], cwd=checkout, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        raise SystemExit(f"obai-e2e install failed ({done.returncode}): {done.stderr[-2000:]}")
+    return host / ".claude" / "skills" / "obai-e2e-regression"
 
 
 def jobs_of(skill_md: Path) -> int:
@@ -109,11 +124,15 @@ def main() -> int:
                     help="play each scenario this many times, alternating whether the chat or the headless run goes "
                          "first (the machine's load changes under both alike); the first play's figures are shown")
     ap.add_argument("--work", type=Path, default=None, help="where runs go (default: a temporary folder)")
+    ap.add_argument("--checkout", action="store_true",
+                    help="play the checkout itself instead of a copy installed with `obai-e2e install`")
     args = ap.parse_args()
     repo = args.repo.resolve()
-    skill_md = repo / "SKILL.md"
     work = Path(args.work or tempfile.mkdtemp(prefix="bench-chat-"))
     work.mkdir(parents=True, exist_ok=True)
+    if not args.checkout:
+        repo = install(repo, work / "host")
+    skill_md = repo / "SKILL.md"
     jobs = jobs_of(skill_md)
     faults = ([""] if not args.no_clean else []) + ([args.fault] if args.fault else [])
     print(f"# bench_chat: {repo} (SKILL.md {len(skill_md.read_bytes()):,} bytes, --jobs {jobs}), runs in {work}\n")
