@@ -215,7 +215,18 @@ def test_cli_render_report_and_errors(run_copy, tmp_path):
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out == {"status": "rendered", "report_html": str(run_copy / "report.html"),
-                   "bytes": (run_copy / "report.html").stat().st_size}
+                   "bytes": (run_copy / "report.html").stat().st_size, "trace_pages": 0}
+    # Trace pages lost from a copied run come back from its snapshots, and report.html links them again.
+    pages = sorted((run_copy / "traces").glob("*.html"))
+    assert pages and all(f'"traces/{p.name}"' in (run_copy / "report.html").read_text() for p in pages)
+    kept = {p.name: p.read_bytes() for p in pages}
+    for p in pages:
+        p.unlink()
+    done = obai_e2e("render-report", "--run-dir", str(run_copy))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["trace_pages"] == len(kept)
+    assert {p.name: p.read_bytes() for p in (run_copy / "traces").glob("*.html")} == kept
+    assert all(f'"traces/{name}"' in (run_copy / "report.html").read_text() for name in kept)
     done = obai_e2e("render-report", "--run-dir", str(tmp_path / "missing"))
     assert done.returncode == 2 and json.loads(done.stdout)["status"] == "error"
     assert "does not exist" in done.stderr
