@@ -9,6 +9,7 @@ the page's URL. ``HOSTILE_WEB`` maps a piece of a question to a behaviour, as JS
   huge:<mb>     the answer is <mb> MB of text
   crash_once    the first time this question is asked, the server kills the harness's Chromium
   crash_always  every time it is asked, the same
+  freeze_driver the server stops (SIGSTOP) the harness's Playwright driver: it neither answers nor dies
 
 ``daemon`` in ``HOSTILE_WEB_START`` starts a grandchild in a session of its own that ignores
 SIGTERM and works outside the sandbox. Every process keeps ``HOSTILE_MARK`` in its command
@@ -60,25 +61,47 @@ def behaviour(query: str) -> str:
     return ""
 
 
-def crash_browser() -> int:
-    """SIGKILL every Chromium process the harness (this server's parent) started; how many."""
-    harness, killed = os.getppid(), 0
+def _harness_descendants(needle: bytes, *, first_arg: bool) -> list[int]:
+    """Processes below the harness (this server's parent) whose command line holds ``needle``
+    (in its first argument only, with ``first_arg``)."""
+    harness, found = os.getppid(), []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
-            if b"chrom" not in Path(entry.path, "cmdline").read_bytes().split(b"\0")[0]:
+            args = Path(entry.path, "cmdline").read_bytes()
+            if needle not in (args.split(b"\0")[0] if first_arg else args):
                 continue
             pid = int(entry.name)
             while pid > 1:  # one of the harness's descendants?
                 pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
                 if pid == harness:
-                    os.kill(int(entry.name), signal.SIGKILL)
-                    killed += 1
+                    found.append(int(entry.name))
                     break
         except (OSError, ValueError, IndexError):
             continue
-    return killed
+    return found
+
+
+def crash_browser() -> int:
+    """SIGKILL every Chromium process the harness started; how many."""
+    return _signal_all(_harness_descendants(b"chrom", first_arg=True), signal.SIGKILL)
+
+
+def freeze_driver() -> int:
+    """SIGSTOP the harness's Playwright driver (``node … run-driver``); how many processes."""
+    return _signal_all(_harness_descendants(b"run-driver", first_arg=False), signal.SIGSTOP)
+
+
+def _signal_all(pids: list[int], signum: int) -> int:
+    done = 0
+    for pid in pids:
+        try:
+            os.kill(pid, signum)
+            done += 1
+        except OSError:
+            continue
+    return done
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -105,6 +128,8 @@ class Handler(BaseHTTPRequestHandler):
         if what == "crash_always" or (what == "crash_once" and ASKED[query] == 1):
             crash_browser()
             time.sleep(0.5)
+        if what == "freeze_driver":
+            freeze_driver()
         answer = ANSWER
         if what.startswith("huge:"):
             size = int(float(what.split(":")[1]) * 1024 * 1024)

@@ -1,7 +1,7 @@
 """A hostile web UI on the ui channel: every question ends within its time, nothing outlives the run.
 
 One headless run against tests/agents/hostile_web.py (the harness starts it, as it starts
-``obai-demo serve``), five units of one question each, one after the other:
+``obai-demo serve``), six units of one question each, one after the other:
 
 * W1: the server kills the harness's Chromium while the question is asked; the browser is
   launched again and the question asked again: the unit passes;
@@ -10,7 +10,10 @@ One headless run against tests/agents/hostile_web.py (the harness starts it, as 
 * W3: a 3 MB answer is kept to its first 1 MB, as a CLI answer is (hub.answer_truncated); the
   case gives its unit more time of its own (timeout_s 60);
 * W4: Chromium is killed on both tries: that unit's ui_outage, and only that unit's;
-* W5: a plain question after all that passes.
+* W5: the Playwright driver is stopped (SIGSTOP) while the question is asked: it neither
+  answers nor dies; the harness ends the browser, then the driver, within the unit's time and
+  its graces: not a pass, and the next unit gets a new driver;
+* W6: a plain question after all that passes.
 
 The server also leaves a ``setsid`` grandchild that ignores SIGTERM and works outside its
 sandbox: it is ended with the run, like everything else the run started.
@@ -25,6 +28,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from obai_e2e.drive.browser import UNWIND_S
 from obai_e2e.report.results import load_results
 
 from .conftest import REPO, need_chromium
@@ -34,14 +38,15 @@ pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 WEB = REPO / "tests" / "agents" / "hostile_web.py"
 TIMEOUT_S = 5
-BEHAVIOURS = {"(w1)": "crash_once", "(w2)": "stall", "(w3)": "huge:3", "(w4)": "crash_always"}
+BEHAVIOURS = {"(w1)": "crash_once", "(w2)": "stall", "(w3)": "huge:3", "(w4)": "crash_always",
+              "(w5)": "freeze_driver"}
 
 
 def web_cases(tmp: Path) -> Path:
     data = yaml.safe_load((REPO / "cases" / "cases.yaml").read_text(encoding="utf-8"))
     md1 = next(c for c in data["cases"] if c["id"] == "MD1")
     cases = []
-    for n in range(1, 6):
+    for n in range(1, 7):
         case = {**md1, "id": f"W{n}", "query": f"What is the latest price of AAPL? (w{n})", "channels": ["ui"]}
         if n == 3:
             case["timeout_s"] = 60  # a unit's own time: drawing megabytes of text takes a while
@@ -103,8 +108,16 @@ def test_a_browser_that_crashes_twice_is_that_units_outage_only(web_run):
     w4 = web_run["units"]["W4.ui"]
     assert (w4["verdict"], w4["reasons"]) == ("inconclusive", ["ui_outage"]), w4
     assert "crashed" in w4["judgment"]
-    w5 = web_run["units"]["W5.ui"]
-    assert (w5["verdict"], w5["reasons"]) == ("pass", []), w5
+
+
+def test_a_driver_that_stops_answering_is_ended_and_replaced(web_run):
+    w5, packet = web_run["units"]["W5.ui"], web_run["packets"]["W5.ui"]
+    assert w5["verdict"] != "pass", w5
+    assert (packet["ui"]["state"], packet["ui"]["browser"]) == ("timeout", "ended"), packet["ui"]
+    # The unit's time, the read grace, the wait for the call to unwind, the driver's end: bounded.
+    assert packet["turn"]["wall_ms"] < (TIMEOUT_S + 5 + UNWIND_S + 10) * 1000, packet["turn"]
+    w6 = web_run["units"]["W6.ui"]  # a new driver, a new browser
+    assert (w6["verdict"], w6["reasons"]) == ("pass", []), w6
 
 
 def test_nothing_the_run_started_outlives_it(web_run):
