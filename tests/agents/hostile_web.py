@@ -11,7 +11,8 @@ the page's URL. ``HOSTILE_WEB`` maps a piece of a question to a behaviour, as JS
   crash_always  every time it is asked, the same
   freeze_driver the server stops (SIGSTOP) the harness's Playwright driver: it neither answers nor dies
 
-``daemon`` in ``HOSTILE_WEB_START`` starts a grandchild in a session of its own that ignores
+``HOSTILE_WEB_LOG``, when set, is a file that gets a line per question asked (a test's signal
+that a question is in flight). ``daemon`` in ``HOSTILE_WEB_START`` starts a grandchild in a session of its own that ignores
 SIGTERM and works outside the sandbox. Every process keeps ``HOSTILE_MARK`` in its command
 line. The base URL is printed on stdout as ``{"url": "…"}``.
 """
@@ -125,6 +126,9 @@ class Handler(BaseHTTPRequestHandler):
         asked = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
         query, what = asked["query"], behaviour(asked["query"])
         ASKED[query] = ASKED.get(query, 0) + 1
+        if os.environ.get("HOSTILE_WEB_LOG"):
+            with open(os.environ["HOSTILE_WEB_LOG"], "a", encoding="utf-8") as log:
+                log.write(json.dumps(query) + "\n")
         if what == "crash_always" or (what == "crash_once" and ASKED[query] == 1):
             crash_browser()
             time.sleep(0.5)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import uuid
 from pathlib import Path
@@ -32,7 +33,7 @@ from obai_e2e.drive.browser import UNWIND_S
 from obai_e2e.report.results import load_results
 
 from .conftest import REPO, need_chromium
-from .hostile_helpers import hostile_target, marked, run_cli, sandboxes
+from .hostile_helpers import cli, hostile_target, marked, run_cli, sandboxes, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -124,3 +125,35 @@ def test_nothing_the_run_started_outlives_it(web_run):
     assert not web_run["left"], web_run["left"]  # the browser, its driver, the server, its setsid grandchild
     assert not web_run["sandboxes"]
     assert "Traceback" not in web_run["err"]
+
+
+def test_ctrl_c_during_a_ui_question_leaves_it_pending_and_nothing_running(harness_env, tmp_path):
+    """SIGINT while the page holds the question: exit 130 with the command that resumes, no packet for
+    the unit, no browser, driver or server left; the resumed run asks the question again."""
+    need_chromium()
+    log = tmp_path / "asked.log"
+    target, mark = hostile_target(tmp_path, **{
+        "ui.server.command": [sys.executable, str(WEB)], "ui.timeout_s": 8,
+        "target.env.HOSTILE_WEB": json.dumps({"(w1)": "stall"}), "target.env.HOSTILE_WEB_LOG": str(log)})
+    runner = f"hostile-runner-{uuid.uuid4().hex[:12]}"
+    env = {**os.environ, "HOSTILE_RUNNER": runner}
+    args = ("run", "--target", str(target), "--cases", str(web_cases(tmp_path)), "--id", "W1", "--no-html")
+    proc = cli(*args, env=env)
+    assert wait_for(lambda: log.exists() or proc.poll() is not None, 120, step=0.05), "the question was never asked"
+    assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in err.decode(), err.decode()[-2000:]
+    data = json.loads(out)
+    run_dir = Path(data["run_dir"])
+    assert data["resume_command"] in err.decode()
+    assert not list(run_dir.glob("W1.ui*.json"))  # the question in flight stays pending
+    assert wait_for(lambda: not marked(runner) and not marked(mark), 10), marked(runner) + marked(mark)
+    assert not sandboxes(harness_env)
+
+    code, done, err = run_cli(*args, env=env, timeout=300)
+    assert code == 1 and done and Path(done["run_dir"]) == run_dir, err[-2000:]
+    assert "resuming" in err
+    packet = json.loads((run_dir / "W1.ui.json").read_text(encoding="utf-8"))
+    assert packet["ui"]["state"] == "timeout"  # asked again, and the page stalled again
+    assert log.read_text(encoding="utf-8").count("(w1)") == 2

@@ -4,8 +4,9 @@ from pathlib import Path
 import pytest
 from obai_e2e.base.errors import ConfigError, UsageError
 from obai_e2e.config.cases import load_cases, load_cases_for
-from obai_e2e.config.selection import select
+from obai_e2e.config.selection import Filters, select
 from obai_e2e.config.target import load_target_config
+from obai_e2e.run import preflight
 
 GOOD_CASE = """\
 version: 1
@@ -112,6 +113,16 @@ def test_filters_and_disabled_summary():
         select(cases, ids=["NOPE"])
     with pytest.raises(UsageError, match="unknown feature"):
         select(cases, features=["nope"])
+
+
+def test_preflight_names_a_selection_of_unknown_ids_as_such():
+    """An unknown id stops the preflight at its own check, with a next step about the selection
+    (not about a channel or a tool the selection could not even be read for)."""
+    report = preflight.run(filters=Filters(ids=("NOPE",)), start_store=False)
+    assert not report.ready and report.checks[-1]["name"] == "selection" and not report.checks[-1]["ok"]
+    assert "unknown case id(s): NOPE" in report.reason and "case ids" in report.next_step
+    report = preflight.run(filters=Filters(ids=("MD1",)), start_store=False)
+    assert next(c for c in report.checks if c["name"] == "selection")["detail"].startswith("1 of ")
 
 
 def test_bad_target_config_names_field(tmp_path):

@@ -130,6 +130,13 @@ def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *,
             return f"{len(cs.cases)} cases in {cs.path}"
         _check(report, "cases", cases_ok, "fix the cases file at the line named above")
 
+        if filters is not None:
+            def selection_ok():
+                chosen = filters.apply(state["cases"])
+                return f"{len(chosen.cases)} of {len(state['cases'].cases)} cases selected"
+            _check(report, "selection", selection_ok,
+                   "select by the case ids, features and channels of the cases file named above")
+
         from ..protocol.freeze import preflight_check
 
         verify_freeze = verify_freeze or preflight_check(config)
