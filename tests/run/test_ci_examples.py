@@ -1,11 +1,13 @@
-"""The CI examples pass their platform's own checks (actionlint; GitLab's documented keywords), compare with a
+"""The CI examples pass their platform's own checks (actionlint; GitLab's and GitHub's published schemas), compare with a
 baseline, and run the README's commands; the README's figures are the suite's."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
+from importlib.resources import files
 from pathlib import Path
 
 import jsonschema
@@ -53,51 +55,17 @@ GITHUB_SCHEMA = {
 }
 
 
-# GitLab's documented .gitlab-ci.yml keywords (docs.gitlab.com/ci/yaml/), as far as the example's
-# jobs could use them: a misspelt or invented key, or a value outside what the docs allow, fails.
-_WHEN = {"enum": ["on_success", "on_failure", "never", "always", "manual", "delayed"]}
-_STRINGS = {"type": "array", "items": {"type": "string"}, "minItems": 1}
-_SCRIPT = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
-_JOB = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "after_script": _SCRIPT, "before_script": _SCRIPT, "script": _SCRIPT,
-        "allow_failure": {"oneOf": [{"type": "boolean"}, {
-            "type": "object", "additionalProperties": False, "required": ["exit_codes"],
-            "properties": {"exit_codes": {"oneOf": [{"type": "integer"}, {"type": "array",
-                                                                          "items": {"type": "integer"}}]}}}]},
-        "artifacts": {"type": "object", "additionalProperties": False, "properties": {
-            "paths": _STRINGS, "exclude": _STRINGS, "expose_as": {"type": "string"}, "name": {"type": "string"},
-            "untracked": {"type": "boolean"}, "when": {"enum": ["on_success", "on_failure", "always"]},
-            "access": {"enum": ["none", "developer", "all"]}, "expire_in": {"type": "string"},
-            "reports": {"type": "object", "properties": {"junit": {"oneOf": [{"type": "string"}, _STRINGS]}}}}},
-        "cache": {"type": "object", "additionalProperties": False, "properties": {
-            "key": {}, "paths": _STRINGS, "untracked": {"type": "boolean"}, "unprotect": {"type": "boolean"},
-            "when": {"enum": ["on_success", "on_failure", "always"]}, "policy": {"enum": ["pull", "push", "pull-push"]},
-            "fallback_keys": _STRINGS}},
-        "coverage": {"type": "string"}, "dast_configuration": {}, "dependencies": {"type": "array"},
-        "environment": {}, "extends": {}, "hooks": {}, "identity": {}, "id_tokens": {}, "image": {},
-        "inherit": {}, "interruptible": {"type": "boolean"}, "manual_confirmation": {"type": "string"},
-        "needs": {"type": "array", "items": {"oneOf": [{"type": "string"}, {
-            "type": "object", "additionalProperties": False, "required": ["job"],
-            "properties": {"job": {"type": "string"}, "artifacts": {"type": "boolean"}, "optional": {"type": "boolean"},
-                           "pipeline": {"type": "string"}, "project": {"type": "string"}, "ref": {"type": "string"},
-                           "parallel": {}}}]}},
-        "pages": {}, "parallel": {"oneOf": [{"type": "integer", "minimum": 1, "maximum": 200},
-                                            {"type": "object", "required": ["matrix"]}]},
-        "release": {}, "resource_group": {"type": "string"}, "retry": {}, "rules": {"type": "array"},
-        "run": {"type": "array"}, "secrets": {}, "services": {}, "stage": {"type": "string"},
-        "start_in": {"type": "string"}, "tags": _STRINGS, "timeout": {"type": "string"}, "trigger": {},
-        "variables": {"type": "object"}, "when": _WHEN,
-    },
-}
-GITLAB_SCHEMA = {
-    "type": "object",
-    "properties": {"default": {"type": "object"}, "include": {}, "stages": _STRINGS,
-                   "variables": {"type": "object"}, "workflow": {"type": "object"}},
-    "additionalProperties": _JOB,
-}
+def published_schema(name: str) -> dict:
+    """A CI platform's published schema, as check-jsonschema vendors it from SchemaStore: ``gitlab-ci``
+    (GitLab's own ci.json, the one its pipeline editor validates with) or ``github-workflows``."""
+    text = files("check_jsonschema.builtin_schemas.vendor").joinpath(f"{name}.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def schema_errors(data: dict, schema: dict) -> list[str]:
+    cls = jsonschema.validators.validator_for(schema)
+    validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(data)]
 
 
 def readme_commands() -> set[str]:
@@ -162,18 +130,32 @@ def test_actionlint_refuses_what_github_refuses(tmp_path):
     assert done.returncode == 1 and 'context "runner" is not allowed here' in done.stdout
 
 
-def test_gitlab_example_uses_only_documented_keywords():
+def test_gitlab_example_passes_gitlabs_published_schema():
     data = yaml.safe_load((REPO / "examples/ci/gitlab-ci.yml").read_text())
-    jsonschema.validate(data, GITLAB_SCHEMA)
+    assert schema_errors(data, published_schema("gitlab-ci")) == []
 
 
-def test_gitlab_keyword_check_is_real():
+def test_gitlab_schema_check_is_real():
+    """A misspelt key, a value past GitLab's limit and a value it does not know are each refused."""
     data = yaml.safe_load((REPO / "examples/ci/gitlab-ci.yml").read_text())
-    for job, key, value in (("e2e-merge", "artifact", {"paths": ["x"]}), ("e2e-shard", "parallel", 201),
-                            ("e2e-merge", "when", "sometimes")):
+    schema = published_schema("gitlab-ci")
+    for job, key, value, said in (("e2e-merge", "artifact", {"paths": ["x"]}, "'artifact' was unexpected"),
+                                  ("e2e-shard", "parallel", 201, "201 is not valid"),
+                                  ("e2e-merge", "when", "sometimes", "'sometimes' is not one of")):
         broken = {**data, job: {**data[job], key: value}}
-        with pytest.raises(jsonschema.ValidationError):
-            jsonschema.validate(broken, GITLAB_SCHEMA)
+        errors = schema_errors(broken, schema)
+        assert errors and all(e.startswith(job) for e in errors) and said in errors[0], (key, errors)
+
+
+def test_github_example_passes_the_published_workflow_schema():
+    # PyYAML reads the key `on` as True; the workflow language means the string.
+    data = yaml.safe_load((REPO / "examples/ci/github-actions.yml").read_text())
+    data["on"] = data.pop(True)
+    schema = published_schema("github-workflows")
+    assert schema_errors(data, schema) == []
+    broken = {**data, "jobs": {**data["jobs"], "merge": {**data["jobs"]["merge"], "runs_on": "ubuntu-latest"}}}
+    errors = schema_errors(broken, schema)  # a misspelt key: the job is neither a normal nor a reusable one
+    assert errors and all(e.startswith("jobs/merge: ") for e in errors), errors
 
 
 def test_gitlab_example():
