@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from obai_e2e.base.errors import MergeRefused
 from obai_e2e.base.mdtable import table_rows
-from obai_e2e.protocol.seal import SEAL, seal
+from obai_e2e.protocol.seal import KEY_ENV, SEAL, seal
 from obai_e2e.report.report_md import COLUMNS
 from obai_e2e.report.results import load_results
 from obai_e2e.run.merge import check_parts, load_parts
@@ -274,3 +274,70 @@ def test_an_unsealed_or_unreadable_part_is_refused(sharded, damage):
         seal_again(copy)
     e = refused(parts)
     assert e.reason == ("not_sealed" if damage == "unsealed" else "unreadable"), e
+
+
+# ---------------------------------------------------------------------- signed seals
+
+SEAL_KEY = "seal-key-of-the-ci-secret-0123456789"
+
+
+def signed_copies(sharded, name: str) -> list[Path]:
+    """Copies of every part, each sealed anew with the key in the environment."""
+    out = []
+    for k, part in enumerate(sharded["parts"], 1):
+        copy = sharded["tmp"] / name / f"part-{k}"
+        shutil.copytree(part, copy)
+        seal_again(copy)
+        out.append(copy)
+    return out
+
+
+def test_with_a_seal_key_only_parts_signed_with_it_are_evidence(sharded, monkeypatch):
+    """A checksum list can be written again by whoever edits the files; a signature only by a holder of the key.
+    The override that the unsigned merge accepts after a reseal (above) is refused once the key is set."""
+    monkeypatch.setenv(KEY_ENV, SEAL_KEY)
+    e = refused(list(sharded["parts"]))  # sealed without the key
+    assert e.reason == "seal_unsigned" and "carries no signature" in str(e) and e.where == str(sharded["parts"][0])
+    signed = signed_copies(sharded, "signed")
+    assert all(json.loads((p / SEAL).read_text())["mac"]["alg"] == "hmac-sha256" for p in signed)
+    assert check_parts(load_parts(signed))
+
+    units = json.loads((signed[0] / "run.json").read_text())["units"]
+    verdict = signed[0] / f"{units[0]}.verdict.json"
+    mechanical = json.loads(verdict.read_text())["mechanical"]
+    flipped = "fail" if mechanical["verdict"] == "pass" else "pass"
+    edit_verdict(verdict, verdict=flipped, reasons=["routing.skill_missing"] if flipped == "fail" else [],
+                 override={"rule": "routing.skill_missing", "reason": "forged"})
+    monkeypatch.setenv(KEY_ENV, "a key the forger made up, not the secret")
+    seal_again(signed[0])
+    monkeypatch.setenv(KEY_ENV, SEAL_KEY)
+    e = refused(signed)
+    assert e.reason == "seal_forged" and "does not match" in str(e)
+    monkeypatch.delenv(KEY_ENV)
+    seal_again(signed[0])
+    monkeypatch.setenv(KEY_ENV, SEAL_KEY)
+    assert refused(signed).reason == "seal_unsigned"
+
+    env = {**sharded["env"], KEY_ENV: SEAL_KEY}
+    code, out, err = obai_json("freeze-audit", "verify", "--run-dir", str(signed[0]), env=env)
+    assert code == 6 and (out["clean"], out["signature"]) == (False, "unsigned") and "no signature" in err
+    code, out, _ = obai_json("freeze-audit", "verify", "--run-dir", str(signed[1]), env=env)
+    assert code == 0 and (out["clean"], out["signature"]) == (True, "valid")
+    code, out, _ = obai_json("freeze-audit", "verify", "--run-dir", str(signed[1]), env=sharded["env"])
+    assert code == 0 and out["signature"].startswith("not checked")
+
+
+def test_a_merge_of_signed_parts_says_so_and_signs_its_own_seal(sharded, monkeypatch):
+    env = {**sharded["env"], KEY_ENV: SEAL_KEY}
+    monkeypatch.setenv(KEY_ENV, SEAL_KEY)
+    signed = signed_copies(sharded, "signed-for-merge")
+    monkeypatch.delenv(KEY_ENV)
+    into = sharded["tmp"] / "merged-signed" / "run"
+    code, out, err = obai_json("merge-runs", *map(str, signed), "--into", str(into), "--no-html", env=env)
+    assert code == sharded["code"] and out["signatures"].startswith("verified"), err[-2000:]
+    code, verified, _ = obai_json("freeze-audit", "verify", "--run-dir", str(into), env=env)
+    assert code == 0 and verified["signature"] == "valid"
+    code, out, _ = obai_json("merge-runs", *map(str, sharded["parts"]), "--into", str(into.parent / "plain"),
+                             "--no-html", env=sharded["env"])
+    assert out["signatures"].startswith("not checked") and "mac" not in json.loads((into.parent / "plain" / SEAL)
+                                                                                   .read_text())

@@ -58,3 +58,10 @@ def test_against_opik_the_agent_gets_the_users_key_unless_it_needs_none(tmp_path
     assert "SERVICE_TOKEN" not in env and env["JUDGE_A2_CRED"] == "cred-3"  # no panel file names it now
     config = load_target_config(target(tmp_path, **{"trace_backend.kind": "opik", "trace_backend.agent_key": False}))
     assert "OPIK_API_KEY" not in agent_environ(config, HARNESS, {})
+
+
+def test_the_key_that_signs_the_seal_never_reaches_the_agent_even_when_declared(tmp_path, monkeypatch):
+    monkeypatch.setenv("OBAI_E2E_JUDGES", str(tmp_path / "no-such-file.yaml"))
+    config = load_target_config(target(tmp_path, **{"target.env_passthrough": ["*"]}))
+    env = agent_environ(config, {**HARNESS, "OBAI_E2E_SEAL_KEY": "the-ci-secret"}, {})
+    assert "OBAI_E2E_SEAL_KEY" not in env and env["SERVICE_TOKEN"] == "svc-1"  # everything else was declared

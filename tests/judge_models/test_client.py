@@ -169,6 +169,13 @@ def test_the_command_provider(fake, env, tmp_path):
         res = a.ask(judge, "b")
     assert not res.answered and "exited with 3: [REDACTED]" in res.error
 
+    # The key that signs the run's seal is not a judge's: a command judge never gets it.
+    peek = f"{sys.executable} -c 'import os,sys; sys.stderr.write(repr(os.environ.get(\"OBAI_E2E_SEAL_KEY\"))); sys.exit(3)'"
+    cfg, judge = _command_cfg(fake, peek)
+    with Asker(cfg, redactor_for(cfg, env), env={**env, "OBAI_E2E_SEAL_KEY": "the-ci-secret"}) as a:
+        res = a.ask(judge, "b")
+    assert not res.answered and "exited with 3: None" in res.error
+
     cfg, judge = _command_cfg(fake, "no-such-judge-program --x")
     with Asker(cfg, redactor_for(cfg, env), env=env) as a:
         res = a.ask(judge, "b")

@@ -7,6 +7,7 @@ from ..base.errors import MergeRefused
 from ..base.output import result, say
 from ..config.cases import load_cases_for
 from ..config.target import load_target_config
+from ..protocol.seal import seal_key
 from ..report.ci_summary import write_summaries
 from ..run.fail_on import decide
 from ..run.finish import finish
@@ -22,7 +23,9 @@ def register(sub) -> None:
                                    "report.md, results.json, JUnit, the loss layer, report.html and the seal. "
                                    "Each part must be a finished shard whose seal verifies; no symbolic link is "
                                    "followed, each record must be its file's unit and each verdict its mechanical "
-                                   "outcome unless an override says why. Exit codes: 0 merged; 1 a unit failed (under "
+                                   "outcome unless an override says why. With OBAI_E2E_SEAL_KEY set, each part's "
+                                   "seal must also carry a valid signature made with that key (the shards' jobs "
+                                   "set the same secret), and the merged seal is signed. Exit codes: 0 merged; 1 a unit failed (under "
                                    "--fail-on: what it names); 12 a provable regression (--fail-on regression); 3 "
                                    "inconclusive units; 2 a part was refused (the JSON's reason names the check, "
                                    "the message the part, unit or file).")
@@ -53,6 +56,9 @@ def run(args) -> int:
     except OSError as exc:  # a file the checks did not reach (the target directory, a full disk)
         raise MergeRefused("io_error", f"{exc.filename or ''}: {exc.strerror or exc}") from None
     out = finish(config, cases, plan(into, cases), html=not args.no_html, baseline=args.baseline)
+    out["signatures"] = ("verified: every part's seal is signed with OBAI_E2E_SEAL_KEY" if seal_key() is not None
+                         else "not checked: OBAI_E2E_SEAL_KEY is not set, so a part's seal shows changes, not who "
+                              "made them")
     out["summaries"] = write_summaries(into, args.summary_md, args.report_url)
     decision = decide(out, args.fail_on)
     out["fail_on"] = {"modes": list(args.fail_on), **decision.to_json()}

@@ -1,7 +1,8 @@
 """The agent's environment: what of the harness's own environment reaches the agent under test.
 
 The agent gets the harness's environment without the secrets the harness holds for
-itself: every variable a judges file names (the panel file in use — by default
+itself: the key that signs a run's seal (``OBAI_E2E_SEAL_KEY``, always), every variable a
+judges file names (the panel file in use — by default
 ``catalogs/judges.yaml`` or ``$OBAI_E2E_JUDGES`` — and the panel this run asks), and every
 variable whose name looks secret (``redact.env_name_patterns``: ``*KEY*``, ``*TOKEN*``, …),
 unless the target declares that it needs it in ``target.env_passthrough``. What
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from ..base.redact import secret_names
+from ..base.seal_key import KEY_ENV as SEAL_KEY_ENV
 from ..config.judges_file import default_path, key_names
 from ..config.target import TargetConfig
 
@@ -60,6 +62,7 @@ def agent_environ(config: TargetConfig, environ: Mapping[str, str], sdk_env: Map
     passthrough = config.target.env_passthrough
     withheld = judge_keys() | set(secret_names(environ, config.redact_patterns))
     out = {k: v for k, v in environ.items() if k not in withheld or declared(k, passthrough)}
+    out.pop(SEAL_KEY_ENV, None)  # the key that signs the run's seal: never the agent's, whatever is declared
     out.update(config.target.env)
     out.update(sdk_env)
     backend = config.backend

@@ -4,19 +4,29 @@ The seal (``seal.json``, written once) lists the SHA-256 of every file of the ru
 end of finishing. ``verify_seal`` names each file changed, removed or added since. Gate
 results are the only files expected to arrive after the seal. A symbolic link is never
 followed: it is recorded as the link it is, so a file swapped for a link shows as changed.
+
+A list of checksums shows accidents, not forgeries: whoever can edit a file can write the
+seal again. With ``OBAI_E2E_SEAL_KEY`` set (a secret shared by the jobs that seal and the
+job that merges, e.g. a CI secret), the seal also carries an HMAC-SHA256 of its list, which
+only a holder of the key can compute; ``signature_problem`` says whether a seal's HMAC is
+there and right. The key is never written anywhere, nor passed to the agent under test.
 """
 from __future__ import annotations
 
 import fnmatch
+import hashlib
+import hmac
 import json
 import os
 from pathlib import Path
 
 from ..base.errors import FrozenArtifactChanged, UsageError
 from ..base.fsutil import dumps_json, sha256_bytes, sha256_file, write_once
+from ..base.seal_key import KEY_ENV, seal_key
 from .freeze import Drift
 
 SEAL = "seal.json"
+MAC_ALG = "hmac-sha256"
 IGNORED = (".runner.lock", ".runner.owner.json", ".judging.lock", "*.tmp", SEAL)
 LATE = ("gate-*.json", "replay-report.json")
 
@@ -34,14 +44,48 @@ def _files(run_dir: Path) -> dict[str, str]:
     return out
 
 
+def _mac(files: dict, key: bytes) -> str:
+    text = json.dumps({"schema_version": 1, "files": files}, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hmac.new(key, text.encode("ascii"), hashlib.sha256).hexdigest()
+
+
 def seal(run_dir: Path) -> dict:
     run_dir = Path(run_dir)
-    data = {"schema_version": 1, "files": _files(run_dir)}
+    data: dict = {"schema_version": 1, "files": _files(run_dir)}
+    key = seal_key()
+    if key is not None:
+        data["mac"] = {"alg": MAC_ALG, "value": _mac(data["files"], key)}
     path = run_dir / SEAL
     if path.exists():
         return {"status": "already_sealed", "seal": str(path)}
     write_once(path, dumps_json(data))
-    return {"status": "sealed", "seal": str(path), "files": len(data["files"])}
+    return {"status": "sealed", "seal": str(path), "files": len(data["files"]), "signed": key is not None}
+
+
+def signature_problem(sealed: dict, key: bytes | None) -> str | None:
+    """Why the seal's signature does not stand with ``key``: ``unsigned``, ``forged``; None when it stands,
+    or when there is no key to check it with (``is_signed`` tells that case apart)."""
+    if key is None:
+        return None
+    mac = sealed.get("mac")
+    if not isinstance(mac, dict) or mac.get("alg") != MAC_ALG or not isinstance(mac.get("value"), str):
+        return "unsigned"
+    files = sealed.get("files")
+    if not isinstance(files, dict) or not hmac.compare_digest(mac["value"], _mac(files, key)):
+        return "forged"
+    return None
+
+
+def is_signed(sealed: dict) -> bool:
+    return isinstance(sealed.get("mac"), dict)
+
+
+def describe_signature(problem: str, where: Path) -> str:
+    if problem == "unsigned":
+        return (f"{where} carries no signature while {KEY_ENV} is set here: it was sealed without the key, or its "
+                "signature was removed; only a seal made with the key is evidence")
+    return (f"{where} has a signature that does not match its list of files under the key in {KEY_ENV}: it was "
+            "sealed with another key, or written again by someone without the key")
 
 
 def verify_seal(run_dir: Path) -> Drift:

@@ -30,6 +30,7 @@ from ...base import procs
 from ...base.errors import NotReady
 from ...base.output import visible
 from ...base.redact import Redactor
+from ...base.seal_key import KEY_ENV as SEAL_KEY_ENV
 from ...drive.turn import run_turn
 from ..panel.responses import MAX_RAW_BYTES
 from .config import Judge, PanelConfig
@@ -214,6 +215,7 @@ class Asker:
     def _command(self, judge: Judge, text: str) -> tuple[Reply, int | None]:
         argv = shlex.split(judge.command)
         env = {**self.env, "OBAI_JUDGE_LABEL": judge.name, "OBAI_JUDGE_MODEL": judge.model}
+        env.pop(SEAL_KEY_ENV, None)  # a judge reads the agent's text: it never holds the key that signs the run
         try:
             turn = run_turn(argv, env=env, cwd=Path.cwd(), timeout_s=judge.timeout_s, kill_grace_s=KILL_GRACE_S,
                             stderr_tail_bytes=STDERR_TAIL * 4, mark=f"{self.mark}-{uuid.uuid4().hex[:8]}",
