@@ -34,12 +34,10 @@ def run(args) -> int:
     with judging_lock(args.run_dir):
         collected = collect(args.run_dir, args.round, args.model) if args.collect else None
         out = aggregate_round(args.run_dir, args.round, allow_missing=args.allow_missing)
-    if collected is not None:
-        out["collected"] = {j: _brief(r) for j, r in collected.items()}
     if collected is None:
         emit(out)
     else:
-        emit_compact(out)
+        emit_compact({**out, "collected": {j: _brief(r) for j, r in collected.items()}})
     return 0
 
 

@@ -10,7 +10,7 @@ from ..base.paths import bundle_root
 from ..config.target import load_target_config
 from ..protocol import freeze as core
 from ..protocol import gates, holdout
-from ..protocol.seal import SEAL, describe_signature, is_signed, seal_key, signature_problem, verify_seal
+from ..protocol.seal import SEAL, describe_signature, signature, verify_seal
 from ..run.plan import git_commit, open_holdout_run
 from ..rundir.lock import RunLock
 from ..rundir.meta import load_run
@@ -57,9 +57,10 @@ def run(args) -> int:
         return 0
     if args.action == "verify" and args.run_dir:
         drift = verify_seal(args.run_dir)
-        signature, problem = seal_signature(Path(args.run_dir))
+        # verify_seal has read the seal: it is there and readable
+        signed, problem = signature(json.loads((Path(args.run_dir) / SEAL).read_text(encoding="utf-8")))
         clean = drift.clean and problem is None
-        emit({"run_dir": str(args.run_dir), "clean": clean, **drift.to_json(), "signature": signature})
+        emit({"run_dir": str(args.run_dir), "clean": clean, **drift.to_json(), "signature": signed})
         if not drift.clean:
             say(f"sealed run changed: {drift.describe()}")
         if problem is not None:
@@ -93,17 +94,3 @@ def run(args) -> int:
     for line in gates.describe_failures(result):
         say(f"gate {name} failed: {line}")
     return Exit.OK if result["passed"] else Exit.GATE_FAILED
-
-
-def seal_signature(run_dir: Path) -> tuple[str, str | None]:
-    """(what to report of the seal's signature, the problem when the key is set and it does not stand).
-
-    ``valid``, ``unsigned`` or ``forged`` with OBAI_E2E_SEAL_KEY set; without it ``not checked`` (or
-    ``none`` for a seal that has no signature to check).
-    """
-    sealed = json.loads((run_dir / SEAL).read_text(encoding="utf-8"))  # verify_seal has read it already
-    key = seal_key()
-    if key is None:
-        return ("not checked (OBAI_E2E_SEAL_KEY is not set)" if is_signed(sealed) else "none"), None
-    problem = signature_problem(sealed, key)
-    return (problem or "valid"), problem

@@ -5,9 +5,9 @@ from pathlib import Path
 
 from ..base.errors import MergeRefused
 from ..base.output import result, say
+from ..base.seal_key import seal_key
 from ..config.cases import load_cases_for
 from ..config.target import load_target_config
-from ..protocol.seal import seal_key
 from ..report.ci_summary import write_summaries
 from ..run.fail_on import decide
 from ..run.finish import finish

@@ -24,10 +24,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    out = write_report(args.run_dir)  # checks the run directory and its results.json first
+    # The pages first, as a finished run writes them: report.html links the pages that exist.
     pages = write_trace_pages(args.run_dir)["trace_pages"]
-    if pages:  # report.html links only the pages that exist: render it again with them
-        out = write_report(args.run_dir)
+    out = write_report(args.run_dir)
     out["trace_pages"] = pages
     if args.open:
         out["opened"] = open_in_browser(Path(out["report_html"]))

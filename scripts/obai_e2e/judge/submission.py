@@ -34,7 +34,8 @@ def problems(value: object, unit: Unit, config: TargetConfig, check: CheckResult
     # The override and the panel's majority concern what a well-formed verdict says: they are
     # checked once the contract holds (a reason that is no code would only repeat as theirs).
     if not found and value.get("verdict") in VERDICTS:
-        for rule in (lambda: check_override(value, {"verdict": check.verdict, "reasons": check.reasons}), lambda: check_panel(value, panel)):
+        mechanical = {"verdict": check.verdict, "reasons": check.reasons}
+        for rule in (lambda: check_override(value, mechanical), lambda: check_panel(value, panel)):
             try:
                 rule()
             except VerdictInvalid as exc:

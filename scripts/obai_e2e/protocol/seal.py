@@ -8,7 +8,7 @@ followed: it is recorded as the link it is, so a file swapped for a link shows a
 A list of checksums shows accidents, not forgeries: whoever can edit a file can write the
 seal again. With ``OBAI_E2E_SEAL_KEY`` set (a secret shared by the jobs that seal and the
 job that merges, e.g. a CI secret), the seal also carries an HMAC-SHA256 of its list, which
-only a holder of the key can compute; ``signature_problem`` says whether a seal's HMAC is
+only a holder of the key can compute; ``signature`` says whether a seal's HMAC is
 there and right. The key is never written anywhere, nor passed to the agent under test.
 """
 from __future__ import annotations
@@ -62,22 +62,22 @@ def seal(run_dir: Path) -> dict:
     return {"status": "sealed", "seal": str(path), "files": len(data["files"]), "signed": key is not None}
 
 
-def signature_problem(sealed: dict, key: bytes | None) -> str | None:
-    """Why the seal's signature does not stand with ``key``: ``unsigned``, ``forged``; None when it stands,
-    or when there is no key to check it with (``is_signed`` tells that case apart)."""
-    if key is None:
-        return None
+def signature(sealed: dict) -> tuple[str, str | None]:
+    """(what to report of a seal's signature, the problem when it does not stand under the key set here).
+
+    With OBAI_E2E_SEAL_KEY set: ``valid``, or the problem ``unsigned`` / ``forged`` as both. Without
+    it nothing can be checked: ``not checked …`` for a signed seal, ``none`` for an unsigned one.
+    """
+    key = seal_key()
     mac = sealed.get("mac")
+    if key is None:
+        return (f"not checked ({KEY_ENV} is not set)" if isinstance(mac, dict) else "none"), None
     if not isinstance(mac, dict) or mac.get("alg") != MAC_ALG or not isinstance(mac.get("value"), str):
-        return "unsigned"
+        return "unsigned", "unsigned"
     files = sealed.get("files")
     if not isinstance(files, dict) or not hmac.compare_digest(mac["value"], _mac(files, key)):
-        return "forged"
-    return None
-
-
-def is_signed(sealed: dict) -> bool:
-    return isinstance(sealed.get("mac"), dict)
+        return "forged", "forged"
+    return "valid", None
 
 
 def describe_signature(problem: str, where: Path) -> str:

@@ -72,12 +72,10 @@ def loss_statement(loss: dict | None, new_fails: int, fails: int) -> str | None:
         return f"Loss layer: {found} provable regression(s) in TOP-REGRESSIONS.md: {rows}."
     if not loss.get("baseline"):
         return "Loss layer: this run is scored; with no baseline yet it can prove nothing either way."
-    if new_fails:
-        return (f"Loss layer: no regression is provable at this sample size; the {new_fails} new "
-                f"fail{'s are' if new_fails > 1 else ' is'} listed above.")
-    if fails:
-        return (f"Loss layer: no regression is provable at this sample size; the {fails} "
-                f"fail{'s are' if fails > 1 else ' is'} listed above.")
+    shown = new_fails or fails
+    if shown:
+        return (f"Loss layer: no regression is provable at this sample size; the {shown} {'new ' if new_fails else ''}"
+                f"fail{'s are' if shown > 1 else ' is'} listed above.")
     return "Loss layer: no provable regression."
 
 

@@ -124,18 +124,18 @@ def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *,
         def cases_ok():
             state["cases"] = cases if isinstance(cases, CaseSet) else load_cases_for(config, cases)
             cs = state["cases"]
-            warning = window_repeats(config, cs, filters)
-            if warning:
-                report.warnings.append(warning)
             return f"{len(cs.cases)} cases in {cs.path}"
         _check(report, "cases", cases_ok, "fix the cases file at the line named above")
 
         if filters is not None:
             def selection_ok():
-                chosen = filters.apply(state["cases"])
-                return f"{len(chosen.cases)} of {len(state['cases'].cases)} cases selected"
+                state["selection"] = filters.apply(state["cases"])
+                return f"{len(state['selection'].cases)} of {len(state['cases'].cases)} cases selected"
             _check(report, "selection", selection_ok,
                    "select by the case ids, features and channels of the cases file named above")
+        warning = window_repeats(config, state["cases"], filters)
+        if warning:
+            report.warnings.append(warning)
 
         from ..protocol.freeze import preflight_check
 
@@ -216,7 +216,7 @@ def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *,
 
         def ui_ok():
             if filters is not None:
-                selection = filters.apply(state["cases"])
+                selection = state["selection"]
                 wanted = [c.id for c in selection.cases if "ui" in c.channels
                           and (not selection.channels or "ui" in selection.channels)]
             else:

@@ -89,18 +89,19 @@ Block = tuple[str, str, object]
 
 def _pages(blocks: list[Block], legend: dict[str, str], budget: int) -> list[list[Block]]:
     """Blocks packed into pages of at most ``budget`` characters, counting the legend lines each page needs."""
+    def cost(key: str, text: str, keys: set[str]) -> int:  # a legend line the first time a page needs it
+        return len(text) + 1 + (len(legend[key]) + 8 if key in legend and key not in keys else 0)
+
     pages: list[list[Block]] = []
     current: list[Block] = []
     size, keys = 0, set()
     for block in blocks:
         key, text, _ = block
-        cost = len(text) + 1 + (len(legend[key]) + 8 if key in legend and key not in keys else 0)
-        if current and size + cost > budget:
+        if current and size + cost(key, text, keys) > budget:
             pages.append(current)
             current, size, keys = [], 0, set()
-            cost = len(text) + 1 + (len(legend[key]) + 8 if key in legend else 0)
+        size += cost(key, text, keys)
         current.append(block)
-        size += cost
         keys.add(key)
     return pages + ([current] if current else [])
 

@@ -22,7 +22,7 @@ from ..base.fsutil import sha256_bytes
 from ..drive.packet_record import Packet, packet_path
 from ..drive.trace_snapshot import snapshot_path
 from ..judge.verdict import Verdict
-from ..protocol.seal import SEAL, describe_signature, seal_key, signature_problem, verify_seal
+from ..protocol.seal import SEAL, describe_signature, signature, verify_seal
 from ..report.record import verdict_path
 from ..rundir.meta import RUN_FILE, RunMeta
 
@@ -91,7 +91,7 @@ class SealedShard:
         if not drift.clean:
             raise MergeRefused("seal_broken", f"{self.run_dir} changed after it was sealed ({drift.describe()}); "
                                               "`obai-e2e freeze-audit verify --run-dir` names the same", where)
-        problem = signature_problem(seal, seal_key())
+        _, problem = signature(seal)
         if problem is not None:
             raise MergeRefused(f"seal_{problem}", describe_signature(problem, self.run_dir / SEAL), where)
         self.seal_sha256 = sha256_bytes(read_regular(self.run_dir / SEAL, where))
