@@ -51,3 +51,24 @@ def test_the_first_signal_stops_a_second_is_noted_and_afterwards_it_is_passed_on
     handler.release(quiet=True)  # the process is ending: a late signal changes nothing
     deliver(signal.SIGINT)
     assert ran == ["teardown"]
+
+
+def test_a_signal_while_the_command_line_is_imported_is_exit_130_not_a_traceback():
+    """``python -m obai_e2e``: the handler is in place before the command line is imported; a SIGINT that
+    lands in that import (here sent from inside it, so it always does) ends the process the same way."""
+    import subprocess
+    import sys
+
+    code = (
+        "import builtins, os, runpy, signal, sys\n"
+        "real = builtins.__import__\n"
+        "def importing(name, *args, **kwargs):\n"
+        "    if name == 'cli' and kwargs.get('level', args[3] if len(args) > 3 else 0) == 1:\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "    return real(name, *args, **kwargs)\n"
+        "builtins.__import__ = importing\n"
+        "sys.argv = ['obai_e2e', '--help']\n"
+        "runpy.run_module('obai_e2e', run_name='__main__')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stderr, done.stdout) == (130, "obai-e2e: interrupted\n", "")
