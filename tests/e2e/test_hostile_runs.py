@@ -79,7 +79,7 @@ def test_a_span_name_outside_the_code_grammar_fails_the_unit_not_the_run(harness
     report = (run_dir / "report.md").read_text(encoding="utf-8")
     for raw in ("\x1b", "\x07", "\x00", "\x7f"):
         assert raw not in report
-    assert "\u241b\\[31m &amp;lt;b&amp;gt; \u2407" in report  # the observed line shows the name, inert
+    assert "\u241b\\[31m \\&lt;b\\&gt; \u2407" in report  # the observed line shows the name, inert
     html = (run_dir / "report.html").read_text(encoding="utf-8")
     assert "\x1b" not in html
     data = json.loads(re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S)[1])

@@ -26,13 +26,40 @@ def test_hostile_cells_stay_in_their_cell(tmp_path):
     assert rows[0]["Reason"] == HOSTILE.replace("\r\n", " ").replace("\n", " ").strip()
     assert rows[2]["Reason"] == "hub.unverified_number:1|2"
     assert rows[2]["Latency"] == "1+2+3"
-    # No raw HTML survives anywhere in the file.
+    # No raw HTML survives anywhere in the file: every "<" that could open a tag is escaped.
     text = report.read_text()
-    assert "<script" not in text.lower() and "<img" not in text.lower()
+    assert "\\</script>\\<img" in text and "&lt;" not in text
+    kinds = {t.type for tok in MarkdownIt("commonmark").enable("table").parse(text) for t in (tok, *(tok.children or []))}
+    assert not kinds & {"html_inline", "html_block"}
     html = MarkdownIt("commonmark").enable("table").render(text)
     assert "<img" not in html and "</script>" not in html
     # The fake row inside the reason is not a row.
     assert "FAKE" not in judged_ids(report)
+
+
+def test_comparisons_and_ampersands_read_as_written_and_stay_inert(tmp_path):
+    """A judgment with < > & reads in the raw file as it was written, not as HTML entities."""
+    judgment = "P/E < 30 and RSI > 70 for AT&T, x<y is fine; <b>bold</b>, &amp; and &#60; stay text"
+    block = detail_block("F5", "needs_review", "q", "e", "o", judgment)
+    line = block.strip("\n").split("\n")[-1]
+    assert line == ("- judgment: P/E < 30 and RSI > 70 for AT&T, x\\<y is fine; \\<b>bold\\</b>, "
+                    "\\&amp; and \\&#60; stay text")
+    html = MarkdownIt("commonmark").render(block)
+    assert "P/E &lt; 30 and RSI &gt; 70 for AT&amp;T" in html and "<b>" not in html
+    assert "&amp;amp; and &amp;#60;" in html  # the references are shown, not resolved
+    from obai_e2e.report.html_inputs import read_detail_blocks
+
+    report = tmp_path / "report.md"
+    ensure_header(report, "t", None)
+    append_entry(report, row(["F5", "f", "needs_review", "> quoted", "t", "1"]), block)
+    assert read_rows(report)[0]["Reason"] == "> quoted"
+    assert read_detail_blocks(report)["F5"].judgment == judgment
+
+
+def test_cells_written_with_entities_by_older_versions_read_back():
+    from obai_e2e.base.mdtable import unescape
+
+    assert unescape("P/E &lt; 30 &amp; x &gt; 1 \\| y") == "P/E < 30 & x > 1 | y"
 
 
 def test_detail_block_format(tmp_path):

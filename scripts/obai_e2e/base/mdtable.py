@@ -4,7 +4,8 @@ Used for every table a person reads (report.md, E2E-PLAN.md, TOP-REGRESSIONS.md,
 LOSS-HISTORY.md, the CI step summary). A value written with :func:`cell` cannot break out
 of its cell nor render as anything but its text: pipes, newlines, raw HTML, ``&``, code
 spans and the brackets of links and images are escaped, control characters shown as
-pictures and invisible characters as ``<U+XXXX>``. Markdown the harness builds itself (a
+pictures and invisible characters as ``<U+XXXX>``. Escapes are Markdown's own backslashes,
+so the raw file reads as the text (``P/E < 30``, ``\<b>``), never as HTML entities. Markdown the harness builds itself (a
 link to a trace page) is marked :class:`Md` and written as it is. :func:`table_rows` finds
 rows by parsing, so a row is never found by a substring that also occurs in a query or a
 reason.
@@ -21,8 +22,12 @@ from .invisible import reveal
 # a terminal that prints the file would obey them.
 _PICTURES = {**{c: chr(0x2400 + c) for c in range(0x20)}, 0x7F: "\u2421",
              **{c: "\ufffd" for c in range(0x80, 0xA0)}}
-_ENTITY = re.compile(r"&(lt|gt|amp);")
+_ENTITY = re.compile(r"&(lt|gt|amp);")  # how files written before backslash escapes held < > &
 _ENTITIES = {"lt": "<", "gt": ">", "amp": "&"}
+# A "<" that could open a tag, a comment or an autolink; an "&" that could start a character reference.
+_TAG_START = re.compile(r"<(?=\S)")
+_REFERENCE_START = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
+_ESCAPED = "\\|`[]<>&"
 
 
 class Md(str):
@@ -38,8 +43,8 @@ def cell(value: object) -> str:
     text = reveal(text.translate(_PICTURES))
     text = text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
     text = text.replace("[", "\\[").replace("]", "\\]")
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return text.strip()
+    text = _REFERENCE_START.sub(r"\\&", _TAG_START.sub(r"\\<", text)).strip()
+    return "\\" + text if text.startswith(">") else text  # a ">" that would open a quote
 
 
 def inline(value: object) -> str:
@@ -52,16 +57,22 @@ def row(values: list[object]) -> str:
 
 
 def unescape(text: str) -> str:
+    """The text a cell was written from (also a cell written with the entities of older files)."""
     out, i = [], 0
     while i < len(text):
         ch = text[i]
-        if ch == "\\" and i + 1 < len(text) and text[i + 1] in "\\|`[]":
+        if ch == "\\" and i + 1 < len(text) and text[i + 1] in _ESCAPED:
             out.append(text[i + 1])
             i += 2
             continue
+        old = _ENTITY.match(text, i) if ch == "&" else None
+        if old:
+            out.append(_ENTITIES[old.group(1)])
+            i = old.end()
+            continue
         out.append(ch)
         i += 1
-    return _ENTITY.sub(lambda m: _ENTITIES[m.group(1)], "".join(out))
+    return "".join(out)
 
 
 def tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
