@@ -82,7 +82,8 @@ def add_fail_on_arg(parser: argparse.ArgumentParser) -> None:
                         help="what makes the exit code non-zero: fail (any unit failed: the default), new_fail (a "
                              "unit fails that did not fail in the baseline; without a baseline every failed unit "
                              "counts), regression (the loss layer lists a provable regression; without a baseline "
-                             "comparison any failed unit counts); comma-separated for several")
+                             "comparison any failed unit counts), not_asked (a judgment question was put to no judge, e.g. a "
+                             "run without a panel: exit 3); comma-separated for several")
 
 
 def add_sample_args(parser: argparse.ArgumentParser) -> None:

@@ -117,6 +117,8 @@ def run(args) -> int:
     result(out, args.json)
     if "summary_line" in out:
         say(out["summary_line"])
+        if out.get("not_asked_line"):
+            say(out["not_asked_line"])
         if out.get("judges"):
             say(out["judges"]["line"])
         say(f"report.md: {out['report_md']}")

@@ -57,6 +57,18 @@ def open_questions(check: CheckResult, panel: dict | None = None) -> list[str]:
     return [q["id"] for q in check.questions if q["id"] not in settled]
 
 
+def not_asked(question_ids: list[str], verdict: str, panel: dict | None = None,
+              answers: dict | None = None) -> list[str]:
+    """The unit's judgment questions no judge was asked: none put to a blind panel, none answered in the
+    verdict (``answers``; an abstention was asked). Only a pass or needs_review can hang on them: a hard
+    failure stands and an inconclusive unit has nothing to judge, whatever the answers would be."""
+    if verdict not in ("pass", "needs_review"):
+        return []
+    put = set(((panel or {}).get("questions") or {}))
+    answered = set(answers or {})
+    return [q for q in question_ids if q not in put and q not in answered]
+
+
 def _pointer(question: str) -> str:
     return "/answers/" + question.replace("~", "~0").replace("/", "~1")
 

@@ -23,7 +23,9 @@ from ..config.target import TargetConfig
 from ..config.units import split_unit_id
 from .contract import Accepted, Problem, RepairRule, accept, problems
 from .rubric import codes
-from .rubric.check import CheckResult
+from .open_questions import decided_by_panel, not_asked
+from .rubric.check import CheckResult, pass_judgment
+from .rubric.outcome import NEEDS_JUDGMENT
 
 CURRENT_VERSION = 1
 SCHEMAS = {1: "verdict.v1.schema.json"}
@@ -295,7 +297,9 @@ def mechanical_verdict(check: CheckResult, panel: dict | None = None) -> dict:
 
     A judge panel's majority on ``hub.incomplete_answer`` becomes part of it: a tripped
     majority adds that soft code unless the unit already failed a hard rule. Every
-    question the panel left undecided for the unit is named in the judgment, with why.
+    question the panel left undecided for the unit is named in the judgment, with why, and
+    so is every question no judge was asked (no panel put it, nobody answered it): such a
+    unit is never described as one whose rules all passed.
     """
     verdict, reasons, judgment = check.verdict, list(check.reasons), check.judgment
     judged_by = "mechanical"
@@ -313,8 +317,16 @@ def mechanical_verdict(check: CheckResult, panel: dict | None = None) -> dict:
             verdict = "needs_review"
             reasons = reasons + [PANEL_CODE] if PANEL_CODE not in reasons else reasons
             judgment = f"The judge panel found the answer incomplete ({votes}). " + judgment
+        elif q.get("decided"):
+            judgment += f" The judge panel found the answer complete ({votes})."
+    missing = not_asked([x["id"] for x in check.questions], verdict, panel)
+    tail = ""
+    if check.verdict == "pass" and verdict in ("pass", "needs_review"):
+        judgment = judgment.replace(_pass_head(check), _pass_head(check, panel, missing), 1)
+    elif missing:
+        tail = f" Not asked (no judge): {', '.join(missing)}."
     if panel and verdict in ("pass", "needs_review"):
-        judgment += undecided_note(panel)
+        tail = undecided_note(panel) + tail
     return {
         "schema_version": CURRENT_VERSION,
         "unit_id": check.unit_id,
@@ -322,9 +334,35 @@ def mechanical_verdict(check: CheckResult, panel: dict | None = None) -> dict:
         "reasons": reasons,
         "expected": check.expected[:500],
         "observed": check.observed[:500],
-        "judgment": _one_line(judgment)[:400] or "No judgment.",
+        "judgment": _fit(_one_line(judgment), _one_line(tail)) or "No judgment.",
         "judged_by": judged_by,
     }
+
+
+def _pass_head(check: CheckResult, panel: dict | None = None, missing: list[str] | None = None) -> str:
+    """The pass judgment's first sentence: the check's own ("…; left to a judge: …"), or, with ``panel``
+    and ``missing``, what became of those questions (decided ones are no longer named)."""
+    judged = [o.rule for o in check.outcomes if o.status == NEEDS_JUDGMENT]
+    if missing is None:
+        return pass_judgment(check.outcomes, judged)
+    decided = decided_by_panel(panel)
+    left = [r for r in judged if r not in decided]
+    if left and left == missing:
+        return pass_judgment(check.outcomes, missing, "not asked (no judge)")
+    if left:
+        head = pass_judgment(check.outcomes, left, "undecided")
+        rest = [r for r in missing if r in left]
+        return head + (f" Not asked (no judge): {', '.join(rest)}." if rest else "")
+    return pass_judgment(check.outcomes, [])
+
+
+def _fit(body: str, tail: str, limit: int = 400) -> str:
+    """``body`` and ``tail`` in at most ``limit`` characters, the tail whole (it names what was not judged)."""
+    text = (body + tail).strip()
+    if len(text) <= limit:
+        return text
+    room = max(0, limit - len(tail) - 1)
+    return (body[:room].rstrip() + "…" + tail)[:limit].strip()
 
 
 def undecided_note(panel: dict) -> str:

@@ -82,6 +82,8 @@ def loss_statement(loss: dict | None, new_fails: int, fails: int) -> str | None:
 def chat_summary(outcome: dict, diff: dict | None) -> str:
     lines, new_fails = changes(diff)
     lines.append(f"Result: {outcome['summary_line']}")
+    if outcome.get("not_asked_line"):
+        lines.append(outcome["not_asked_line"][:1].upper() + outcome["not_asked_line"][1:] + ".")
     statement = loss_statement(outcome.get("loss"), new_fails, (outcome.get("summary") or {}).get("fail", 0))
     if statement:
         lines.append(statement)

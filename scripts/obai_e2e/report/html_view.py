@@ -170,7 +170,9 @@ def unit_view(entry: dict, block: DetailBlock | None, case, pages: list[list[str
         "cost": entry.get("cost"),
         "tokens": (entry.get("usage") or {}).get("total_tokens"),
     }
-    if verdict != "pass":
+    if entry.get("not_asked"):
+        view["not_asked"] = [str(q) for q in entry["not_asked"]]
+    if verdict != "pass" or view.get("not_asked"):
         src = block if block is not None else None
         view["expected"] = (src.expected if src and src.expected else entry.get("expected", "")) or ""
         view["observed"] = (src.observed if src and src.observed else entry.get("observed", "")) or ""
@@ -297,6 +299,8 @@ def build_context(run_dir: Path, case_set: CaseSet | None = None) -> dict:
         },
         "total": total,
         "counts": counts,
+        "not_asked": {"questions": int(summary.get("questions_not_asked") or 0),
+                      "units": int(summary.get("units_not_asked") or 0)},
         "features": sorted(features.items()),
         "disabled": [{"id": d.get("id", ""), "reason": d.get("reason", "")} for d in results.get("disabled") or []],
         "judges": judges_view(results.get("judges")),

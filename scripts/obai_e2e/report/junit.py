@@ -34,7 +34,7 @@ SUITE_NAME = "obai-e2e"
 _INVALID_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 # The fields of a unit the file shows: its rule outcomes and curated traces are not read into memory.
 UNIT_FIELDS = ("unit_id", "feature", "latency", "verdict", "reasons", "judgment", "expected", "observed",
-               "query", "trace_ids")
+               "query", "trace_ids", "not_asked")
 
 
 def xml_text(value: object) -> str:
@@ -76,6 +76,12 @@ def _case_features(results: dict, run_dir: Path, case_set=None) -> dict[str, str
     return {c.id: c.feature for c in case_set.cases} if case_set is not None else {}
 
 
+def _not_asked(entry: dict) -> str:
+    """The line that names a unit's judgment questions no judge was asked ("" without any)."""
+    missing = [str(q) for q in entry.get("not_asked") or []]
+    return f"not asked (no judge: undecided, not passed): {', '.join(missing)}\n" if missing else ""
+
+
 def build(results: dict, *, features: dict[str, str] | None = None) -> ET.Element:
     """The ``<testsuite>`` element for ``results`` (a loaded results.json)."""
     features = features or {}
@@ -111,6 +117,8 @@ def build(results: dict, *, features: dict[str, str] | None = None) -> ET.Elemen
                         ("catalog_version", run.get("catalog_version"))):
         if value:
             ET.SubElement(props, "property", {"name": name, "value": xml_text(value)})
+    unasked = sum(len(e.get("not_asked") or ()) for e in units)
+    ET.SubElement(props, "property", {"name": "judgment_questions_not_asked", "value": str(unasked)})
 
     for e in units:
         case = ET.SubElement(suite, "testcase")
@@ -127,9 +135,11 @@ def build(results: dict, *, features: dict[str, str] | None = None) -> ET.Elemen
             ET.SubElement(case, "error", {"message": reason, "type": reason}).text = _details(e)
         elif verdict == "needs_review":
             ET.SubElement(case, "system-out").text = xml_text(
-                f"needs_review (soft, not a failure): {', '.join(reasons)}\n{_details(e)}")
+                f"needs_review (soft, not a failure): {', '.join(reasons)}\n{_not_asked(e)}{_details(e)}")
         elif verdict == "not_judged":
             ET.SubElement(case, "skipped", {"message": "not judged (run finished with --allow-incomplete)"})
+        elif e.get("not_asked"):
+            ET.SubElement(case, "system-out").text = xml_text(f"pass by the rules; {_not_asked(e)}{_details(e)}")
     for d in disabled:
         cid = str(d.get("id", ""))
         case = ET.SubElement(suite, "testcase")

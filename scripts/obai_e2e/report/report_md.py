@@ -18,6 +18,8 @@ TABLE_HEAD = "| " + " | ".join(COLUMNS) + " |\n" + "|" + "---|" * len(COLUMNS) +
 QUERY_CHARS = 120
 CHANGES_MARK = "<!-- what changed -->"
 JUDGES_MARK = "<!-- judge panel -->"
+NOT_ASKED_MARK = "<!-- judgment questions not asked -->"
+NOT_ASKED_SHOWN = 50  # units listed by name; the rest are counted
 
 
 def header(timestamp: str, disabled_line: str | None = None, title: str = "OBaI") -> str:
@@ -124,4 +126,21 @@ def insert_judges(path: Path, headline: str, details: list[str], *, warn: bool) 
     lead = f"> **Warning:** {inline(headline)}" if warn else f"> {inline(headline)}"
     block = f"{lead} {JUDGES_MARK}\n" + "".join(f"> - {inline(d)}\n" for d in details) + "\n"
     atomic_write_text(path, title + sep + block + rest)
+    return True
+
+
+def insert_not_asked(path: Path, questions: int, n_units: int, units: list[tuple[str, list[str]]]) -> bool:
+    """Put the count of judgment questions no judge was asked under the title, with the units that have
+    them (``units``: the first NOT_ASKED_SHOWN of the ``n_units``, by name), once; True when written."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    if not questions or NOT_ASKED_MARK in text[:8192]:
+        return False
+    title, sep, rest = text.partition("\n\n")
+    lines = [f"> **{questions} judgment question(s) not asked** in {n_units} unit(s): no panel and no judge "
+             f"decided them, so they are undecided, not passed (`not_asked` in results.json). {NOT_ASKED_MARK}"]
+    lines += [f"> - {inline(uid)}: {inline(', '.join(qs))}" for uid, qs in units[:NOT_ASKED_SHOWN]]
+    if n_units > len(units[:NOT_ASKED_SHOWN]):
+        lines.append(f"> - … {n_units - len(units[:NOT_ASKED_SHOWN])} more units (results.json)")
+    atomic_write_text(path, title + sep + "\n".join(lines) + "\n\n" + rest)
     return True

@@ -19,6 +19,7 @@ from ..config.units import Unit
 from ..drive.packet_record import Packet, load_packet
 from ..judge.models.outcomes import unit_panel
 from ..judge.models.runner import report_block
+from ..judge.open_questions import not_asked
 from ..judge.rubric import check_packet
 from ..judge.rubric.check import CheckResult
 from ..rundir.meta import RunMeta, chosen_baseline, load_run
@@ -27,7 +28,7 @@ from .diff import build_diff, diff_fields, failing_not_before, markdown_lines, w
 from .diff import summary as diff_summary
 from .diff import summary_line as diff_summary_line
 from .record import load_verdict
-from .report_md import insert_changes, insert_judges
+from .report_md import NOT_ASKED_MARK, NOT_ASKED_SHOWN, insert_changes, insert_judges, insert_not_asked
 from .rows import (
     STREAMED_VERSION,
     UNITS_FILE,
@@ -93,6 +94,7 @@ class UnitResult(Record):
     curated_trace: str | None = None
     followup_curated_trace: str | None = None
     judge_panel: dict[str, Any] | None = None
+    not_asked: list[str] = field(default_factory=list)  # judgment questions no judge was asked
     trace_urls: list[str] = field(default_factory=list)
     usage: dict[str, int] | None = None
     cost: float | None = None
@@ -122,6 +124,7 @@ def unit_result(config: TargetConfig, run_dir: Path, unit: Unit, meta: RunMeta, 
     entry = UnitResult(unit_id=unit.id, case_id=case.id, repeat=unit.repeat, feature=case.feature,
                        query=case.query, labels=dict(case.labels), provenance=case.provenance, mode=meta.mode,
                        stochastic=case.stochastic, channel=unit.channel, kind=case.kind, attack=case.attack)
+    questions: list[str] = []
     if packet is None:
         try:
             packet = load_packet(run_dir, unit.id)
@@ -155,6 +158,7 @@ def unit_result(config: TargetConfig, run_dir: Path, unit: Unit, meta: RunMeta, 
             entry.observed = f"the packet could not be checked: {type(exc).__name__}: {exc}"[:500]
         else:
             entry.rule_outcomes = [o.to_json() for o in check.outcomes]
+            questions = [q["id"] for q in check.questions]
             entry.expected, entry.observed = check.expected, check.observed
     verdict = load_verdict(run_dir, unit.id)
     if verdict is not None:
@@ -164,6 +168,7 @@ def unit_result(config: TargetConfig, run_dir: Path, unit: Unit, meta: RunMeta, 
                 setattr(entry, key, value)
     if entry.judge_panel is None:
         entry.judge_panel = unit_panel(run_dir, unit.id)
+    entry.not_asked = not_asked(questions, entry.verdict, entry.judge_panel, entry.answers)
     if case.provenance == "korpus" and config.privacy is not None and not config.privacy.quote_allowed:
         entry = UnitResult.from_json(withhold_quotes(entry.to_json()))
     return entry
@@ -171,15 +176,16 @@ def unit_result(config: TargetConfig, run_dir: Path, unit: Unit, meta: RunMeta, 
 
 def build_results(config: TargetConfig, case_set: CaseSet, run_dir: Path, units: list[Unit], *,
                   allow_incomplete: bool = False, catalog_version: str | None = None,
-                  spool: EntrySpool | None = None) -> dict:
+                  spool: EntrySpool | None = None, unasked: list | None = None) -> dict:
     """Write the rows file (each unit's entry schema-checked as it is written) and return the head.
 
     One entry is built (or taken from ``spool``) at a time and written out, so memory does not
     grow with the entries; the head (run, summary, totals, the rows file's count and SHA-256)
-    comes last.
+    comes last. ``unasked`` receives (unit id, questions not asked) of the first units that have any.
     """
     run_dir = Path(run_dir)
     meta = load_run(run_dir)
+    unasked = [] if unasked is None else unasked
     missing = [u.id for u in units if load_verdict(run_dir, u.id) is None]
     if missing and not allow_incomplete:
         raise UsageError(f"{len(missing)} unit(s) have no verdict yet: {', '.join(missing[:10])}"
@@ -192,8 +198,9 @@ def build_results(config: TargetConfig, case_set: CaseSet, run_dir: Path, units:
         for u in units:
             entry = (spool.get(u.id) if spool is not None else None) or unit_result(config, run_dir, u, meta).to_json()
             check(entry, f"{run_dir / UNITS_FILE}: unit {u.id}")
-            summary[entry["verdict"]] += 1
-            summary["total"] += 1
+            count(summary, entry)
+            if entry.get("not_asked") and len(unasked) < NOT_ASKED_SHOWN:
+                unasked.append((entry["unit_id"], entry["not_asked"]))
             costs.append({"latency": {"turn_ms": (entry.get("latency") or {}).get("turn_ms")},
                           "usage": {"total_tokens": (entry.get("usage") or {}).get("total_tokens")},
                           "cost": entry.get("cost")})
@@ -215,13 +222,32 @@ def build_results(config: TargetConfig, case_set: CaseSet, run_dir: Path, units:
 
 
 def summarize(entries: list[dict]) -> dict:
-    """The summary of results.json: units per verdict (not_judged included) and the total."""
+    """The summary of results.json: units per verdict (not_judged included), the total, and the judgment
+    questions no judge was asked (``questions_not_asked``, in ``units_not_asked`` units)."""
     summary = {v: 0 for v in VERDICTS}
-    summary["not_judged"] = 0
+    summary.update(not_judged=0, total=0, units_not_asked=0, questions_not_asked=0)
     for e in entries:
-        summary[e["verdict"]] += 1
-    summary["total"] = len(entries)
+        count(summary, e)
     return summary
+
+
+def count(summary: dict, entry: dict) -> None:
+    """Add one unit's entry to ``summary``."""
+    summary[entry["verdict"]] += 1
+    summary["total"] += 1
+    missing = len(entry.get("not_asked") or ())
+    summary["units_not_asked"] += missing > 0
+    summary["questions_not_asked"] += missing
+
+
+def not_asked_line(summary: dict) -> str | None:
+    """The terminal's and the chat's line on judgment questions no judge was asked, or None when there are none."""
+    n = summary.get("questions_not_asked") or 0
+    if not n:
+        return None
+    units = summary.get("units_not_asked") or 0
+    return (f"judgment questions not asked: {n} in {units} unit(s) (no panel, no judge: undecided, not passed; "
+            f"--fail-on not_asked makes them fail the run)")
 
 
 def _disabled_reason(case_set: CaseSet, cid: str) -> str:
@@ -250,12 +276,14 @@ def finalize(config: TargetConfig, case_set: CaseSet, run_dir: Path, units: list
     run_dir = Path(run_dir)
     path = run_dir / "results.json"
     diff_path = run_dir / "diff.json"
+    unasked: list | None = None
     if path.exists():
         data = open_results(path).head
         diff = jsonio.load(diff_path) if diff_path.exists() else None
     else:
+        unasked = []
         data = build_results(config, case_set, run_dir, units, allow_incomplete=allow_incomplete,
-                             catalog_version=catalog_version, spool=spool)
+                             catalog_version=catalog_version, spool=spool, unasked=unasked)
         base_path = chosen_baseline(run_dir, baseline)
         base = read_baseline(base_path)
         # the diff compares unit by unit: it reads the rows just written back
@@ -281,10 +309,18 @@ def finalize(config: TargetConfig, case_set: CaseSet, run_dir: Path, units: list
         j = data["judges"]
         insert_judges(run_dir / "report.md", judges_note.headline(j), judges_note.details(j),
                       warn=judges_note.incomplete(j))
+    s = data["summary"]
+    if s.get("questions_not_asked") and (run_dir / "report.md").exists():
+        if unasked is None:  # finished before: the rows are read again (only when the note is missing)
+            text = (run_dir / "report.md").read_text(encoding="utf-8")[:8192]
+            unasked = [] if NOT_ASKED_MARK in text else [
+                (u["unit_id"], u["not_asked"]) for _, u in _rows_of(run_dir, data) if u.get("not_asked")]
+        insert_not_asked(run_dir / "report.md", s["questions_not_asked"], s.get("units_not_asked", 0), unasked)
     link_latest(run_dir)
     return {"status": "finished", "run_dir": str(run_dir), "results": str(path),
             "report_md": str(run_dir / "report.md"), "report_html": str(run_dir / "report.html"),
             "summary": data["summary"], "summary_line": summary_line(data["summary"]),
+            "not_asked_line": not_asked_line(data["summary"]),
             "judges_left_undecided": list((data.get("judges") or {}).get("left_undecided") or []),
             "diff": str(diff_path) if diff is not None else None,
             "diff_counts": diff["counts"] if diff is not None else None,

@@ -7,6 +7,8 @@ A criterion that compares with a baseline cannot let a failure through for want 
 without a baseline every failed unit counts as new (``new_fail``), and with no comparison
 by the loss layer a failed unit fails the run (``regression``). One part of a sharded run
 is compared with nothing; for ``new_fail`` and ``regression`` the merged run decides.
+``not_asked`` fails a run in which some judgment question was put to no judge (a headless run
+without a panel): those units are undecided on it, not passed (exit 3, as an undecided run).
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 
 from ..base.errors import Exit
 
-FAIL_ON = ("fail", "new_fail", "regression")
+FAIL_ON = ("fail", "new_fail", "regression", "not_asked")
 SHOWN_IDS = 5
 
 
@@ -44,16 +46,27 @@ def _ids(ids: list[str]) -> str:
     return shown + (f", +{len(ids) - SHOWN_IDS} more" if len(ids) > SHOWN_IDS else "")
 
 
+def _not_asked(s: dict) -> Decision | None:
+    missing = s.get("questions_not_asked", 0)
+    if not missing:
+        return None
+    return Decision(Exit.INCONCLUSIVE, f"--fail-on not_asked: {missing} judgment question(s) in "
+                                       f"{s.get('units_not_asked', 0)} unit(s) were put to no judge "
+                                       f"(results.json: not_asked per unit)")
+
+
 def decide(out: dict, chosen: tuple[str, ...], *, shard: str | None = None) -> Decision:
     """The exit code of a finished run under ``chosen`` (``shard``: "K/N" for one part of a run)."""
     s = out["summary"]
     fails = s.get("fail", 0)
     if "fail" in chosen and fails:
         return Decision(Exit.UNIT_FAILED, f"--fail-on fail: {fails} unit(s) failed")
-    deferred = [c for c in chosen if c != "fail"]
+    deferred = [c for c in chosen if c not in ("fail", "not_asked")]
+    unasked = _not_asked(s) if "not_asked" in chosen else None
     if shard is not None and deferred:
-        return Decision(Exit.OK, f"--fail-on {','.join(deferred)}: part {shard} is compared with nothing; "
-                                 f"merge-runs decides on the merged run (give it the same --fail-on)")
+        return unasked or Decision(Exit.OK, f"--fail-on {','.join(deferred)}: part {shard} is compared with "
+                                            f"nothing; merge-runs decides on the merged run (give it the same "
+                                            f"--fail-on)")
     base = out.get("baseline_run_id")
     if "new_fail" in chosen:
         new = out.get("failing_not_before")  # None: a run finished before diffs existed
@@ -72,6 +85,8 @@ def decide(out: dict, chosen: tuple[str, ...], *, shard: str | None = None) -> D
         if fails and not loss.get("baseline"):
             return Decision(Exit.UNIT_FAILED, f"--fail-on regression: the loss layer made no comparison with a "
                                               f"baseline, so a failed unit fails the run: {fails} failed")
+    if unasked is not None:
+        return unasked
     if s.get("inconclusive"):
         return Decision(Exit.INCONCLUSIVE, f"{s['inconclusive']} unit(s) inconclusive")
     undecided = out.get("judges_left_undecided")

@@ -192,6 +192,16 @@ def questions_for(outcomes: list[RuleOutcome]) -> list[dict]:
     return out
 
 
+def pass_judgment(outcomes: list[RuleOutcome], open_: list[str], why: str = "left to a judge") -> str:
+    """The judgment of a unit no rule found fault with: "All N applicable rules passed." only when no
+    question is left, else the count and the questions, e.g. "5 applicable rules passed; not asked (no
+    judge): hub.incomplete_answer." A question a program could not decide is never counted as passed."""
+    applied = sum(1 for o in outcomes if o.status not in ("skipped", NEEDS_JUDGMENT))
+    if not open_:
+        return f"All {applied} applicable rules passed."
+    return f"{applied} applicable rules passed; {why}: {', '.join(open_)}."
+
+
 def first_failure(outcomes: list[RuleOutcome]) -> RuleOutcome | None:
     """The hard failure that names the verdict: the first in layer order, except that on the ui channel
     an empty answer whose page never showed the agent's answer is the page's failure, not the agent's."""
@@ -231,8 +241,7 @@ def check_packet(packet: Packet, case: Case, config: TargetConfig) -> CheckResul
         judgment = "; ".join(details) + "."
     else:
         verdict, reasons = PASS_V, []
-        applied = sum(1 for o in outcomes if o.status not in ("skipped", NEEDS_JUDGMENT))
-        judgment = f"All {applied} applicable rules passed."
+        judgment = pass_judgment(outcomes, [o.rule for o in outcomes if o.status == NEEDS_JUDGMENT])
     if packet.ui is not None and packet.ui.outage:
         judgment += (f" The UI rules were not scored (not assessable, never loss): upstream outage, "
                      f"{packet.ui.outage_reason or 'the UI or its backend was down'}.")

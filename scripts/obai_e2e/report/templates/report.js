@@ -175,7 +175,7 @@
     if (u.description) art.appendChild(el("p", "desc", u.description));
     art.appendChild(el("div", "query", u.query));
 
-    if (u.verdict !== "pass") {
+    if (u.verdict !== "pass" || u.not_asked) {
       var ejo = el("dl", "kv ejo");
       kv(ejo, "expected", u.expected);
       kv(ejo, "observed", u.observed);
@@ -199,6 +199,7 @@
     if (u.tokens !== null && u.tokens !== undefined) kv(facts, "tokens", String(u.tokens));
     if (u.cost !== null && u.cost !== undefined) kv(facts, "cost", Number(u.cost).toFixed(4));
     kv(facts, "judged by", u.judged_by);
+    if (u.not_asked) kv(facts, "not asked (no judge)", u.not_asked.join(", "));
     if (u.labels.length) kv(facts, "labels", u.labels.map(function (p) { return p[0] + "=" + p[1]; }).join(", "));
     if (u.known_needs_review) kv(facts, "known needs_review", u.known_needs_review.join(", "));
     if (u.override) kv(facts, "override", u.override);
