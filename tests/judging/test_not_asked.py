@@ -1,0 +1,159 @@
+"""Headless honesty: a judgment question no judge was asked is named, counted and never reported as passed.
+
+On the stored demo run (MD1, S2, A1, O2, R1): each answered unit leaves hub.incomplete_answer to a
+judge, R1 (a refusal) leaves nothing. Without a panel and without a judge the question is not asked:
+the verdict stays what the rules decide, its judgment names the question, and results.json,
+report.md, report.html, JUnit, the chat summary and --fail-on count it.
+"""
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+from jsonschema import Draft202012Validator
+from markdown_it import MarkdownIt
+from obai_e2e.base import schema
+from obai_e2e.drive.packet_record import load_packet
+from obai_e2e.judge.open_questions import not_asked
+from obai_e2e.judge.rubric import check_packet
+from obai_e2e.judge.verdict import mechanical_verdict
+from obai_e2e.report.chat_summary import chat_summary
+from obai_e2e.report.html import write_report
+from obai_e2e.report.junit import write_junit
+from obai_e2e.report.record import verdict_path
+from obai_e2e.report.results import finalize, load_results, summarize
+from obai_e2e.report.rows import unit_checker
+from obai_e2e.run.fail_on import FAIL_ON, decide, parse
+from obai_e2e.run.judging import judge_unit
+
+from .helpers import run_units
+
+ANSWERED = ("MD1", "S2", "A1", "O2")
+Q = "hub.incomplete_answer"
+
+
+def _check(run, config, cases, unit_id):
+    return check_packet(load_packet(run, unit_id), cases.by_id(unit_id), config)
+
+
+def _panel(majority: str, *, decided: bool = True, trips: bool = False) -> dict:
+    votes = {majority: 3} if decided else {"complete": 1, "incomplete": 1}
+    return {"questions": {Q: {"applies": True, "decided": decided, "trips": trips, "votes": votes,
+                              "majority": majority if decided else "abstain", "no_vote": {}}},
+            "panel_size": 3, "judges": ["J1", "J2", "J3"], "outcomes": {}}
+
+
+def test_without_a_judge_the_question_is_named_not_passed(run, config_cases):
+    config, cases = config_cases
+    for unit_id in ANSWERED:
+        check = _check(run, config, cases, unit_id)
+        assert check.verdict == "pass" and [q["id"] for q in check.questions] == [Q]
+        v = mechanical_verdict(check)
+        assert v["verdict"] == "pass" and v["reasons"] == []
+        assert "All" not in v["judgment"] and "applicable rules passed" in v["judgment"]
+        assert v["judgment"].endswith(f"; not asked (no judge): {Q}.")
+    # A unit with no question left is the one that says all its rules passed.
+    r1 = mechanical_verdict(_check(run, config, cases, "R1"))
+    assert re.fullmatch(r"All \d+ applicable rules passed\.", r1["judgment"])
+
+
+def test_a_panel_that_decided_the_question_leaves_nothing_unasked(run, config_cases):
+    config, cases = config_cases
+    check = _check(run, config, cases, "MD1")
+    complete = mechanical_verdict(check, _panel("complete"))
+    assert complete["verdict"] == "pass" and complete["judged_by"] == "mechanical+panel"
+    assert re.match(r"All \d+ applicable rules passed\. The judge panel found the answer complete \(complete 3\)\.",
+                    complete["judgment"])
+    incomplete = mechanical_verdict(check, _panel("incomplete", trips=True))
+    assert incomplete["verdict"] == "needs_review" and incomplete["reasons"] == [Q]
+    assert "not asked" not in incomplete["judgment"]
+    undecided = mechanical_verdict(check, _panel("", decided=False))
+    assert undecided["verdict"] == "pass" and "All" not in undecided["judgment"]
+    assert f"undecided: {Q}." in undecided["judgment"] and f"{Q} stays undecided: no majority" in undecided["judgment"]
+    assert not_asked([Q], "pass", _panel("", decided=False)) == []  # put to the panel: asked, undecided
+
+
+def test_not_asked_is_what_neither_a_panel_nor_the_verdict_answered():
+    questions = [Q, "hub.unverified_number:42"]
+    assert not_asked(questions, "pass") == questions
+    assert not_asked(questions, "needs_review", None, {Q: "abstain"}) == ["hub.unverified_number:42"]
+    assert not_asked(questions, "needs_review", _panel("complete"), {"hub.unverified_number:42": "confirmed"}) == []
+    assert not_asked(questions, "fail") == [] and not_asked(questions, "inconclusive") == []
+
+
+def test_a_long_judgment_keeps_the_questions_it_did_not_ask(run, config_cases):
+    config, cases = config_cases
+    check = _check(run, config, cases, "MD1")
+    check.verdict, check.reasons = "needs_review", ["routing.unexpected_specialist"]
+    check.judgment = "x" * 600
+    v = mechanical_verdict(check)
+    assert len(v["judgment"]) <= 400 and v["judgment"].endswith(f"Not asked (no judge): {Q}.")
+
+
+def _headless(run, config, cases) -> dict:
+    """The stored run judged again without a panel, as `obai-e2e run` judges it, then finished."""
+    for name in ("results.json", "results.units.jsonl", "diff.json", "report.md"):
+        (run / name).unlink(missing_ok=True)
+    units = run_units(run, cases)
+    for u in units:
+        verdict_path(run, u.id).unlink()
+    (run / "report.md").write_text("# OBaI E2E Regression — now\n\n| ID | Feature | Verdict | Reason | Trace | Latency |"
+                                   "\n|---|---|---|---|---|---|\n", encoding="utf-8")
+    for u in units:
+        judge_unit(config, run, u)
+    return finalize(config, cases, run, units)
+
+
+def test_results_reports_junit_and_summaries_count_them(run, config_cases, tmp_path, monkeypatch):
+    monkeypatch.setenv("OBAI_E2E_RUNS", str(tmp_path / "runs"))
+    (tmp_path / "runs").mkdir()
+    config, cases = config_cases
+    out = _headless(run, config, cases)
+    s = out["summary"]
+    assert (s["pass"], s["units_not_asked"], s["questions_not_asked"]) == (5, 4, 4)
+    assert out["not_asked_line"].startswith("judgment questions not asked: 4 in 4 unit(s)")
+    results = load_results(run / "results.json")
+    check_unit = unit_checker()
+    for u in results["units"]:
+        check_unit(u, u["unit_id"])
+    summary_schema = schema.load_schema("results.v1.schema.json")["properties"]["summary"]
+    assert list(Draft202012Validator(summary_schema).iter_errors(s)) == []
+    by_id = {u["unit_id"]: u for u in results["units"]}
+    assert {k: by_id[k]["not_asked"] for k in by_id} == {**{k: [Q] for k in ANSWERED}, "R1": []}
+    assert summarize(results["units"]) == s
+
+    md = (run / "report.md").read_text(encoding="utf-8")
+    head = md.split("| ID |")[0]
+    assert "**4 judgment question(s) not asked** in 4 unit(s)" in head
+    assert all(f"> - {k}: {Q}" in head for k in ANSWERED) and "R1" not in head
+    assert [r for r in MarkdownIt("commonmark").enable("table").parse(md) if r.type.startswith("html")] == []
+
+    suite = ET.parse(write_junit(run)["junit_xml"]).getroot()
+    assert suite.find("properties/property[@name='judgment_questions_not_asked']").get("value") == "4"
+    cases_xml = {c.get("name"): c for c in suite.iter("testcase")}
+    assert f"not asked (no judge: undecided, not passed): {Q}" in cases_xml["MD1"].find("system-out").text
+    assert cases_xml["R1"].find("system-out") is None
+
+    html = (run / "report.html").read_text(encoding="utf-8") if write_report(run, cases) else ""
+    assert 'id="not-asked"' in html and "judgment questions not asked (4 units)" in html
+    data = json.loads(re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S)[1])
+    md1 = next(u for u in data["units"] if u["id"] == "MD1")
+    assert md1["not_asked"] == [Q] and f"not asked (no judge): {Q}" in md1["judgment"]
+
+    text = chat_summary(out, None)
+    assert "Judgment questions not asked: 4 in 4 unit(s)" in text
+
+
+def test_fail_on_not_asked():
+    assert "not_asked" in FAIL_ON and parse("fail,not_asked") == ("fail", "not_asked")
+    summary = {"pass": 5, "fail": 0, "inconclusive": 0, "questions_not_asked": 4, "units_not_asked": 4}
+    assert decide({"summary": summary}, ("fail",)).code == 0
+    d = decide({"summary": summary}, ("fail", "not_asked"))
+    assert d.code == 3 and d.why.startswith("--fail-on not_asked: 4 judgment question(s) in 4 unit(s)")
+    assert decide({"summary": {**summary, "fail": 1}}, ("fail", "not_asked")).code == 1  # a failure comes first
+    assert decide({"summary": {**summary, "questions_not_asked": 0}}, ("not_asked",)).code == 0
+    assert decide({"summary": summary}, ("new_fail", "not_asked"), shard="1/2").code == 3
+    with pytest.raises(Exception, match="choose from fail, new_fail, regression, not_asked"):
+        parse("nope")
