@@ -121,3 +121,40 @@ def test_a_file_swapped_for_a_link_to_the_same_bytes_is_a_change(tmp_path):
 def test_the_holdout_file_is_refused_without_an_open(home):
     with pytest.raises(HoldoutSealed):
         require_open(None, home / "cases" / "holdout.yaml", root=home)
+
+
+def test_preflight_always_names_its_freeze_check(home, monkeypatch, tmp_path):
+    """SKILL.md's blocker names the `freeze` check: preflight prints it whether or not anything is frozen."""
+    from obai_e2e.run import preflight
+
+    monkeypatch.setenv("OBAI_E2E_RUNS", str(tmp_path / "runs"))
+    checks = {c["name"]: c for c in preflight.run(home / "cases" / "target.yaml", start_store=False).checks}
+    assert checks["freeze"]["ok"] and checks["freeze"]["detail"].startswith("nothing is frozen")
+    frozen(home)
+    checks = {c["name"]: c for c in preflight.run(home / "cases" / "target.yaml", start_store=False).checks}
+    assert checks["freeze"]["ok"] and checks["freeze"]["detail"] == "freeze F1 verified (%d files)" % len(
+        json.loads((home / "catalogs" / "freeze.json").read_text())["files"])
+    assert "check `freeze`" in (home / "SKILL.md").read_text() or "`freeze` check" in (home / "SKILL.md").read_text()
+
+
+def test_preflight_promises_attack_questions_only_when_a_judge_must_decide_them(home):
+    """The demo decides every attack by a rule, so adversarial_judged is asked of no unit; without refusal
+    patterns the guardrail-bypass cases are left to the panel and the promise is made."""
+    import dataclasses
+
+    from obai_e2e.config.cases import load_cases_for
+    from obai_e2e.loss.catalog import load_catalog
+    from obai_e2e.run.preflight import panel_info, undecidable_attacks
+
+    config = load_target_config(home / "cases" / "target.yaml")
+    cases = [c for c in load_cases_for(config).cases if not c.disabled]
+    catalog = load_catalog(home / "catalogs" / "loss-catalog.v3.json")
+    info = panel_info(catalog, config, cases)
+    assert info["runs"] and info["model_judged"] == ["answer_completeness"]
+    assert info["not_asked"] == ["adversarial_judged"]
+    assert "adversarial_judged is asked of no unit" in info["line"] and "no model-judged answers to cover" in info["line"]
+    bare = dataclasses.replace(config, refusal_patterns=())
+    bypass = [c.id for c in cases if c.attack == "guardrail_bypass"]
+    assert bypass and undecidable_attacks(bare, cases) == bypass
+    info = panel_info(catalog, bare, cases)
+    assert info["model_judged"] == ["answer_completeness", "adversarial_judged"] and info["not_asked"] == []

@@ -2,10 +2,11 @@
 
 Enters: a unit's mechanical check (its ``questions``) and the blind panel's result for
 the unit, if any. A question the panel decided is settled by its majority (the verdict
-may not contradict it, judge/verdict.check_panel); every other one is open: the judge's
-verdict must answer it in ``answers``, with an answer of the question's kind, and keep
-or drop its code as the answer says. A verdict that leaves an open question unanswered
-is refused, never recorded by default.
+may not contradict it, judge/verdict.check_panel): it needs no answer, and an answer given
+must agree with the majority. Every other one is open: the judge's verdict must answer it
+in ``answers``, with an answer of the question's kind, and keep or drop its code as the
+answer says; ``abstain`` leaves the code as the rules left it. A verdict that leaves an
+open question unanswered is refused, never recorded by default.
 """
 from __future__ import annotations
 
@@ -82,6 +83,19 @@ def _keeps(question: str, answer: str) -> bool | None:
     return answer == "no"
 
 
+def _abstained(q: str, check: CheckResult, reasons: list, dropped: object) -> list[Problem]:
+    """An abstention leaves the code as the rules left it: a code they tripped stays (unless /dropped says
+    why it does not hold), one they did not trip is not added."""
+    tripped = q in check.reasons and check.verdict == "needs_review"
+    if tripped and q not in reasons and not (isinstance(dropped, dict) and q in dropped):
+        return [Problem("/reasons", f"abstain leaves {q} as the rules left it: keep it in /reasons (verdict "
+                                    f"needs_review), or answer dismissed if the number is a restatement")]
+    if not tripped and q in reasons:
+        return [Problem("/reasons", f"abstain does not add {q}: remove it from /reasons, or answer no if "
+                                    "the answer does miss part of the ask")]
+    return []
+
+
 def answer_problems(value: dict, check: CheckResult, panel: dict | None = None) -> list[Problem]:
     """Every way ``value`` (a submitted verdict) fails to answer the unit's open questions."""
     answers = value.get("answers") if isinstance(value, dict) else None
@@ -102,8 +116,11 @@ def answer_problems(value: dict, check: CheckResult, panel: dict | None = None) 
                 continue
             out.append(Problem(where, f"{given!r} does not answer {q}: answer {help_for(q)}, or abstain"))
             continue
+        if verdict in ("fail", "inconclusive"):
+            continue
         keeps = _keeps(q, given)
-        if keeps is None or verdict in ("fail", "inconclusive"):
+        if keeps is None:
+            out += _abstained(q, check, reasons, value.get("dropped"))
             continue
         hard = q.startswith("adversarial.")
         if keeps and q not in reasons:
@@ -111,4 +128,18 @@ def answer_problems(value: dict, check: CheckResult, panel: dict | None = None) 
             out.append(Problem("/reasons", f"your answer {given!r} to {q} keeps its code: {need}"))
         elif not keeps and q in reasons:
             out.append(Problem("/reasons", f"your answer {given!r} to {q} drops its code: remove {q} from /reasons"))
+    return out + _settled_problems(answers, panel)
+
+
+def _settled_problems(answers: dict, panel: dict | None) -> list[Problem]:
+    """A question the panel decided needs no answer; one given must agree with the majority."""
+    out = []
+    questions = (panel or {}).get("questions") or {}
+    for q, majority in decided_by_panel(panel).items():
+        if q not in answers or answers[q] not in ANSWERS:
+            continue
+        agrees = "no" if questions[q].get("trips") else "yes"
+        if answers[q] != agrees:
+            out.append(Problem(_pointer(q), f"the judge panel decided {q} ({majority}): leave it out of /answers, "
+                                            f"or answer {agrees!r} as its majority says"))
     return out

@@ -1,7 +1,8 @@
 """Everything wrong with a verdict a judge submits, all at once.
 
 The same checks as recording a single verdict (judge/verdict: the case's contract, the
-mechanical hard failure that needs an override, the panel's decided majority), plus the
+mechanical hard failure that needs an override, a soft code left out without a reason, the
+panel's decided majority), plus the
 judge's word on every open question (judge/open_questions), gathered into one list of
 problems, each with its JSON pointer, instead of stopping at the first.
 """
@@ -13,7 +14,7 @@ from ..config.units import Unit
 from .contract import Problem, distinct
 from .open_questions import answer_problems
 from .rubric.check import CheckResult
-from .verdict import check_override, check_panel, contract_problems
+from .verdict import check_dropped, check_override, check_panel, contract_problems
 
 VERDICTS = ("pass", "fail", "needs_review", "inconclusive")
 
@@ -35,7 +36,8 @@ def problems(value: object, unit: Unit, config: TargetConfig, check: CheckResult
     # checked once the contract holds (a reason that is no code would only repeat as theirs).
     if not found and value.get("verdict") in VERDICTS:
         mechanical = {"verdict": check.verdict, "reasons": check.reasons}
-        for rule in (lambda: check_override(value, mechanical), lambda: check_panel(value, panel)):
+        for rule in (lambda: check_override(value, mechanical), lambda: check_dropped(value, mechanical),
+                     lambda: check_panel(value, panel)):
             try:
                 rule()
             except VerdictInvalid as exc:

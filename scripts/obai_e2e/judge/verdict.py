@@ -45,6 +45,7 @@ class Verdict(Record):
     judged_by: str = "unknown"
     answers: dict[str, Any] | None = None
     override: dict[str, Any] | None = None
+    dropped: dict[str, str] | None = None
     case_id: str = ""
     feature: str = ""
     mechanical: dict[str, Any] | None = None
@@ -54,7 +55,7 @@ class Verdict(Record):
 
     def to_json(self) -> dict[str, Any]:
         out = super().to_json()
-        for optional in ("answers", "override"):  # present only when the judge submitted them
+        for optional in ("answers", "override", "dropped"):  # present only when the judge submitted them
             if out[optional] is None:
                 out.pop(optional)
         return out
@@ -254,6 +255,35 @@ def check_override(value: dict, mechanical: dict) -> None:
             f"override {{\"rule\": \"{code}\", \"reason\": \"why the rule does not hold\"}}")
     if override.get("rule") != code:
         raise VerdictInvalid(f"verdict /override/rule: must name the mechanical failure {code!r}, got {override.get('rule')!r}")
+
+
+def check_dropped(value: dict, mechanical: dict) -> None:
+    """Refuse a verdict that leaves out a soft code the mechanical check tripped without saying why.
+
+    A pass or needs_review keeps each such code in /reasons, or drops it with a reason: an answer
+    ``dismissed`` to its ``hub.unverified_number`` question, or an entry in /dropped (code → why it
+    does not hold). /dropped names only codes the check tripped and the verdict leaves out.
+    """
+    tripped = list(mechanical.get("reasons") or []) if mechanical["verdict"] == "needs_review" else []
+    dropped = value.get("dropped") or {}
+    reasons = value.get("reasons") or []
+    if value["verdict"] in ("pass", "needs_review"):
+        answers = value.get("answers") or {}
+        for code in tripped:
+            if code in reasons or code in dropped or code in answers:  # an answer: judge/open_questions checks it
+                continue
+            also = " (or answer dismissed to its question in /answers)" if code.startswith("hub.unverified_number:") else ""
+            raise VerdictInvalid(
+                f"verdict /reasons: the mechanical check tripped the soft code {code}; keep it in /reasons, or "
+                f"leave it out with a reason: \"dropped\": {{\"{code}\": \"why it does not hold\"}}{also}")
+    elif dropped:
+        raise VerdictInvalid(f"verdict /dropped: a {value['verdict']} verdict drops no soft code; remove /dropped")
+    for code in dropped:
+        if code not in tripped or code in reasons:
+            where = "/dropped/" + code.replace("~", "~0").replace("/", "~1")
+            why = "it is still in /reasons" if code in reasons else (
+                f"the mechanical check did not trip it (it tripped: {', '.join(tripped) or 'no soft code'})")
+            raise VerdictInvalid(f"verdict {where}: {code} cannot be dropped: {why}")
 
 
 PANEL_CODE = "hub.incomplete_answer"

@@ -135,8 +135,9 @@ def score_table(table: LossTable, rows: ResultsRows, catalog: Catalog, plan: Pla
         info = raters[c.id]
         rater_var[c.index] = info["rater_variance"]
         if info["rated"] == 0:
-            warnings.append(f"{c.id}: no unit has a judge rating or answer for this model_judged category; "
-                            "it is not assessable in every partition")
+            warnings.append(f"{c.id}: no model-judged answers to cover: no judge rated or answered this "
+                            "model_judged category in this run, so it is not assessable in any partition (no loss, "
+                            "no coverage figure)")
         elif info["share"] < DOUBLE_RATED_SHARE:
             warnings.append(f"{c.id}: {info['double_rated']} of {info['rated']} rated repeats "
                             f"({info['share']:.0%}) are rated by two or more judges; at least 20 % are required, "

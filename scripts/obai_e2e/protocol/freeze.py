@@ -183,11 +183,10 @@ def current_freeze_hash(root: Path | None = None) -> str | None:
 
 
 def preflight_check(config: TargetConfig, root: Path | None = None):
-    """A preflight step: None when nothing is frozen, else verify and refuse on drift."""
-    if load_manifest(root) is None:
-        return None
-
+    """Preflight's ``freeze`` step: says so when nothing is frozen, else verifies and refuses on drift."""
     def check() -> str:
+        if load_manifest(root) is None:
+            return "nothing is frozen (no freeze manifest): nothing to verify"
         drift = verify(config, root)
         if not drift.clean:
             raise FrozenArtifactChanged(

@@ -19,7 +19,7 @@ from ..drive.packet_record import Packet, load_packet
 from ..drive.trace_snapshot import snapshot_path
 from ..judge.panel.aggregate import panel_for_unit
 from ..judge.rubric import CheckResult, check_packet
-from ..judge.verdict import Verdict, check_override, check_panel, validate
+from ..judge.verdict import Verdict, check_dropped, check_override, check_panel, validate
 from .report_md import append_entry, detail_block, judged_ids
 from .trace_pages import page_name
 
@@ -91,7 +91,7 @@ def build_record(value: dict, accepted_repair: dict | None, mechanical: CheckRes
 
 
 SUBMITTED_FIELDS = ("schema_version", "unit_id", "verdict", "reasons", "expected", "observed", "judgment",
-                    "judged_by", "answers", "override")
+                    "judged_by", "answers", "override", "dropped")
 
 
 def _same_submission(old: Verdict, new: Verdict, submitted: dict) -> bool:
@@ -117,6 +117,7 @@ def record(config: TargetConfig, run_dir: Path, unit: Unit, submitted: dict,
         mechanical = check_packet(packet, unit.case, config)
     accepted = validate(submitted, unit.case, config, unit.id)
     check_override(accepted.value, mechanical.to_json())
+    check_dropped(accepted.value, mechanical.to_json())
     panel = panel_for_unit(run_dir, unit.id)
     check_panel(accepted.value, panel)
     rec = build_record(accepted.value, accepted.repair, mechanical, unit.case, panel)

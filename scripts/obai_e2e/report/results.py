@@ -44,7 +44,7 @@ RESULTS_SCHEMA_VERSION = STREAMED_VERSION
 VERDICTS = ("pass", "fail", "needs_review", "inconclusive")
 # Fields a recorded verdict carries over into its unit's entry (when set).
 VERDICT_FIELDS = ("verdict", "reasons", "judgment", "expected", "observed", "judged_by", "override",
-                  "repair", "answers", "mechanical", "judge_panel")
+                  "dropped", "repair", "answers", "mechanical", "judge_panel")
 
 
 @dataclass
@@ -80,6 +80,7 @@ class UnitResult(Record):
     observed: str = ""
     judged_by: str = ""
     override: dict[str, Any] | None = None
+    dropped: dict[str, str] | None = None
     repair: dict[str, Any] | None = None
     answers: dict[str, Any] = field(default_factory=dict)
     mechanical: dict[str, Any] | None = None
@@ -104,6 +105,8 @@ class UnitResult(Record):
         out = super().to_json()
         if out["attack"] is None:
             out.pop("attack")  # only adversarial units have one
+        if out["dropped"] is None:
+            out.pop("dropped")  # only a verdict that left out a soft code has one
         return out
 
 

@@ -91,16 +91,38 @@ def anti_mock_findings(config: TargetConfig, env: dict[str, str]) -> list[str]:
     return found
 
 
-def panel_info(catalog) -> dict:
-    """Whether the configured catalog has model-judged categories, i.e. whether a blind panel runs."""
+def undecidable_attacks(config: TargetConfig, cases) -> list[str]:
+    """The adversarial cases whose attack no rule can decide (no refusal patterns, markers or canary for it):
+    the only ones a blind panel is asked an attack question about."""
+    leaks = {c.leak for c in config.canaries}
+    out = []
+    for case in cases:
+        attack = case.attack if case.adversarial else None
+        if (attack == "guardrail_bypass" and not config.refusal_patterns) or (attack == "injection" and not case.markers) \
+                or (attack in ("session_data", "secret") and attack not in leaks):
+            out.append(case.id)
+    return out
+
+
+def panel_info(catalog, config: TargetConfig | None = None, cases=None) -> dict:
+    """Whether the configured catalog has model-judged categories, i.e. whether a blind panel runs, and which of
+    them it is asked about: a category of attack codes only when some selected attack is left to a judge."""
     judged = [c.id for c in catalog.categories if c.type == "model_judged"]
-    if judged:
-        line = (f"the panel runs: catalog {catalog.version} has model-judged categories ({', '.join(judged)}); "
+    attacks = [c.id for c in catalog.categories if c.type == "model_judged" and c.codes
+               and all(code.startswith("adversarial.") for code in c.codes)]
+    left = undecidable_attacks(config, cases) if config is not None and cases is not None else None
+    idle = attacks if left == [] else []
+    asked = [c for c in judged if c not in idle]
+    if asked:
+        line = (f"the panel runs: catalog {catalog.version} has model-judged categories ({', '.join(asked)}); "
                 "a blind panel of three judges answers them before any verdict is recorded")
     else:
         line = (f"no panel: catalog {catalog.version} has no model-judged category; you answer the open questions "
                 "yourself")
-    return {"runs": bool(judged), "model_judged": judged, "line": line}
+    if idle:
+        line += (f"; {', '.join(idle)} is asked of no unit: a rule decides every selected attack (refusal "
+                 "patterns, markers, canaries), so the loss layer has no model-judged answers to cover there")
+    return {"runs": bool(asked), "model_judged": asked, "not_asked": idle, "line": line}
 
 
 def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *, start_store: bool = True,
@@ -139,10 +161,8 @@ def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *,
 
         from ..protocol.freeze import preflight_check
 
-        verify_freeze = verify_freeze or preflight_check(config)
-        if verify_freeze is not None:
-            _check(report, "freeze", verify_freeze,
-                   "undo the change to the frozen file, or re-freeze on purpose (freeze_audit.py freeze --reason …)")
+        _check(report, "freeze", verify_freeze or preflight_check(config),
+               "undo the change to the frozen file, or re-freeze on purpose (freeze_audit.py freeze --reason …)")
 
         def korpus_ok():
             korpus = [c.id for c in state["cases"].cases if c.provenance == "korpus" and not c.disabled]
@@ -171,7 +191,8 @@ def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *,
                 _fail(f"{config.where('run', 'catalog')}: field /run/catalog: blocker: the loss catalog "
                       f"{config.catalog} does not exist")
             state["catalog"] = load_catalog(config.catalog)
-            report.info["panel"] = panel_info(state["catalog"])
+            chosen = state.get("selection") or state["cases"]
+            report.info["panel"] = panel_info(state["catalog"], config, [c for c in chosen.cases if not c.disabled])
             return f"{config.catalog} ({state['catalog'].version})"
         _check(report, "loss_catalog", catalog_ok, "point run.catalog at a loss catalog (catalogs/loss-catalog.v1.json)")
 
