@@ -14,7 +14,8 @@ from ..config.units import Unit
 from .contract import Problem, distinct
 from .open_questions import answer_problems
 from .rubric.check import CheckResult
-from .verdict import check_dropped, check_override, check_panel, contract_problems
+from .dropped import check_dropped
+from .verdict import check_override, check_panel, contract_problems
 
 VERDICTS = ("pass", "fail", "needs_review", "inconclusive")
 

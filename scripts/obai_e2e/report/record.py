@@ -19,7 +19,8 @@ from ..drive.packet_record import Packet, load_packet
 from ..drive.trace_snapshot import snapshot_path
 from ..judge.panel.aggregate import panel_for_unit
 from ..judge.rubric import CheckResult, check_packet
-from ..judge.verdict import Verdict, check_dropped, check_override, check_panel, validate
+from ..judge.dropped import check_dropped
+from ..judge.verdict import Verdict, check_override, check_panel, validate
 from .report_md import append_entry, detail_block, judged_ids
 from .trace_pages import page_name
 
