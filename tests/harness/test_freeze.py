@@ -134,7 +134,8 @@ def test_preflight_always_names_its_freeze_check(home, monkeypatch, tmp_path):
     checks = {c["name"]: c for c in preflight.run(home / "cases" / "target.yaml", start_store=False).checks}
     assert checks["freeze"]["ok"] and checks["freeze"]["detail"] == "freeze F1 verified (%d files)" % len(
         json.loads((home / "catalogs" / "freeze.json").read_text())["files"])
-    assert "check `freeze`" in (home / "SKILL.md").read_text() or "`freeze` check" in (home / "SKILL.md").read_text()
+    blockers = (home / "SKILL.md").read_text().split("## Blockers")[1].split("\n## ")[0]
+    assert "The failed check is `freeze`" in blockers and "freeze" in checks
 
 
 def test_preflight_promises_attack_questions_only_when_a_judge_must_decide_them(home):

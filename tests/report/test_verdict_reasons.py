@@ -13,6 +13,7 @@ from obai_e2e.base.errors import VerdictInvalid
 from obai_e2e.config.selection import Filters
 from obai_e2e.judge.verdict import validate
 from obai_e2e.report.record import load_verdict, record
+from obai_e2e.report.html_view import unit_view
 from obai_e2e.report.record_batch import record_batch
 from obai_e2e.report.results import unit_result
 from obai_e2e.rundir.meta import load_run
@@ -65,6 +66,7 @@ def test_a_soft_code_dropped_with_a_reason_is_recorded_with_it(run):
     assert rec.verdict == "pass" and rec.dropped == {EXTRA: why}
     entry = unit_result(config(), run_dir, next(u for u in units if u.id == "MD4"), load_run(run_dir))
     assert entry.to_json()["dropped"] == {EXTRA: why}
+    assert unit_view(entry.to_json(), None, None)["dropped"] == f"{EXTRA}: {why}"  # report.html's unit facts
     assert "dropped" not in unit_result(config(), run_dir, next(u for u in units if u.id == "MD1"),
                                         load_run(run_dir)).to_json()
 

@@ -193,6 +193,8 @@ def unit_view(entry: dict, block: DetailBlock | None, case, pages: list[list[str
         view["panel"] = panel
     if entry.get("override"):
         view["override"] = json.dumps(entry["override"], sort_keys=True, ensure_ascii=False)
+    if isinstance(entry.get("dropped"), dict) and entry["dropped"]:
+        view["dropped"] = "; ".join(f"{code}: {why}" for code, why in sorted(entry["dropped"].items()))
     if case is not None:
         if case.description and case.provenance != "korpus":
             view["description"] = case.description

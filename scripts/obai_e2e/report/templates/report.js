@@ -203,6 +203,7 @@
     if (u.labels.length) kv(facts, "labels", u.labels.map(function (p) { return p[0] + "=" + p[1]; }).join(", "));
     if (u.known_needs_review) kv(facts, "known needs_review", u.known_needs_review.join(", "));
     if (u.override) kv(facts, "override", u.override);
+    if (u.dropped) kv(facts, "soft codes dropped", u.dropped);
     art.appendChild(facts);
 
     if (u.outcomes) art.appendChild(outcomesBlock(u));
