@@ -159,3 +159,20 @@ def test_preflight_promises_attack_questions_only_when_a_judge_must_decide_them(
     assert bypass and undecidable_attacks(bare, cases) == bypass
     info = panel_info(catalog, bare, cases)
     assert info["model_judged"] == ["answer_completeness", "adversarial_judged"] and info["not_asked"] == []
+
+
+def test_a_catalog_whose_only_model_judged_category_is_never_asked_runs_no_panel(home):
+    import dataclasses
+
+    from obai_e2e.config.cases import load_cases_for
+    from obai_e2e.loss.catalog import load_catalog
+    from obai_e2e.run.preflight import panel_info
+
+    config = load_target_config(home / "cases" / "target.yaml")
+    cases = [c for c in load_cases_for(config).cases if not c.disabled]
+    catalog = load_catalog(home / "catalogs" / "loss-catalog.v3.json")
+    attacks_only = dataclasses.replace(catalog, categories=[c for c in catalog.categories if c.id != "answer_completeness"])
+    info = panel_info(attacks_only, config, cases)
+    assert not info["runs"] and info["not_asked"] == ["adversarial_judged"]
+    assert info["line"].startswith("no panel: catalog v3's model-judged categories are asked of no unit; "
+                                   "adversarial_judged is asked of no unit")

@@ -116,6 +116,8 @@ def panel_info(catalog, config: TargetConfig | None = None, cases=None) -> dict:
     if asked:
         line = (f"the panel runs: catalog {catalog.version} has model-judged categories ({', '.join(asked)}); "
                 "a blind panel of three judges answers them before any verdict is recorded")
+    elif judged:
+        line = f"no panel: catalog {catalog.version}'s model-judged categories are asked of no unit"
     else:
         line = (f"no panel: catalog {catalog.version} has no model-judged category; you answer the open questions "
                 "yourself")
