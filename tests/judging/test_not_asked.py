@@ -71,7 +71,7 @@ def test_a_panel_that_decided_the_question_leaves_nothing_unasked(run, config_ca
     assert "not asked" not in incomplete["judgment"]
     undecided = mechanical_verdict(check, _panel("", decided=False))
     assert undecided["verdict"] == "pass" and "All" not in undecided["judgment"]
-    assert f"undecided: {Q}." in undecided["judgment"] and f"{Q} stays undecided: no majority" in undecided["judgment"]
+    assert f"applicable rules passed; undecided: {Q}. {Q} stays undecided: no majority" in undecided["judgment"]
     assert not_asked([Q], "pass", _panel("", decided=False)) == []  # put to the panel: asked, undecided
 
 
@@ -89,7 +89,10 @@ def test_a_long_judgment_keeps_the_questions_it_did_not_ask(run, config_cases):
     check.verdict, check.reasons = "needs_review", ["routing.unexpected_specialist"]
     check.judgment = "x" * 600
     v = mechanical_verdict(check)
-    assert len(v["judgment"]) <= 400 and v["judgment"].endswith(f"Not asked (no judge): {Q}.")
+    assert len(v["judgment"]) <= 400 and v["judgment"].endswith(f"xx… Not asked (no judge): {Q}.")
+    check.judgment = "hub.answer_truncated: the answer ends mid-sentence."
+    assert mechanical_verdict(check)["judgment"] == (f"hub.answer_truncated: the answer ends mid-sentence. "
+                                                     f"Not asked (no judge): {Q}.")
 
 
 def _headless(run, config, cases) -> dict:

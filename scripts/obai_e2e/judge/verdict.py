@@ -358,12 +358,12 @@ def _pass_head(check: CheckResult, panel: dict | None = None, missing: list[str]
 
 
 def _fit(body: str, tail: str, limit: int = 400) -> str:
-    """``body`` and ``tail`` in at most ``limit`` characters, the tail whole (it names what was not judged)."""
-    text = (body + tail).strip()
-    if len(text) <= limit:
-        return text
-    room = max(0, limit - len(tail) - 1)
-    return (body[:room].rstrip() + "…" + tail)[:limit].strip()
+    """``body`` then ``tail`` in at most ``limit`` characters, the tail whole (it names what was not judged)."""
+    text = " ".join(part for part in (body, tail) if part)
+    if len(text) <= limit or not tail:
+        return text[:limit]
+    room = max(0, limit - len(tail) - 2)
+    return (body[:room].rstrip() + "… " + tail)[:limit]
 
 
 def _one_line(text: str) -> str:
