@@ -20,6 +20,7 @@ from obai_e2e.judge.open_questions import not_asked
 from obai_e2e.judge.rubric import check_packet
 from obai_e2e.judge.verdict import mechanical_verdict
 from obai_e2e.report.chat_summary import chat_summary
+from obai_e2e.report.ci_summary import summary_markdown
 from obai_e2e.report.html import write_report
 from obai_e2e.report.junit import write_junit
 from obai_e2e.report.record import verdict_path
@@ -147,6 +148,7 @@ def test_results_reports_junit_and_summaries_count_them(run, config_cases, tmp_p
 
     text = chat_summary(out, None)
     assert "Judgment questions not asked: 4 in 4 unit(s)" in text
+    assert "_judgment questions not asked: 4 in 4 unit(s)" in summary_markdown(run)  # the pull-request summary
 
 
 def test_fail_on_not_asked():

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..base.mdtable import inline, row, tables
 from .diff import markdown_lines
-from .results import summary_line
+from .results import not_asked_line, summary_line
 
 TOP_ROWS = 10
 
@@ -30,6 +30,9 @@ def summary_markdown(run_dir: Path, report_link: str | None = None) -> str:
     diff = _read(run_dir / "diff.json")
     run_id = (results.get("run") or {}).get("run_id", run_dir.name)
     lines = [f"### E2E regression {inline(run_id)}: {summary_line(results.get('summary') or {})}", ""]
+    unasked = not_asked_line(results.get("summary") or {})
+    if unasked:
+        lines += [f"_{inline(unasked)}_", ""]
     if diff is not None:
         base = (diff.get("baseline") or {}).get("run_id")
         lines.append(f"**Changes since {inline(base)}**" if base else "**Changes**")
