@@ -61,6 +61,11 @@ PREDICTION_MARKETS: dict[str, tuple[str, float, int, str, list[str]]] = {
         0.27, 21_904_115, "2026-12-31",
         ["recession", "economy", "gdp", "downturn"],
     ),
+    "us-recession-2027": (
+        "Will the US economy enter a recession in 2027?",
+        0.31, 9_406_215, "2027-12-31",
+        ["recession", "economy", "gdp", "downturn", "2027"],
+    ),
     "bitcoin-above-150k-2026": (
         "Will Bitcoin trade above $150,000 by December 31, 2026?",
         0.34, 67_552_980, "2026-12-31",
