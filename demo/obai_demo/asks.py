@@ -9,11 +9,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from . import bundle
 from .routing import contains_any, first_position
 
 COMPARE_WORDS = ("compare", "compared", "comparison", "versus", "vs")
 ASSESS_WORDS = ("stretched", "overvalued", "undervalued", "expensive", "cheap", "overpriced",
                 "underpriced", "fairly valued")
+NOW_WORDS = ("today", "right now", "currently", "at the moment")
 SUMMARY_WORDS = ("summarize", "summarise", "summary", "sum up", "tl;dr")
 # Sentences of a pasted document that talk to the assistant instead of about the company.
 _ADDRESSED = re.compile(
@@ -48,6 +50,8 @@ class Ask:
     query: str = ""
     compare: bool = False
     assess: bool = False
+    now: bool = False
+    """The query asks about today (the answer says how recent its data is)."""
     document: Document | None = None
     years: tuple[str, ...] = ()
     figures: tuple[str, ...] = ()
@@ -60,10 +64,18 @@ def read(query: str) -> Ask:
         query=query,
         compare=contains_any(query, COMPARE_WORDS),
         assess=contains_any(query, ASSESS_WORDS),
+        now=contains_any(query, NOW_WORDS),
         document=pasted_document(query) if contains_any(query, SUMMARY_WORDS) else None,
-        years=tuple(dict.fromkeys(_YEAR.findall(query))),
+        years=tuple(dict.fromkeys(_YEAR.findall(query) + list(relative_years(query).values()))),
         figures=figures(query),
     )
+
+
+def relative_years(query: str) -> dict[str, str]:
+    """"this year" / "next year" in ``query`` as years, counted from the bundled data's last day."""
+    base = int(bundle.as_of()[:4])
+    offsets = {"this year": 0, "next year": 1}
+    return {phrase: str(base + offset) for phrase, offset in offsets.items() if contains_any(query, (phrase,))}
 
 
 def figures(query: str) -> tuple[str, ...]:

@@ -95,7 +95,11 @@ def strategy(query: str, paraphrase: bool = False) -> Call:
 
 
 def prediction(query: str) -> Call:
-    return Call("prediction_market_analysis", {"request": f"Find prediction markets matching: {query}"})
+    request = f"Find prediction markets matching: {query}"
+    years = [f"{phrase}: {year}" for phrase, year in asks.relative_years(query).items()]
+    if years:
+        request += f" ({'; '.join(years)})"
+    return Call("prediction_market_analysis", {"request": request})
 
 
 def options(query: str, tickers: list[str]) -> Call:

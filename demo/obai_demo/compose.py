@@ -65,7 +65,7 @@ def _blocks(text: str) -> list[str]:
     return [b for b in text.split("\n\n") if b.strip()]
 
 
-def market_data(text: str) -> str:
+def market_data(text: str, ask: Ask = Ask()) -> str:
     sentences = []
     for block in _blocks(text):
         title = block.splitlines()[0]
@@ -82,6 +82,9 @@ def market_data(text: str) -> str:
         if averages:
             sentence += " " + ", ".join(averages) + "."
         sentences.append(sentence)
+    if ask.now and sentences:
+        date = _fields(_blocks(text)[0])["Last close"].partition(" on ")[2]
+        sentences.insert(0, f"The most recent prices I have are the closes of {date}; there are no intraday quotes.")
     return "\n".join(sentences)
 
 
@@ -254,7 +257,7 @@ def section(outcome: Outcome, style: Style, ask: Ask = Ask()) -> str:
     text = text_of(outcome.result)
     name = outcome.specialist
     if name == "market_data_analysis":
-        return market_data(text)
+        return market_data(text, ask)
     if name == "fundamentals_analysis":
         return fundamentals(text, ask, style)
     if name == "strategy_analysis":

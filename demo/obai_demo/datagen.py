@@ -81,6 +81,11 @@ PREDICTION_MARKETS: dict[str, tuple[str, float, int, str, list[str]]] = {
         0.22, 8_731_442, "2027-01-13",
         ["inflation", "cpi", "prices"],
     ),
+    "us-cpi-above-3pct-december-2027": (
+        "Will US CPI inflation be above 3% year over year in December 2027?",
+        0.18, 3_912_870, "2028-01-12",
+        ["inflation", "cpi", "prices", "2027"],
+    ),
     "tesla-robotaxi-10-cities-2026": (
         "Will Tesla run a paid robotaxi service in 10 US cities by the end of 2026?",
         0.19, 5_118_770, "2026-12-31",
