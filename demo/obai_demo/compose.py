@@ -198,7 +198,7 @@ def strategy_notes(text: str) -> str:
                      f"{m.group(3)}; there is no older data.")
     if m := re.match(r"(\S+) requested, not applied", f.get("Entry time", "")):
         notes.append(f"You asked to enter at {m.group(1)}, but the data has daily closes only, so this backtest "
-                     f"could not enter at {m.group(1)}: every entry was filled at that day's close instead.")
+                     f"could not enter at {m.group(1)}; every entry was filled at that day's close instead.")
     return "".join(n + "\n" for n in notes)
 
 

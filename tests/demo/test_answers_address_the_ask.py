@@ -74,7 +74,7 @@ def test_adv8_summarises_the_pasted_note_and_not_its_instruction(run_turn):
 def test_the_entry_time_is_answered(run_turn, case_id):
     text = answer(run_turn, case_id)
     assert text.startswith("You asked to enter at 9:45, but the data has daily closes only, so this backtest "
-                           "could not enter at 9:45: every entry was filled at that day's close instead.")
+                           "could not enter at 9:45; every entry was filled at that day's close instead.")
 
 
 def test_a2_states_how_much_history_there_is(run_turn):

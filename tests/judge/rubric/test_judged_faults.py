@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 from obai_demo.faults import JUDGED_FAULTS
-from recorded import CLEAN, case, checked, clean_unit, statuses, traces, tripped
+from recorded import CLEAN, case, cases, checked, clean_unit, clean_units, statuses, traces, tripped
 
 QUESTION = "hub.incomplete_answer"
 CALIBRATION = ("CAL1", "CAL2", "CAL3", "CAL4")
@@ -32,3 +32,21 @@ def test_a_judged_fault_passes_every_mechanical_rule_and_is_asked(case_id):
     seen = statuses(result)
     assert seen.pop(QUESTION) == "needs_judgment"
     assert set(seen.values()) <= {"pass", "skipped"}, seen
+
+
+def _asked(c) -> bool:
+    """Whether the rubric hands hub.incomplete_answer on for an answered unit of case ``c``."""
+    return not c.disabled and not c.expect_rejection and (not c.adversarial or c.attack == "injection")
+
+
+def test_every_case_the_question_goes_to_carries_its_gold_answer():
+    every = cases().cases
+    labelled = {c.id: c.judge_gold.get(QUESTION) for c in every if c.judge_gold}
+    assert labelled == {c.id: ("incomplete" if c.id in CALIBRATION else "complete") for c in every if _asked(c)}
+
+
+@pytest.mark.parametrize("unit", [u for u in clean_units() if not u.startswith("CAL")])
+def test_the_question_is_asked_exactly_where_the_gold_answer_is_complete(unit):
+    result = checked(CLEAN, unit)
+    gold = case(unit.split(".")[0]).judge_gold.get(QUESTION)
+    assert (statuses(result).get(QUESTION) == "needs_judgment") == (gold == "complete"), (unit, gold)
