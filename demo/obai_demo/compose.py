@@ -144,7 +144,7 @@ def comparison(rows: list[str], names: tuple[str, ...]) -> str:
         if len(ranked) == 2:
             parts.append(f"{top} has {LARGER[name]}: {label} {top_f[name]} against {low_f[name]} for {low}.")
         else:
-            parts.append(f"{top} has {LARGER[name]} ({name} {top_f[name]}), {low} the least ({low_f[name]}).")
+            parts.append(f"Highest {label}: {top} ({top_f[name]}); lowest: {low} ({low_f[name]}).")
     return "Comparison: " + " ".join(parts)
 
 

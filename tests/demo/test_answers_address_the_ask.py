@@ -135,3 +135,9 @@ def test_p4_next_year_is_counted_from_the_data_date(run_turn):
 def test_md3_today_says_how_recent_the_prices_are(run_turn):
     assert answer(run_turn, "MD3").startswith(
         "The most recent prices I have are the closes of 2026-04-30; there are no intraday quotes.")
+
+
+def test_a_comparison_of_more_than_two_names_the_highest_and_the_lowest(run_turn):
+    turn = run_turn("Compare the net margin of AAPL, MSFT and KO")
+    assert turn.answer.startswith("Comparison: Highest net margin: MSFT (35.94%); lowest: KO (22.51%).")
+    assert grounding.ungrounded(turn.answer, turn.payload_texts) == []
