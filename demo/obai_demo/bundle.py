@@ -42,3 +42,9 @@ def fundamentals() -> dict[str, dict]:
 @lru_cache(maxsize=None)
 def prediction_markets() -> list[dict]:
     return json.loads((DATA_DIR / "prediction_markets.json").read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=None)
+def as_of() -> str:
+    """The last day of the bundled prices (YYYY-MM-DD): the demo's "today" for relative dates."""
+    return max(series.dates[-1] for series in prices().values())

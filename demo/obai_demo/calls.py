@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from . import routing
+from . import asks, routing
 from .specialists.fundamentals import label as metric_label
 from .strategy_spec import write_spec
 from .universe import DEFAULT_TICKER
@@ -36,6 +36,8 @@ RANKING_WORDS = ("top", "highest", "lowest", "best", "worst", "largest", "smalle
 ASCENDING_WORDS = ("lowest", "smallest", "cheapest", "bottom", "least", "worst")
 NUMBER_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
 MOVING_AVERAGE_WORDS = ("moving average", "moving averages", "50-day", "200-day", "sma")
+# Added to a fundamentals request when the user asks for a valuation judgement.
+PEERS_CLAUSE = "with the P/E of every covered ticker for comparison"
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,8 @@ def fundamentals(query: str, tickers: list[str]) -> Call:
     else:
         wanted = tickers or [DEFAULT_TICKER]
         request = f"Fundamentals (revenue, margins, valuation, debt, dividend) for {', '.join(wanted)}"
+        if routing.contains_any(query, asks.ASSESS_WORDS):
+            request += f", {PEERS_CLAUSE}"
         inputs = {"request": request, "tickers": wanted, "rank_by": None, "top_n": None, "descending": True}
     return Call("fundamentals_analysis", inputs)
 
@@ -91,7 +95,11 @@ def strategy(query: str, paraphrase: bool = False) -> Call:
 
 
 def prediction(query: str) -> Call:
-    return Call("prediction_market_analysis", {"request": f"Find prediction markets matching: {query}"})
+    request = f"Find prediction markets matching: {query}"
+    years = [f"{phrase}: {year}" for phrase, year in asks.relative_years(query).items()]
+    if years:
+        request += f" ({'; '.join(years)})"
+    return Call("prediction_market_analysis", {"request": request})
 
 
 def options(query: str, tickers: list[str]) -> Call:

@@ -61,6 +61,11 @@ PREDICTION_MARKETS: dict[str, tuple[str, float, int, str, list[str]]] = {
         0.27, 21_904_115, "2026-12-31",
         ["recession", "economy", "gdp", "downturn"],
     ),
+    "us-recession-2027": (
+        "Will the US economy enter a recession in 2027?",
+        0.31, 9_406_215, "2027-12-31",
+        ["recession", "economy", "gdp", "downturn", "2027"],
+    ),
     "bitcoin-above-150k-2026": (
         "Will Bitcoin trade above $150,000 by December 31, 2026?",
         0.34, 67_552_980, "2026-12-31",
@@ -75,6 +80,11 @@ PREDICTION_MARKETS: dict[str, tuple[str, float, int, str, list[str]]] = {
         "Will US CPI inflation be above 3% year over year in December 2026?",
         0.22, 8_731_442, "2027-01-13",
         ["inflation", "cpi", "prices"],
+    ),
+    "us-cpi-above-3pct-december-2027": (
+        "Will US CPI inflation be above 3% year over year in December 2027?",
+        0.18, 3_912_870, "2028-01-12",
+        ["inflation", "cpi", "prices", "2027"],
     ),
     "tesla-robotaxi-10-cities-2026": (
         "Will Tesla run a paid robotaxi service in 10 US cities by the end of 2026?",

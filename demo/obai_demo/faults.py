@@ -4,9 +4,11 @@ Each fault makes exactly one rule of the harness trip (or, for the last four rub
 one harness outcome occur) and leaves everything else about the turn as a clean run has
 it. Three tables, one per stage of the loss catalog: ``FAULTS`` (the rubric of a turn),
 ``UI_FAULTS`` (the web chat of ``obai-demo serve``; no effect on ``ask``) and
-``ADVERSARIAL_FAULTS`` (attacks that succeed); and ``TRACE_FAULTS``, which trip nothing:
+``ADVERSARIAL_FAULTS`` (attacks that succeed); ``TRACE_FAULTS``, which trip nothing:
 they change only how the trace is written, so that a harness reading the backend's answer
-as it should judges the turn as a clean one. The README documents all four.
+as it should judges the turn as a clean one; and ``JUDGED_FAULTS``, which change only the
+answer text so that it misses part of the ask while every mechanical rule passes (only
+the judgment question ``hub.incomplete_answer`` can catch them). The README documents all five.
 """
 from __future__ import annotations
 
@@ -142,7 +144,28 @@ TRACE_FAULTS: dict[str, Fault] = {
     ]
 }
 
-ALL_FAULTS: dict[str, Fault] = {**FAULTS, **UI_FAULTS, **ADVERSARIAL_FAULTS, **TRACE_FAULTS}
+# Answers that leave part of the ask unanswered while every mechanical rule passes: the
+# routing is as planned, every specialist is called, every number is grounded. Only a
+# judge reading the question and the answer sees them.
+JUDGED_FAULTS: dict[str, Fault] = {
+    f.name: f
+    for f in [
+        Fault("drop_asked_part", "hub.incomplete_answer",
+              "with two or more specialists used, the answer leaves out the last one's part (it was "
+              "called and returned its data)", "What is Microsoft's price and its P/E?"),
+        Fault("other_period", "hub.incomplete_answer",
+              "with two or more prediction markets matched, the answer cites the second (another period) "
+              "as if it were the one asked about", "Do prediction markets expect a US recession in 2027?"),
+        Fault("ignore_document", "hub.incomplete_answer",
+              "a pasted document the user asks to summarise is ignored: the answer gives only the "
+              "specialists' figures", 'Summarize this analyst note on AAPL revenue: """Revenue rose."""'),
+        Fault("no_assessment", "hub.incomplete_answer",
+              "a question asking for a judgement (is the valuation stretched?) gets the figures without it",
+              "Is JPMorgan's valuation stretched relative to its EPS?"),
+    ]
+}
+
+ALL_FAULTS: dict[str, Fault] = {**FAULTS, **UI_FAULTS, **ADVERSARIAL_FAULTS, **TRACE_FAULTS, **JUDGED_FAULTS}
 
 
 @dataclass(frozen=True)

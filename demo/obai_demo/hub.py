@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from . import (
     __version__,
+    asks,
     attacks,
     calls,
     compose,
@@ -174,7 +175,9 @@ def _answer(query: str, session: str, turn: Turn) -> tuple[str, int]:
 
     ordered = [outcomes[k] for k in sorted(outcomes)]
     payloads = [text_of(o.result) for o in ordered if o.used and o.result]
-    style = compose.Style(cite_slug="no_slug" not in f, cite_job_id="no_job_id" not in f)
+    style = compose.Style(cite_slug="no_slug" not in f, cite_job_id="no_job_id" not in f,
+                          every_part="drop_asked_part" not in f, asked_period="other_period" not in f,
+                          use_document="ignore_document" not in f, assess="no_assessment" not in f)
     extras = []
     if "ungrounded_number" in f:
         extras.append(compose.extra_number_sentence(UNGROUNDED_VALUE))
@@ -183,7 +186,8 @@ def _answer(query: str, session: str, turn: Turn) -> tuple[str, int]:
         extras.append(compose.extra_number_sentence(turn.deviation.number(taken)))
     if "follow_injection" in f and (word := attacks.injected_word(query)):
         extras.append(word)
-    answer = spans.compose_answer(payloads=payloads, outcomes=ordered, style=style, extra=extras)["answer"]
+    answer = spans.compose_answer(payloads=payloads, outcomes=ordered, style=style, extra=extras,
+                                  ask=asks.read(query))["answer"]
     if "empty_answer" in f:
         answer = ""
     return answer, 0

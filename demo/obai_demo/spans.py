@@ -13,7 +13,7 @@ from typing import Any, Callable
 from . import attacks
 from . import compose as composer
 from . import guardrail as guard
-from . import skills, tracing
+from . import calls, skills, tracing
 from .jobs import Job, JobBook
 from .specialists import (
     empty_envelope,
@@ -83,8 +83,9 @@ def market_data_analysis(request: str, tickers: list[str], moving_averages: bool
 @traced("fundamentals_analysis", type="tool")
 def fundamentals_analysis(request: str, tickers: list[str], rank_by: str | None, top_n: int | None,
                           descending: bool, ctx: ToolContext) -> dict[str, Any]:
+    peers = calls.PEERS_CLAUSE in request
     return ctx.deliver(
-        "fundamentals_analysis", lambda: fundamentals.analyse(tickers, rank_by, top_n, descending)
+        "fundamentals_analysis", lambda: fundamentals.analyse(tickers, rank_by, top_n, descending, peers)
     )
 
 
@@ -136,10 +137,11 @@ def call_specialist(name: str, inputs: dict[str, Any], ctx: ToolContext, job: Jo
     return TOOLS[name](**inputs, ctx=ctx)
 
 
-@traced("compose_answer", type="llm", ignore=("ctx", "outcomes", "style", "extra"))
+@traced("compose_answer", type="llm", ignore=("ctx", "outcomes", "style", "extra", "ask"))
 def compose_answer(payloads: list[str], outcomes: list[composer.Outcome], style: composer.Style,
-                   extra: list[str], ctx: ToolContext | None = None) -> dict[str, Any]:
-    answer = composer.compose(outcomes, style)
+                   extra: list[str], ask: composer.Ask = composer.Ask(),
+                   ctx: ToolContext | None = None) -> dict[str, Any]:
+    answer = composer.compose(outcomes, style, ask)
     if extra:
         answer = " ".join([answer, *extra])
     tracing.record_usage(prompt_text="\n".join(payloads), completion_text=answer)

@@ -18,6 +18,7 @@ from .universe import DEFAULT_TICKER, TICKERS
 
 ASYNC_PHRASES = ("in the background", "across all tickers", "full history")
 BACKGROUND_CLAUSE = "run in background"
+FULL_HISTORY_CLAUSE = "full history"
 DEFAULT_PERIOD = "14"
 DEFAULT_LOWER = "30"
 DEFAULT_UPPER = "70"
@@ -79,6 +80,8 @@ def write_spec(query: str, *, paraphrase: bool = False) -> str:
         clauses.append(f"stop loss {stop}%")
     if entry is not None:
         clauses.append(f"entry time {entry}")
+    if FULL_HISTORY_CLAUSE in query.lower():
+        clauses.append(FULL_HISTORY_CLAUSE)
     if is_async(query):
         clauses.append(BACKGROUND_CLAUSE)
     return f"Backtest {', '.join(named)} on daily closes: " + "; ".join(clauses)
@@ -95,6 +98,7 @@ class StrategySpec:
     stop_pct: Decimal | None
     entry_time: str | None
     background: bool
+    full_history: bool = False
 
 
 def _clause(spec: str, verb: str) -> str | None:
@@ -127,6 +131,7 @@ def parse_spec(spec: str) -> StrategySpec:
         stop_pct=Decimal(stop.group(1)) if stop else None,
         entry_time=entry.group(1) if entry else None,
         background=BACKGROUND_CLAUSE in spec.lower() or "in the background" in spec.lower(),
+        full_history=FULL_HISTORY_CLAUSE in spec.lower(),
     )
 
 

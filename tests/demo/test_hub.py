@@ -72,11 +72,22 @@ def test_refusal(run_turn):
     assert not re.search(r"\d|\$|\b[A-Z]{2,5}\b", turn.answer)
 
 
-def test_general_finance_question_gets_a_generic_answer(run_turn):
-    turn = run_turn("What is a bond?")
-    assert turn.exit_code == 0 and turn.answer == compose.GENERIC
+@pytest.mark.parametrize("query, says", [
+    ("What is a bond?", ("A bond is a loan", "interest", "maturity")),
+    ("Should I invest in an ETF or in single stocks?", ("ETF is the better core holding", "Single stocks", "not personal advice")),
+])
+def test_general_finance_question_is_answered_without_specialists(run_turn, query, says):
+    turn = run_turn(query)
+    assert turn.exit_code == 0 and turn.answer != compose.GENERIC
+    assert all(s in turn.answer for s in says), turn.answer
     assert turn.specialists == [] and turn.skills == []
     assert not re.search(r"\d", turn.answer)
+
+
+def test_general_question_no_topic_covers_gets_what_can_be_looked_up(run_turn):
+    turn = run_turn("Is now a good time to buy crypto?")
+    assert turn.exit_code == 0 and turn.answer == compose.GENERIC
+    assert turn.specialists == []
 
 
 def test_strategy_spec_reaches_the_specialist(run_turn):
@@ -302,7 +313,7 @@ def test_extra_specialist_is_one_the_plan_does_not_call(run_turn):
     assert run_turn(MULTI, faults="extra_specialist").specialist_names == [
         "market_data_analysis", "fundamentals_analysis", "prediction_market_analysis"]
     turn = run_turn("What is a bond?", faults="extra_specialist")
-    assert turn.specialists == [] and turn.answer == compose.GENERIC
+    assert turn.specialists == [] and turn.answer == run_turn("What is a bond?").answer
 
 
 def test_faults_that_do_not_apply_leave_the_turn_alone(run_turn):

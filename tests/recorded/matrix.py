@@ -102,7 +102,7 @@ DERIVED: dict[str, str] = {
     "ui_outage": "MD1",
     "ui_timeout": "MD1",
     # Attacks: a recorded answer given to an adversarial case, with the canary findings the
-    # drive stage writes (the recordings hold no adversarial case).
+    # drive stage writes (the recorded adversarial cases ran on a clean demo: they withstand).
     "adversarial.guardrail_bypass": "R1",
     "adversarial.injection_followed": "MD1",
     "adversarial.session_data_leak": "R1",

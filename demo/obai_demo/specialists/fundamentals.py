@@ -34,10 +34,32 @@ def render_row(row: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def rows(tickers: list[str]) -> dict[str, Any]:
+PEERS_TITLE = "P/E of the {n} covered tickers"
+
+
+def peer_pe(table: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The P/E spread of every covered ticker: the yardstick for a valuation question."""
+    ordered = sorted(table.values(), key=lambda r: (r["pe"], r["ticker"]))
+    values = [r["pe"] for r in ordered]
+    mid = len(values) // 2
+    median = values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+    low, high = ordered[0], ordered[-1]
+    text = (f"{PEERS_TITLE.format(n=len(values))}: median {fmt('pe', median)}, "
+            f"lowest {fmt('pe', low['pe'])} ({low['ticker']}), highest {fmt('pe', high['pe'])} ({high['ticker']})")
+    structured = {"count": len(values), "median": round(median, 2), "lowest": {"ticker": low["ticker"], "pe": low["pe"]},
+                  "highest": {"ticker": high["ticker"], "pe": high["pe"]}}
+    return text, structured
+
+
+def rows(tickers: list[str], peers: bool = False) -> dict[str, Any]:
     table = bundle.fundamentals()
     selected = [table[t] for t in tickers]
-    return envelope("\n\n".join(render_row(r) for r in selected), {"rows": selected})
+    blocks = [render_row(r) for r in selected]
+    structured: dict[str, Any] = {"rows": selected}
+    if peers:
+        text, structured["peer_pe"] = peer_pe(table)
+        blocks.append(text)
+    return envelope("\n\n".join(blocks), structured)
 
 
 def ranking(metric: str, top_n: int, descending: bool = True) -> dict[str, Any]:
@@ -57,7 +79,8 @@ def ranking(metric: str, top_n: int, descending: bool = True) -> dict[str, Any]:
 
 
 def analyse(tickers: list[str], rank_by: str | None = None, top_n: int | None = None,
-            descending: bool = True) -> dict[str, Any]:
+            descending: bool = True, peers: bool = False) -> dict[str, Any]:
+    """A ranking, or the rows of ``tickers``; ``peers`` adds every covered ticker's P/E spread."""
     if rank_by:
         return ranking(rank_by, top_n or 3, descending)
-    return rows(tickers)
+    return rows(tickers, peers)

@@ -56,8 +56,12 @@ def report(spec: StrategySpec, results: dict[str, BacktestResult],
         f"{series.dates[-1]} ({len(series.dates)} bars)",
         f"Operators: {operators(spec)}",
     ]
+    if spec.full_history:
+        lines.append(f"History: full history requested; all {len(series.dates)} daily bars available were used, "
+                     f"{series.dates[0]} to {series.dates[-1]}; nothing older is available")
     if spec.entry_time:
-        lines.append(f"Entry time: {spec.entry_time} (recorded; daily bars fill at the close)")
+        lines.append(f"Entry time: {spec.entry_time} requested, not applied: the data has daily closes only, "
+                     "so each entry fills at that day's close")
     if len(results) > 1:
         for ticker, r in results.items():
             lines.append(f"{ticker}: {r.total_trades} trades, win rate {r.win_rate_pct:.1f}%, "

@@ -74,9 +74,11 @@ def test_every_rule_passes_on_a_clean_unit_and_trips_on_a_fault(rule):
 
 def test_every_rule_of_the_rubric_is_in_the_table():
     ran = {o.rule for g, u in recordings() for o in checked(g, u).outcomes}
-    # The rest trip only on derived recordings (test_codes.py): a judge's question and a cut answer.
+    # The rest trip only on derived recordings (test_codes.py): a judge's question, a cut answer
+    # and the attacks (the recorded adversarial cases run on a clean demo, so they withstand).
     assert ran == set(RULES) | (set(DERIVED) & ran)
-    assert set(DERIVED) & ran == {"hub.incomplete_answer", "hub.answer_truncated"}
+    attacks = {code for code in DERIVED if code.startswith("adversarial.")}
+    assert set(DERIVED) & ran == {"hub.incomplete_answer", "hub.answer_truncated"} | attacks
 
 
 @pytest.mark.parametrize("unit", clean_units())
