@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from obai_e2e.base.errors import UsageError
+from obai_e2e.base.errors import UsageError, VerdictInvalid
 from obai_e2e.commands.record_verdict import MAX_BATCH_BYTES, MAX_VERDICT_BYTES, read_json_arg
 from obai_e2e.config.selection import Filters
 from obai_e2e.report.record import verdict_path
-from obai_e2e.report.record_batch import MAX_DEPTH, REFUSED_SHOWN, record_batch
+from obai_e2e.report.record_batch import MAX_DEPTH, REFUSED_SHOWN, record_batch, record_judged
 from obai_e2e.run.plan import create_run, plan
 from recorded import cases, clean_unit, config, packet_json
 
@@ -117,3 +117,13 @@ def test_input_over_the_cap_is_refused_before_it_is_read(run, tmp_path):
     fifo = tmp_path / "fifo.jsonl"
     os.mkfifo(fifo)
     assert_clear(cli("--run-dir", run_dir, "--batch", str(fifo)), "not a regular file")
+
+
+def test_a_refused_single_verdict_quotes_its_value_bounded(run):
+    run_dir, units = run
+    md1 = next(u for u in units if u.id == "MD1")
+    value = verdict() | {"reasons": ["x" * 400_000], "judgment": "y" * 400_000, "answers": {"z" * 100_000: "maybe"}}
+    with pytest.raises(VerdictInvalid) as refused:
+        record_judged(config(), run_dir, md1, value)
+    message = str(refused.value)
+    assert len(message) < 5000 and "characters, shown: 300]" in message, message[:3000]

@@ -75,7 +75,7 @@ def record_judged(config: TargetConfig, run_dir: Path, unit: Unit, value: dict) 
     """Record one judge's verdict, or refuse it with every problem in the message."""
     found, status = _attempt(config, Path(run_dir), unit, value, None)
     if found:
-        exc = VerdictInvalid(submission.message(found))
+        exc = VerdictInvalid("verdict " + "; ".join(_refusal(0, None, found)["problems"]))  # quoted, bounded
         exc.pointer = found[0].pointer
         raise exc
     return status

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from ...base.modeltext import block, field as labelled, inline, json_safe, listing
+from ...base.modeltext import INLINE_CHARS, block, field as labelled, inline, json_safe, listing
 from ...config.units import Unit
 from ...drive.packet_record import Packet
 from ..open_questions import open_questions
@@ -66,7 +66,8 @@ class UnitView:
         return f"review.py --id {self.unit} --full shows all"
 
     def to_json(self) -> dict:
-        limits = {"answer": self.answer_chars, "trace": TRACE_CHARS, "question": QUESTION_CHARS}
+        limits = {"answer": self.answer_chars, "trace": TRACE_CHARS, "question": QUESTION_CHARS,
+                  "followup": TRACE_CHARS, "findings": DETAIL_CHARS, "infra": DETAIL_CHARS}
         out = {}
         for k, v in self.__dict__.items():
             if v in (None, "", [], {}) or k == "answer_chars":
@@ -74,7 +75,7 @@ class UnitView:
             if k in ("open", "panel"):
                 shown = OPEN_SHOWN if k == "open" else PANEL_SHOWN
                 v = v[:shown] + ([f"… and {len(v) - shown:,} more (shown: {shown})"] if len(v) > shown else [])
-            out[k] = json_safe(v, limits.get(k, ANSWER_CHARS if k == "followup" else TRACE_CHARS), one_line=False)
+            out[k] = json_safe(v, limits.get(k, INLINE_CHARS), one_line=False)
         return out
 
     def _qa(self, prefix: str, question: str, answer: str, trace: str | None) -> list[str]:
