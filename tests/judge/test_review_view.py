@@ -6,7 +6,8 @@ import json
 import pytest
 from obai_e2e.config.units import Unit
 from obai_e2e.judge.review.trace_text import compact_trace
-from obai_e2e.judge.review.view import ANSWER_CHARS, SHORT_ANSWER_CHARS, bounded, unit_view
+from obai_e2e.base.modeltext import inline
+from obai_e2e.judge.review.view import ANSWER_CHARS, DETAIL_CHARS, unit_view
 from obai_e2e.judge.rubric.outcome import FAIL, NEEDS_REVIEW, PASS
 from recorded import CLEAN, FAULTS, case, checked, clean_unit, name_of, packet, recordings
 
@@ -26,7 +27,7 @@ def test_the_view_holds_every_failed_or_soft_rule_with_all_its_evidence_and_no_o
     for o in found:
         for code in o.tripped_codes:
             assert f"{o.status} {code}" in text or code in text, code
-        assert o.detail in text
+        assert inline(o.detail, DETAIL_CHARS) in text
         for e in o.evidence:
             assert json.dumps(e.excerpt, ensure_ascii=False) in text, (o.rule, e.excerpt)
             if e.span_id:
@@ -96,10 +97,12 @@ def test_a_unit_with_nothing_left_to_judge_is_shown_short_and_whole_on_request()
 
 
 def test_long_answers_are_cut_with_a_visible_marker_that_says_where_the_rest_is():
-    text = "\n".join(f"line {i} " + "x" * 60 for i in range(200))
-    cut = bounded(text, ANSWER_CHARS, "MD1")
-    assert len(cut) < ANSWER_CHARS + 120 and "review.py --id MD1 --full" in cut
-    assert cut.startswith("line 0 ") and bounded("short", SHORT_ANSWER_CHARS, "MD1") == "short"
+    p, check, _ = view_of(CLEAN, clean_unit("MD1"))
+    p.answer = "\n".join(f"line {i} " + "x" * 60 for i in range(200))
+    view = unit_view(Unit(case(p.case_id), 1, 1), p, check, None, "A", short=False)
+    shown = view.text().split("answer:\n", 1)[1].split("\ntrace:", 1)[0]
+    assert len(shown) < ANSWER_CHARS + 120 and "review.py --id MD1 --full" in shown
+    assert shown.startswith("  line 0 ") and all(line.startswith("  ") for line in shown.splitlines())
 
 
 def test_the_json_form_holds_the_same_fields_as_the_text():

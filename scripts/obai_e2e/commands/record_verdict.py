@@ -1,13 +1,18 @@
 """obai-e2e record-verdict: validate a judge's verdict(s) and record each with its report row."""
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from pathlib import Path
 
-from ..base import jsonio
 from ..base.errors import UsageError
+from ..base.modeltext import inline
 from ..base.output import emit, emit_compact
 from ._common import add_config_args, load_plan
+
+MAX_VERDICT_BYTES = 1 << 20   # one verdict (--verdict): 1 MiB
+MAX_BATCH_BYTES = 8 << 20     # a batch (--batch): 8 MiB, far above 5,000 verdicts of a page
 
 
 def register(sub) -> None:
@@ -17,7 +22,9 @@ def register(sub) -> None:
                                    "appends the report.md row (and the detail block for fail / needs_review). The "
                                    "same verdict again is a no-op; a different one is refused. --batch takes one "
                                    "verdict per line (JSON Lines), records the valid ones and names every refused "
-                                   "one with its line, unit and all its problems (exit 2).")
+                                   "one with its line, unit and its problems, each quoted bounded (exit 2). Input is "
+                                   "read up to a cap: 1 MiB for --verdict, 8 MiB for --batch; lines are split on line "
+                                   "feeds only.")
     p.add_argument("--id", help="the unit (with --verdict or --mechanical)")
     p.add_argument("--run-dir", required=True, type=Path)
     src = p.add_mutually_exclusive_group(required=True)
@@ -28,18 +35,54 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def read_text_arg(value: str, what: str) -> str:
+def _read_bounded(value: str, what: str, limit: int) -> bytes:
+    """The bytes of ``value`` (a path, or - for stdin), refused unread when a regular file is over
+    ``limit`` and refused after ``limit`` + 1 bytes from a pipe: never read whole when too big."""
     if value == "-":
-        return sys.stdin.read()
+        data = sys.stdin.buffer.read(limit + 1)
+    else:
+        try:
+            fd = os.open(value, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError as exc:
+            raise UsageError(f"{what}: cannot read {inline(value)} ({exc.strerror or exc})") from None
+        with os.fdopen(fd, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise UsageError(f"{what}: {inline(value)} is not a regular file (a file of JSON text, or - for "
+                                 "stdin)")
+            if info.st_size > limit:
+                raise UsageError(f"{what}: {inline(value)} has {info.st_size:,} bytes; at most {limit:,} are read")
+            data = f.read(limit + 1)
+    if len(data) > limit:
+        raise UsageError(f"{what}: more than {limit:,} bytes on stdin; at most {limit:,} are read (send fewer "
+                         "verdicts per call)")
+    return data
+
+
+def read_text_arg(value: str, what: str, limit: int = MAX_BATCH_BYTES) -> str:
+    """The UTF-8 text of ``value`` (a path, or - for stdin), at most ``limit`` bytes."""
+    data = _read_bounded(value, what, limit)
     try:
-        return Path(value).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{what}: cannot read {value} ({getattr(exc, 'strerror', None) or exc})") from None
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{what}: not UTF-8 text ({exc.reason} at byte offset {exc.start:,})") from None
 
 
 def read_json_arg(value: str, what: str) -> dict:
-    text = value if value != "-" and value.lstrip().startswith("{") else read_text_arg(value, what)
-    return jsonio.loads(text, source=what, error=UsageError)
+    """One verdict: JSON text given inline, a path to a JSON file, or - for stdin; read as each
+    line of a batch is (report/record_batch.parse_verdict)."""
+    from ..report.record_batch import parse_verdict
+
+    inline_json = value != "-" and value.lstrip().startswith("{")
+    if inline_json:
+        if len(value) > MAX_VERDICT_BYTES:
+            raise UsageError(f"{what}: {len(value):,} characters; at most {MAX_VERDICT_BYTES:,} are read")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:  # bytes that are no UTF-8, passed through the argument list
+            raise UsageError(f"{what}: not UTF-8 text (a byte that is no UTF-8 at character {exc.start:,})") from None
+    text = value if inline_json else read_text_arg(value, what, MAX_VERDICT_BYTES)
+    return parse_verdict(text, what)
 
 
 def run(args) -> int:

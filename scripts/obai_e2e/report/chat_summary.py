@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ..base.modeltext import inline, listing
 from ..config.units import split_unit_id
 from .diff import SHOWN
 
 MAX_GROUPS = 25
+CODES_SHOWN = 5   # codes of one line (a code quotes a number of the answer or a span's name)
+CODE_CHARS = 80
 NOT_PASSING = ("fail", "needs_review", "inconclusive")
 
 
@@ -27,22 +30,26 @@ def _grouped(items: list[dict], describe) -> list[str]:
     counts = Counter((_case(u["unit_id"]), describe(u)) for u in items)
     lines = []
     for (case, text), n in counts.items():
-        lines.append(f"- {case}{f' ×{n}' if n > 1 else ''} {text}")
+        lines.append(f"- {inline(case, CODE_CHARS)}{f' ×{n}' if n > 1 else ''} {text}")
     if len(lines) > MAX_GROUPS:
         lines = lines[:MAX_GROUPS] + [f"- … {len(lines) - MAX_GROUPS} more (diff.json)"]
     return lines
 
 
+def _codes(codes: list | None) -> str:
+    return listing(codes or [], CODES_SHOWN, item_chars=CODE_CHARS)
+
+
 def _change(u: dict) -> str:
-    now = ", ".join(u.get("reasons") or []) or u.get("verdict") or "gone"
-    was = u.get("baseline_verdict")
-    was_codes = ", ".join(u.get("baseline_reasons") or [])
+    now = _codes(u.get("reasons")) or inline(u.get("verdict"), CODE_CHARS) or "gone"
+    was = inline(u.get("baseline_verdict"), CODE_CHARS)
+    was_codes = _codes(u.get("baseline_reasons"))
     before = f" (was {was}{' ' + was_codes if was_codes else ''})" if was else ""
     return f"{u['class']}: {now}{before}"
 
 
 def _outcome(u: dict) -> str:
-    return f"{u['verdict']}" + (f": {', '.join(u['reasons'])}" if u.get("reasons") else "")
+    return inline(u["verdict"], CODE_CHARS) + (f": {_codes(u['reasons'])}" if u.get("reasons") else "")
 
 
 def changes(diff: dict | None) -> tuple[list[str], int]:

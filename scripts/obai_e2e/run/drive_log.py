@@ -16,11 +16,16 @@ from pathlib import Path
 from ..base.clock import iso, utc_now
 from ..base.errors import ConfigError
 from ..base.fsutil import append_text, atomic_write_json, trim_torn_tail
+from ..base.modeltext import inline, listing
 from ..base.record import Record
 
 DRIVE_DIR = ".drive"
 
 RUNNING, DONE, FAILED, INTERRUPTED = "running", "done", "failed", "interrupted"
+
+LINE_CHARS = 800   # a unit's line, at most
+CODES_SHOWN = 5    # codes, and open questions, on a unit's line
+CODE_CHARS = 60    # one code or question id
 
 
 @dataclass
@@ -34,13 +39,14 @@ class UnitLine(Record):
     seconds: float | None = None
 
     def text(self) -> str:
-        """``S4 fail specialist.strategy.zero_trades | open: hub.incomplete_answer``"""
-        out = f"{self.unit} {self.verdict}"
+        """``S4 fail specialist.strategy.zero_trades | open: hub.incomplete_answer``: one line, its
+        codes escaped and bounded (base/modeltext), at most ``LINE_CHARS`` characters."""
+        out = f"{inline(self.unit, CODE_CHARS)} {inline(self.verdict, CODE_CHARS)}"  # harness values, bounded all the same
         if self.reasons:
-            out += " " + ", ".join(self.reasons)
+            out += " " + listing(self.reasons, CODES_SHOWN, item_chars=CODE_CHARS)
         if self.open:
-            out += " | open: " + ", ".join(self.open)
-        return out
+            out += " | open: " + listing(self.open, CODES_SHOWN, item_chars=CODE_CHARS)
+        return inline(out, LINE_CHARS - 60)  # the cut note fits in the rest (it never cuts as built)
 
 
 @dataclass

@@ -16,10 +16,13 @@ import time
 from pathlib import Path
 
 from ..base import procs
+from ..base.modeltext import inline
 from ..rundir.meta import load_run
 from .drive_log import DONE, FAILED, RUNNING, DriveLog, DriveState, tally
 
 POLL_S = 0.25
+UNITS_CHARS = 20_000  # the unit lines of one poll, at most; the rest wait for the next poll
+ERROR_CHARS = 1000
 STOP_WAIT_S = 60
 # The folder that holds the obai_e2e package, for the worker's sys.path.
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]
@@ -72,24 +75,42 @@ def poll(run_dir: Path, worker_argv: list[str], wait_s: float) -> tuple[int, dic
     return report(run_dir, log, state, total=len(meta.units), worker_code=code)
 
 
+def _unshown(lines: list, shown: int) -> list[str]:
+    """The texts of the lines after the first ``shown``, as many as fit ``UNITS_CHARS``."""
+    texts, size = [], 0
+    for line in lines[shown:]:
+        text = line.text()
+        if texts and size + len(text) > UNITS_CHARS:
+            break
+        texts.append(text)
+        size += len(text) + 4
+    return texts
+
+
 def report(run_dir: Path, log: DriveLog, state: DriveState | None, *, total: int, worker_code: int = 0) -> tuple[int, dict]:
     lines = log.lines()
     shown = min(log.shown(), len(lines))
-    new = lines[shown:]
-    log.mark_shown(len(lines))
+    new = _unshown(lines, shown)
+    log.mark_shown(shown + len(new))
     status = state.status if state is not None else RUNNING
     if status == RUNNING and not _alive(state):
         status = "stopped"
-    out: dict = {"status": status, "run_dir": str(run_dir), "units": [line.text() for line in new],
+    out: dict = {"status": status, "run_dir": str(run_dir), "units": new,
                  "driven": f"{len(lines)} of {total} units have a packet and a check"}
+    left = len(lines) - shown - len(new)
+    if left:
+        out["not_listed"] = (f"{left} more driven units (the lines of a call stop at {UNITS_CHARS:,} characters): "
+                             "the same command again lists them")
     if status == DONE:
         out["count"] = f"{len(lines)} units driven: {tally(lines)}"
         out["next"] = "every unit is driven; go on with the next step"
     elif status == RUNNING:
         out["next"] = "the drive goes on in the background: run the same command again"
     else:
-        out["error"] = (state.error if state is not None else None) or log.log_tail()
+        out["error"] = inline((state.error if state is not None else None) or log.log_tail(), ERROR_CHARS)
         out["next"] = "run the same command again to resume; units in flight stay pending"
+    if left and status == DONE:
+        out["next"] = "run the same command again to list the other driven units"
     if status == FAILED:
         return (worker_code or 2), out
     return 0, out

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from ..base.modeltext import cap, json_safe
 from ..config.target import TargetConfig
 from ..config.units import Unit
 from ..drive.packet_record import load_packet
@@ -22,6 +23,8 @@ from ..judge.verdict import applicable_codes, readable
 from .plan import RunPlan
 
 MAX_CHARS = 27000  # a chat tool shows 30,000 characters whole
+FULL_STRING_CHARS = 200_000  # --full: a string of a unit (its answer, its trace) at most
+FULL_ITEMS = 10_000          # --full: items of a list (rule outcomes, open questions) at most
 
 
 def _legend_key(index: int) -> str:
@@ -112,13 +115,18 @@ def review(config: TargetConfig, plan: RunPlan, *, unit_id: str | None = None, p
     units = [plan.unit(unit_id)] if unit_id else list(plan.to_judge)
     legend = _Admissible()
     if full:
-        fulls = [_full(config, plan, u, packet) for u, packet in _loaded(plan, units)]
+        fulls = [json_safe(_full(config, plan, u, packet), FULL_STRING_CHARS, one_line=False, max_items=FULL_ITEMS,
+                           max_depth=12) for u, packet in _loaded(plan, units)]
         blocks = [("", json.dumps(d, ensure_ascii=False), d) for d in fulls]
     else:
         blocks = [(v.admissible, v.text() if fmt == "text" else json.dumps(v.to_json(), ensure_ascii=False), v)
                   for v in _views(config, plan, units, legend)]
     reserve = 800  # the header, the answers' legend and the footer
-    pages = _pages(blocks, legend.sets, max(2000, max_chars - reserve)) or [[]]
+    budget = max(2000, max_chars - reserve)
+    if fmt == "text" and not full:  # a unit longer than a page is cut to one (with its legend line)
+        blocks = [(k, cap(text, budget - len(legend.sets.get(k, "")) - 8,
+                          hint=f"review.py --id {item.unit} --full shows all"), item) for k, text, item in blocks]
+    pages = _pages(blocks, legend.sets, budget) or [[]]
     page = min(max(1, page), len(pages))
     shown = pages[page - 1]
     views = [item for _, _, item in shown if isinstance(item, UnitView)]
