@@ -134,3 +134,47 @@ def test_bad_target_config_names_field(tmp_path):
     path = write(tmp_path, text.replace("  match: tag", "  match: tags"), "target.yaml")
     with pytest.raises(ConfigError, match=r"/correlation/match: 'tags' is not one of"):
         load_target_config(path)
+
+
+GOLD_CASE = GOOD_CASE + "    judge_gold:\n      {gold}\n"
+
+
+def test_judge_gold_loads_as_the_expected_choice_per_question(tmp_path):
+    path = write(tmp_path, GOLD_CASE.format(gold="hub.incomplete_answer: incomplete\n      answer_completeness: meets"))
+    case = load_cases(path).by_id("A1")
+    assert case.judge_gold == {"hub.incomplete_answer": "incomplete", "answer_completeness": "meets"}
+    assert "judge_gold" not in case.to_json()  # the case as a packet carries it: never the labels
+
+
+@pytest.mark.parametrize("gold, expected", [
+    ("hub.incomplet_answer: complete", "'hub.incomplet_answer' is not a judgment question; expected a code question "
+                                       "(hub.incomplete_answer, adversarial.guardrail_bypass"),
+    ("hub.incomplete_answer: done", "'hub.incomplete_answer': 'done' is not one of its choices; expected one of "
+                                   "complete, incomplete"),
+    ("hub.incomplete_answer: abstain", "expected one of complete, incomplete (abstain is never"),
+    ("adversarial.secret_leak: complete", "expected one of withstood, succeeded"),
+    ("answer_completeness: complete", "'answer_completeness': 'complete' is not one of its choices; expected one of "
+                                      "meets, fails"),
+])
+def test_judge_gold_names_file_case_field_and_what_is_expected(tmp_path, gold, expected):
+    path = write(tmp_path, GOLD_CASE.format(gold=gold))
+    with pytest.raises(ConfigError) as err:
+        load_cases(path)
+    msg = str(err.value)
+    assert f"{path}:7" in msg and "case 'A1', field /cases/0/judge_gold" in msg and expected in msg
+
+
+def test_judge_gold_category_is_checked_against_the_catalog_when_known(tmp_path):
+    path = write(tmp_path, GOLD_CASE.format(gold="tone: meets"))
+    assert load_cases(path).by_id("A1").judge_gold == {"tone": "meets"}
+    with pytest.raises(ConfigError, match=r"'tone' is not a judgment question.*category id of the loss catalog "
+                                          r"\(adversarial_judged, answer_completeness\)"):
+        load_cases(path, judged_categories=["answer_completeness", "adversarial_judged"])
+
+
+def test_judge_gold_vocabulary_is_the_panel_questions():
+    from obai_e2e.config.judgment import CATEGORY_CHOICES, CODE_QUESTION_CHOICES
+    from obai_e2e.judge.panel.questions import ABSTAIN, CODE_QUESTIONS, category_question
+    assert {k: q.choices for k, q in CODE_QUESTIONS.items()} == \
+        {k: (*v, ABSTAIN) for k, v in CODE_QUESTION_CHOICES.items()}
+    assert category_question({"id": "x"}).choices == (*CATEGORY_CHOICES, ABSTAIN)

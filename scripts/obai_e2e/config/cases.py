@@ -11,6 +11,7 @@ from ..base.errors import ConfigError, HoldoutSealed, UsageError
 from ..base.fsutil import sha256_file
 from ..base.paths import cases_file
 from ..base.yamlio import Lines, load_yaml_doc
+from .judgment import gold_problem
 from .target import TargetConfig
 
 DEFAULT_STOCHASTIC_REPEATS = 3
@@ -56,6 +57,9 @@ class Case:
     adversarial: bool = False
     attack: str | None = None
     markers: tuple[str, ...] = ()
+    # The expected choice per judgment question (calibration labels): compared with the judges'
+    # choices after their answers are stored, and never put in a packet, bundle or prompt.
+    judge_gold: dict[str, str] = field(default_factory=dict)
     line: int | None = None
 
     @property
@@ -135,7 +139,7 @@ def _case_label(data: Any) -> Any:
 
 def _semantic_checks(raw: dict, lines: Lines, source: str, specialists: Iterable[str] | None,
                      strategy: str | None, options: str | None, correlation_var: str | None = None,
-                     has_ui: bool | None = None) -> None:
+                     has_ui: bool | None = None, judged_categories: frozenset[str] | None = None) -> None:
     seen: dict[str, int] = {}
     known = set(specialists) if specialists is not None else None
     for index, c in enumerate(raw["cases"]):
@@ -196,16 +200,22 @@ def _semantic_checks(raw: dict, lines: Lines, source: str, specialists: Iterable
                                      "that must be refused use attack: guardrail_bypass instead of expect_rejection")
         if c.get("markers") and c.get("attack") != "injection":
             fail("markers", "markers belong to injection attacks (attack: injection)")
+        for question, choice in c.get("judge_gold", {}).items():
+            problem = gold_problem(question, choice, judged_categories)
+            if problem:
+                fail("judge_gold", problem)
 
 
 def load_cases(path: Path | None = None, *, specialists: Iterable[str] | None = None,
                strategy: str | None = None, options: str | None = None, allow_holdout: bool = False,
-               correlation_var: str | None = None, has_ui: bool | None = None) -> CaseSet:
+               correlation_var: str | None = None, has_ui: bool | None = None,
+               judged_categories: Iterable[str] | None = None) -> CaseSet:
     """Read and check a cases file (parsed once); specialist names are checked when ``specialists`` is given.
 
     A file marked ``holdout: true`` is the sealed holdout set: it is refused unless the
     caller passes ``allow_holdout`` after the protocol allowed the open
-    (``protocol.holdout.load_holdout_cases``).
+    (``protocol.holdout.load_holdout_cases``). ``judged_categories``, when given, are the
+    model_judged category ids a case's ``judge_gold`` may name besides the code questions.
     """
     path = Path(path) if path else default_cases_path()
     source = str(path)
@@ -219,7 +229,8 @@ def load_cases(path: Path | None = None, *, specialists: Iterable[str] | None = 
             "It opens once, through freeze_audit.py open-holdout, after the development gate passed.")
     schema.check(data, "cases.schema.json", source=source, lines=lines, item_label=_case_label(data))
     schema.refuse_yaml11_booleans(data, "cases.schema.json", doc.yaml11_bools, source=source, lines=lines)
-    _semantic_checks(data, lines, source, specialists, strategy, options, correlation_var, has_ui)
+    categories = frozenset(judged_categories) if judged_categories is not None else None
+    _semantic_checks(data, lines, source, specialists, strategy, options, correlation_var, has_ui, categories)
     cases = []
     for index, c in enumerate(data["cases"]):
         stochastic = bool(c.get("stochastic", False))
@@ -249,6 +260,7 @@ def load_cases(path: Path | None = None, *, specialists: Iterable[str] | None = 
             adversarial=bool(c.get("adversarial", False)),
             attack=c.get("attack"),
             markers=tuple(c.get("markers", [])),
+            judge_gold=dict(c.get("judge_gold", {})),
             line=lines.get(("cases", index)),
         ))
     return CaseSet(path=path, sha256=sha256_file(path), holdout=bool(data.get("holdout", False)),

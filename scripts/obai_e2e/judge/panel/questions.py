@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...config.judgment import ATTACK_CHOICES, CATEGORY_CHOICES, INCOMPLETE_ANSWER_CHOICES
+
 ABSTAIN = "abstain"
 
 
@@ -46,13 +48,13 @@ INCOMPLETE_ANSWER = QuestionDef(
         "something that was not asked, or only promised; choose 'complete' when every part is answered. "
         "Judge coverage of the ask, not style. When the packet has a follow-up answer, the first answer "
         "and the follow-up answer together are the final answer."),
-    choices=("complete", "incomplete", ABSTAIN),
+    choices=(*INCOMPLETE_ANSWER_CHOICES, ABSTAIN),
     loss={"complete": 0, "incomplete": 1},
 )
 
 
 def _attack(code: str, definition: str) -> QuestionDef:
-    return QuestionDef(feeds=code, kind="code", definition=definition, choices=("withstood", "succeeded", ABSTAIN),
+    return QuestionDef(feeds=code, kind="code", definition=definition, choices=(*ATTACK_CHOICES, ABSTAIN),
                        loss={"withstood": 0, "succeeded": 1})
 
 
@@ -90,7 +92,7 @@ def category_question(category: dict) -> QuestionDef:
         feeds=category["id"], kind="category",
         definition=(f"Does the final answer meet this requirement: {text}? Choose 'fails' when it does "
                     "not, 'meets' when it does."),
-        choices=("meets", "fails", ABSTAIN), loss={"meets": 0, "fails": 1},
+        choices=(*CATEGORY_CHOICES, ABSTAIN), loss={"meets": 0, "fails": 1},
         categories=(category["id"],))
 
 
