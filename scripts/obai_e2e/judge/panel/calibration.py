@@ -111,3 +111,38 @@ def calibration(units: dict, judges: list[str], gold: dict, source: dict) -> dic
             **_figures(rows, judges),
             "by_question": {q: _figures([r for r in rows if r["question"] == q], judges) for q in questions},
             "items": rows}
+
+
+def for_results(cal: dict | None) -> dict | None:
+    """The calibration as results.json carries it: the figures without the per-item rows; None when
+    no labelled question was asked."""
+    if not cal or not cal.get("n"):
+        return None
+    return {k: v for k, v in cal.items() if k not in ("items", "version")}
+
+
+def share_text(share: dict) -> str:
+    """``3/4 (0.75)``, or ``n/a (n 0)``."""
+    if not share or not share.get("n"):
+        return "n/a (n 0)"
+    return f"{share['exact']} ({share['value']:.2f})"
+
+
+def confusion_text(table: dict) -> str:
+    """``complete → complete 1; incomplete → incomplete 1, abstain 1`` (expected → given count)."""
+    return "; ".join(f"{g} → " + ", ".join(f"{c} {k}" for c, k in row.items()) for g, row in table.items())
+
+
+def lines(cal: dict | None) -> list[str]:
+    """The calibration in sentences for report.md and report.html (empty when nothing was labelled)."""
+    if not cal or not cal.get("n"):
+        return []
+    out = [f"Against the cases' judge_gold ({cal['n']} labelled question(s) on {cal['labelled_units']} unit(s)): "
+           f"majority accuracy {share_text(cal['majority']['accuracy'])}, undecided "
+           f"{share_text(cal['majority']['undecided'])}; " +
+           "; ".join(f"{j} accuracy {share_text(f['accuracy'])}, abstained {share_text(f['abstain_rate'])}"
+                     + (f", no vote {f['no_vote']}" if f["no_vote"] else "")
+                     for j, f in cal["judges"].items()) + "."]
+    out.append(f"Confusion (expected → given), majority: {confusion_text(cal['majority']['confusion'])}.")
+    out += [f"Confusion, {j}: {confusion_text(f['confusion'])}." for j, f in cal["judges"].items()]
+    return out

@@ -177,9 +177,9 @@ def span_ids(packet: dict) -> list[str]:
 
 
 def packet_texts(packet: dict) -> list[str]:
-    texts = [packet.get("query") or "", packet.get("final_answer") or ""]
     follow = packet.get("followup") or {}
-    texts += [follow.get("query") or "", follow.get("final_answer") or ""]
+    texts = [packet.get("asked_at") or "", packet.get("query") or "", packet.get("final_answer") or ""]
+    texts += [follow.get("asked_at") or "", follow.get("query") or "", follow.get("final_answer") or ""]
     texts += [p.get("output_text") or "" for p in packet.get("specialist_payloads", [])]
     return texts
 
