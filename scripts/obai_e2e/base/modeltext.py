@@ -89,10 +89,11 @@ def inline(value: object, limit: int = INLINE_CHARS, *, hint: str = "") -> str:
     return out
 
 
-def block(value: object, limit: int = BLOCK_CHARS, *, indent: str = "  ", empty: str = '""', hint: str = "") -> str:
+def block(value: object, limit: int | None = BLOCK_CHARS, *, indent: str = "  ", empty: str = '""',
+          hint: str = "") -> str:
     """``value`` as lines under a label: each line behind ``indent``, escaped; at most ``limit``
     characters printed (indents included; cut at a line break when one is near), the cut stated
-    on a last line of its own.
+    on a last line of its own. ``limit`` None: no cut (for a value its caller has bounded).
 
     ``indent`` must not be empty: it is what keeps the value's lines off the margin."""
     if not indent:
@@ -100,6 +101,8 @@ def block(value: object, limit: int = BLOCK_CHARS, *, indent: str = "  ", empty:
     text = _text(value).replace("\r\n", "\n").strip("\n")
     if not text.strip():
         return indent + empty
+    if limit is None:
+        return "\n".join(indent + line for line in escape(text, one_line=False).split("\n"))
     lines, size, used = [], 0, 0
     for raw in text[:limit].split("\n"):  # a character prints as one or more: no more than limit are shown
         room = limit - size - len(indent) - 1
@@ -130,6 +133,15 @@ def listing(items: Iterable[object], limit: int = LIST_ITEMS, *, item_chars: int
     return out
 
 
+def field(label: str, value: object, limit: int = INLINE_CHARS, *, indent: str = "  ", hint: str = "") -> str:
+    """``label: value`` on one line for a value of one line; ``label:`` and the value's lines as a
+    :func:`block` under it for a value of several."""
+    text = _text(value).replace("\r\n", "\n").strip("\n")
+    if "\n" not in text:
+        return f"{label}: {inline(text, limit, hint=hint)}"
+    return f"{label}:\n{block(text, limit, indent=indent, hint=hint)}"
+
+
 def cap(text: str, limit: int, *, hint: str = "") -> str:
     """A whole text the harness built (a page, a poll's output), cut at a line break to at most
     ``limit`` characters including the stated cut on its last line."""
@@ -142,20 +154,31 @@ def cap(text: str, limit: int, *, hint: str = "") -> str:
     return kept + "\n" + cut_note(len(text) - len(kept), len(kept), hint=hint) + ("\n" if text.endswith("\n") else "")
 
 
-def json_safe(value: object, limit: int = INLINE_CHARS, *, depth: int = 0, max_depth: int = 8) -> object:
-    """A JSON-able value with every string :func:`inline` (escaped and bounded), for JSON a model reads:
-    JSON escapes line breaks itself but leaves bidi and zero-width characters raw."""
+def json_safe(value: object, limit: int = INLINE_CHARS, *, one_line: bool = True, max_items: int = 100,
+              max_depth: int = 8, depth: int = 0) -> object:
+    """A JSON-able value with every string escaped and bounded, for JSON a model reads (JSON
+    escapes line breaks itself but leaves bidi and zero-width characters raw): each string
+    :func:`inline`, or with ``one_line`` False escaped with its line feeds kept and cut at
+    ``limit`` characters; at most ``max_items`` items of a list or an object, ``max_depth`` levels."""
+    def again(v: object) -> object:
+        return json_safe(v, limit, one_line=one_line, max_items=max_items, max_depth=max_depth, depth=depth + 1)
+
     if isinstance(value, str):
-        return inline(value, limit)
+        if one_line:
+            return inline(value, limit)
+        text = value.replace("\r\n", "\n")
+        out, used = _fitting(text, limit, _HIDDEN)
+        return out + (" " + cut_note(len(text) - used, used) if used < len(text) else "")
     if depth >= max_depth and isinstance(value, (dict, list, tuple)):
         return f"(nested deeper than {max_depth} levels: not shown)"
     if isinstance(value, dict):
         items = list(value.items())
-        out = {inline(k, limit): json_safe(v, limit, depth=depth + 1, max_depth=max_depth) for k, v in items[:100]}
-        if len(items) > 100:
-            out["…"] = f"and {len(items) - 100:,} more keys (shown: 100)"
+        out = {inline(k, INLINE_CHARS): again(v) for k, v in items[:max_items]}
+        if len(items) > max_items:
+            out["…"] = f"and {len(items) - max_items:,} more keys (shown: {max_items:,})"
         return out
     if isinstance(value, (list, tuple)):
-        shown = [json_safe(v, limit, depth=depth + 1, max_depth=max_depth) for v in value[:100]]
-        return shown + ([f"… and {len(value) - 100:,} more (shown: 100)"] if len(value) > 100 else [])
+        shown = [again(v) for v in value[:max_items]]
+        return shown + ([f"… and {len(value) - max_items:,} more (shown: {max_items:,})"]
+                        if len(value) > max_items else [])
     return value
