@@ -36,6 +36,7 @@ from ...base.fsutil import (
     write_once,
     write_once_json,
 )
+from ...base.modeltext import escape, inline
 from ...base.paths import bundle_root, catalogs_dir
 from ...config.target import TargetConfig
 from ...config.units import Unit
@@ -127,6 +128,12 @@ def _masker(packet: Packet, unit_id: str):
     return mask, count
 
 
+def _data(text: str) -> str:
+    """A value the agent or a trace wrote, as a packet holds it: control and invisible characters
+    written as escapes (JSON escapes line breaks, not bidi or zero-width characters)."""
+    return escape(text, one_line=False)
+
+
 def _cut(text: str) -> str:
     if len(text) <= OUTPUT_CHARS:
         return text
@@ -153,15 +160,15 @@ def judge_packet(packet_id: str, packet: Packet, unit_id: str,
     payloads = []
     for label, digest in turns:
         for call in (digest.specialist_calls if digest else []):
-            payloads.append({"ref": f"P{len(payloads) + 1}", "turn": label, "specialist": call.name,
-                             "span_id": call.span_id, "output_text": _cut(mask(call.output_text))})
+            payloads.append({"ref": f"P{len(payloads) + 1}", "turn": label, "specialist": inline(call.name),
+                             "span_id": inline(call.span_id), "output_text": _data(_cut(mask(call.output_text)))})
     out = {
         "packet_id": packet_id,
         "packet_version": PACKET_VERSION,
         "response_schema_version": schema.CURRENT_VERSION,
         "asked_at": asked_at(packet.turn.started_at),
-        "query": mask(packet.query),
-        "final_answer": mask(packet.answer),
+        "query": _data(mask(packet.query)),
+        "final_answer": _data(mask(packet.answer)),
         "specialist_payloads": payloads,
         "questions": [
             {"id": f"q{i}", "feeds": q.feeds, "applies": ok, "choices": list(q.choices),
@@ -170,7 +177,7 @@ def judge_packet(packet_id: str, packet: Packet, unit_id: str,
     }
     if follow:
         out["followup"] = {"note": FOLLOWUP_NOTE, "asked_at": asked_at(follow.turn.started_at),
-                           "query": mask(follow.query), "final_answer": mask(follow.answer)}
+                           "query": _data(mask(follow.query)), "final_answer": _data(mask(follow.answer))}
     return out, masked[0]
 
 
