@@ -6,7 +6,7 @@ import os
 import re
 
 import pytest
-from obai_e2e.base.errors import UsageError, WriteOnceViolation
+from obai_e2e.base.errors import UsageError, VerdictInvalid, WriteOnceViolation
 from obai_e2e.drive.packet_record import Packet
 from obai_e2e.judge.panel.aggregate import aggregate_round
 from obai_e2e.judge.panel.packets import generate, judge_packet
@@ -281,3 +281,22 @@ def test_judge_prompt_is_in_the_bundle_verbatim(run, config_cases):
     assert bundle.count("Does the final answer address what the question actually asks?") == 1
     assert bundle.count("# Response format") == 1 and '"response_schema"' not in bundle
     assert os.path.basename(rnd.manifest["prompt"]["path"]) == "judge-prompt.md"
+
+
+def test_a_packet_stored_before_packet_version_is_still_rendered_and_validated(run, config_cases):
+    from obai_e2e.judge.panel import schema
+    from obai_e2e.judge.panel.packets import render_bundle
+    from obai_e2e.judge.panel.schema import validate_entry
+
+    from .helpers import entry
+
+    rnd = make_round(run, *config_cases)
+    pid = pid_of(rnd, "MD1")
+    old = {k: v for k, v in rnd.packets[pid].items() if k not in ("packet_version", "asked_at")}
+    old["response_schema"] = schema.entry_schema(old)  # as version 1 stored it
+    bundle = render_bundle("PROMPT", [old])
+    assert '"response_schema"' not in bundle and "Choices: complete, incomplete, abstain." in bundle
+    accepted = validate_entry(entry(rnd, "MD1", "complete"), old)
+    assert accepted.repair is None and accepted.value["answers"][0]["choice"] == "complete"
+    with pytest.raises(VerdictInvalid, match="/answers/0/choice"):
+        validate_entry(entry(rnd, "MD1", "completed"), old)
