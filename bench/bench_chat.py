@@ -5,7 +5,8 @@ every command SKILL.md names as a model would issue them (tests/skill/chat_playe
 verdicts by a scripted policy that reads only what the commands print, sub-agents played
 by the scripted judge), then runs `obai-e2e run` on the same units at the same --jobs.
 It prints, per step and in total and per unit: tool calls, bytes the model reads (SKILL.md
-and the references it asks for included; tokens ≈ bytes / 4), bytes it writes, and the
+and the references it asks for included; tokens ≈ bytes / 4), bytes it writes, the bytes each
+judge sub-agent reads in its own context (its prompt and the file it is given) beside them, and the
 scripts' wall time, with the headless run's wall time beside it (with --repeat, the median ratio of
 repetitions that alternate which side goes first).
 
@@ -101,6 +102,13 @@ def table(ledger, head_s: list[float], chat_s: list[float], title: str) -> str:
     lines.append(f"| per unit | {calls / n:.2f} | {read / n:,.0f} | {ledger.total('written') / n:,.0f} | "
                  f"{ledger.script_seconds / n:.2f} |")
     lines.append("")
+    lines.append(f"main context: {read:,} bytes read (~{read // 4:,} tokens)")
+    for label, sub in sorted(ledger.sub_agents.items()):
+        lines.append(f"sub-agent {label} (a context of its own): {sub['read']:,} bytes read "
+                     f"(~{sub['read'] // 4:,} tokens), {sub['written']:,} bytes written")
+    if ledger.sub_agents:
+        total = sum(sub["read"] for sub in ledger.sub_agents.values())
+        lines.append(f"sub-agents together: {total:,} bytes read (~{total // 4:,} tokens)")
     lines.append(f"largest single output: {ledger.largest_output:,} characters")
     if head_s:
         pairs = ", ".join(f"{c:.1f} / {h:.1f}" for c, h in zip(chat_s, head_s))

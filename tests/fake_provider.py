@@ -235,9 +235,10 @@ class FakeProvider:
                 time.sleep(0.02)
         prompt = "".join(m.get("content", "") for m in body["messages"] if isinstance(m, dict)
                          and m.get("role") == "user" and isinstance(m.get("content"), str))
-        text, stop = self._text(behaviour, prompt, model)
         system = body.get("system") or "".join(m.get("content", "") for m in body["messages"]
                                                 if m.get("role") in ("system", "developer"))
+        # A judge reads both: the questions' choices are in the system prompt, the packets in the message.
+        text, stop = self._text(behaviour, f"{system}\n{prompt}", model)
         usage_in, usage_out = (len(prompt) + len(system)) // 4 + 7, len(text) // 4 + 1
         if wire == "anthropic":
             content = [{"type": "text", "text": text}]

@@ -15,10 +15,13 @@ import re
 import sys
 
 BLOCK = re.compile(r"^## Packet \d+ of \d+: \S+\n\n```json\n(.*?)\n```", re.S | re.M)
+# The bundle's Questions section: each question's choices once (older bundles: in every packet).
+CHOICES = re.compile(r"^## (\S+)\n\nChoices: (.*)\.$", re.M)
 
 
 def answer(bundle: str, label: str, plan: dict) -> dict:
     rules = plan.get(label, {})
+    listed = {feeds: text.split(", ") for feeds, text in CHOICES.findall(bundle)}
     out = []
     for block in BLOCK.findall(bundle):
         packet = json.loads(block)
@@ -30,7 +33,8 @@ def answer(bundle: str, label: str, plan: dict) -> dict:
                 answers.append({"question": q["id"], "choice": None, "evidence": {"spans": [], "numbers": []},
                                 "rationale": "The question does not apply to this packet."})
                 continue
-            pick = choice if choice in q["choices"] else q["choices"][0]
+            choices = q.get("choices") or listed[q["feeds"]]
+            pick = choice if choice in choices else choices[0]
             evidence = {"spans": spans, "numbers": []}
             if not spans and pick != "abstain":  # no payload to cite (a refusal): quote the answer
                 evidence["quotes"] = [" ".join((packet.get("final_answer") or packet["query"]).split())[:60]]

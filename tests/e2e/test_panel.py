@@ -2,7 +2,9 @@
 
 Two of three judges find the top-3 answer incomplete: the majority trips
 hub.incomplete_answer, which then shows in the unit's verdict, its report.md row,
-results.json, the HTML card data and, as rater variance, in suite.json.
+results.json, the HTML card data and, as rater variance, in suite.json. The three cases carry
+judge_gold (a small cases file of the test's own), so the panel is also measured against it:
+J3 misses the incomplete answer.
 """
 from __future__ import annotations
 
@@ -21,13 +23,27 @@ from .conftest import REPO, obai_here
 pytestmark = pytest.mark.slow
 
 PLAN = {"J1": {"top 3 by net margin": "incomplete"}, "J2": {"top 3 by net margin": "incomplete"}}
+GOLD = {"MD1": "complete", "F2": "incomplete", "O2": "complete"}
 
 
-def test_panel_majority_reaches_verdict_report_results_html_and_loss(harness_env):
+def labelled_cases(folder: Path) -> Path:
+    """The three cases as the bundle's cases.yaml has them, each with its expected judgment."""
+    import yaml
+
+    data = yaml.safe_load((REPO / "cases" / "cases.yaml").read_text())
+    cases = [{**c, "judge_gold": {"hub.incomplete_answer": GOLD[c["id"]]}} for c in data["cases"] if c["id"] in GOLD]
+    path = folder / "labelled-cases.yaml"
+    path.write_text(yaml.safe_dump({"version": 1, "cases": cases}, sort_keys=False))
+    return path
+
+
+def test_panel_majority_reaches_verdict_report_results_html_and_loss(harness_env, tmp_path):
     env = {**os.environ, "SCRIPTED_JUDGE_PLAN": json.dumps(PLAN)}
     env.pop("OBAI_DEMO_FAULTS", None)
     judge = f"{sys.executable} {REPO / 'tests' / 'scripted_judge.py'}"
-    done = obai_here(["run", "--id", "MD1,F2,O2", "--jobs", "2", "--panel-command", judge], REPO, env)
+    cases = labelled_cases(tmp_path)
+    done = obai_here(["run", "--id", "MD1,F2,O2", "--jobs", "2", "--cases", str(cases), "--panel-command", judge],
+                     REPO, env)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout)
     run_dir = Path(out["run_dir"])
@@ -59,3 +75,14 @@ def test_panel_majority_reaches_verdict_report_results_html_and_loss(harness_env
     assert cell["rater_variance"] == pytest.approx(1 / 9)
     aggregate = json.loads(next((run_dir / "judging").glob("*/aggregate.json")).read_text())
     assert aggregate["rater_variance"]["hub.incomplete_answer"]["sigma_r2"] is not None
+
+    # Measured against the labels: J1 and J2 3/3, J3 2/3 (it called F2 complete), the majority 3/3.
+    cal = results["judges"]["calibration"]
+    assert cal["n"] == 3 and cal["majority"]["accuracy"]["exact"] == "3/3"
+    assert {j: f["accuracy"]["exact"] for j, f in cal["judges"].items()} == {"J1": "3/3", "J2": "3/3", "J3": "2/3"}
+    assert cal["judges"]["J3"]["confusion"] == {"complete": {"complete": 2}, "incomplete": {"complete": 1}}
+    assert aggregate["calibration"]["judges"]["J3"]["accuracy"]["exact"] == "2/3"
+    line = "majority accuracy 3/3 (1.00)"
+    assert line in (run_dir / "report.md").read_text() and "Confusion, J3: complete → complete 2; " \
+        "incomplete → complete 1." in (run_dir / "report.md").read_text()
+    assert 'id="judge-calibration"' in html and line in html and "J3 accuracy 2/3 (0.67)" in html

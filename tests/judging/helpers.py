@@ -69,3 +69,25 @@ def entry(rnd: Round, unit_id: str, choice, *, tag: str = "", category_choice: s
 def reply(rnd: Round, choices: dict[str, str | None], *, tag: str = "") -> str:
     """A judge's raw reply: one choice per unit (every question of its packet)."""
     return json.dumps({"packets": [entry(rnd, uid, c, tag=tag) for uid, c in choices.items()]}, indent=1)
+
+
+def label_run(run: Path, gold: dict[str, dict[str, str]], *, unlabelled: tuple[str, ...] = ()) -> Path:
+    """Point the copied run at a small cases file of its own: its five cases, ``gold`` as their
+    ``judge_gold`` (case id → {question: choice}). Returns the file."""
+    import yaml
+
+    from obai_e2e.config.cases import default_cases_path
+
+    meta = json.loads((run / "run.json").read_text())
+    wanted = set(meta["filters"]["ids"]) | set(unlabelled)
+    data = yaml.safe_load(default_cases_path().read_text())
+    cases = [dict(c) for c in data["cases"] if c["id"] in wanted]
+    for c in cases:
+        c.pop("judge_gold", None)
+        if c["id"] in gold:
+            c["judge_gold"] = gold[c["id"]]
+    path = run.parent / "labelled-cases.yaml"
+    path.write_text(yaml.safe_dump({"version": 1, "cases": cases}, sort_keys=False))
+    meta["cases_file"] = str(path)
+    (run / "run.json").write_text(json.dumps(meta, indent=1))
+    return path

@@ -51,6 +51,8 @@ class Ledger:
     outputs: dict = field(default_factory=dict)
     recorded: dict = field(default_factory=dict)
     largest_output: int = 0
+    # What each sub-agent (a blind judge in a context of its own) read and wrote: label -> {read, written}.
+    sub_agents: dict = field(default_factory=dict)
 
     def total(self, attr: str) -> float:
         return sum(getattr(c, attr) for c in self.calls)
@@ -245,6 +247,8 @@ class Player:
         if reply is not None:
             reply.write_text(text, encoding="utf-8")
         said = "done" if reply is not None else text
+        self.ledger.sub_agents[label] = {"read": len(prompt.encode()) + (len(bundle.encode()) if reply else 0),
+                                         "written": len(text.encode())}
         self.ledger.calls.append(Call(f"Task {label}", read=len(said.encode()), written=len(prompt.encode()),
                                       script=False))
         return text

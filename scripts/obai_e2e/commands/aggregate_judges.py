@@ -14,7 +14,9 @@ def register(sub) -> None:
     p = sub.add_parser("aggregate-judges", help="combine a round's judge responses into aggregate.json",
                        description="Majority per question (a choice of more than half of the panel; otherwise "
                                    "abstain), percent agreement and Fleiss' kappa, per-judge figures and rater "
-                                   "variance; per unit the choices, per-judge losses, evidence and rationales. "
+                                   "variance; per unit the choices, per-judge losses, evidence and rationales; "
+                                   "where the run's cases carry judge_gold, each judge's and the majority's "
+                                   "accuracy against it (calibration, with n). "
                                    "Writes D/judging/<round>/aggregate.json once; afterwards the round takes no "
                                    "further response.")
     p.add_argument("--run-dir", required=True, type=Path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Callable
 
@@ -113,6 +114,39 @@ def c_min_judge_agreement(cond, run_dir, results, case_set) -> Check:
     return Check(cond["id"], PASS if value >= cond["value"] else FAIL, f"{metric} agreement {value:.3f} (floor {cond['value']})")
 
 
+def _latest_calibration(run_dir) -> dict | None:
+    """The calibration of the newest aggregated round, or None."""
+    from ..judge.panel.rounds import round_names
+
+    for name in reversed(round_names(run_dir)):
+        path = Path(run_dir) / "judging" / name / "aggregate.json"
+        if path.exists():
+            return json.loads(path.read_text(encoding="utf-8")).get("calibration") or {}
+    return None
+
+
+def c_min_judge_accuracy(cond, run_dir, results, case_set) -> Check:
+    """Each judge's (or the majority's) accuracy against judge_gold, as an exact fraction, at least ``value``."""
+    from ..judge.panel.calibration import exact_of, share_text
+
+    cal = _latest_calibration(run_dir)
+    if cal is None:
+        return _missing(cond, "a judge panel aggregate")
+    figures = (cal.get("by_question") or {}).get(cond["question"]) if cond.get("question") else cal
+    n = (figures or {}).get("n", 0)
+    what = f"labelled questions{' of ' + cond['question'] if cond.get('question') else ''}"
+    if n < cond.get("min_items", 1):
+        return _missing(cond, f"a calibration set ({n} {what}, at least {cond.get('min_items', 1)} needed)")
+    floor = Fraction(str(cond["value"]))
+    shares = ({"majority": figures["majority"]["accuracy"]} if cond.get("of") == "majority" else
+              {j: f["accuracy"] for j, f in figures["judges"].items()})
+    below = [f"{who} {share_text(s)}" for who, s in shares.items() if exact_of(s) < floor]
+    shown = ", ".join(f"{who} {share_text(s)}" for who, s in shares.items())
+    if below:
+        return Check(cond["id"], FAIL, f"accuracy below {cond['value']} over {n} {what}: {', '.join(below)}")
+    return Check(cond["id"], PASS, f"accuracy over {n} {what}: {shown} (floor {cond['value']})")
+
+
 def c_verdicts_valid(cond, run_dir, results, case_set) -> Check:
     from ..base.schema import load_schema
     from ..judge.contract import problems
@@ -149,6 +183,7 @@ KINDS: dict[str, Callable[..., Check]] = {
     "min_completion": c_min_completion,
     "no_top_regressions": c_no_top_regressions,
     "min_judge_agreement": c_min_judge_agreement,
+    "min_judge_accuracy": c_min_judge_accuracy,
     "verdicts_valid": c_verdicts_valid,
     "report_complete": c_report_complete,
 }

@@ -15,6 +15,7 @@ from markupsafe import Markup
 from ..base.invisible import reveal
 from ..config.cases import CaseSet
 from ..config.units import unit_key
+from ..judge.panel.calibration import lines as calibration_lines
 from . import judges_note
 from .html_changes import changes_and_charts
 from .html_loss import fmt, loss_view
@@ -253,6 +254,7 @@ def judges_view(judges: Any) -> dict | None:
         agreement += f"; {undecided} question(s) without a majority (undecided)"
     warn = judges_note.incomplete(judges)
     return {"round": judges.get("round", ""), "who": "; ".join(names) or "—", "agreement": agreement, "spent": spent,
+            "calibration": calibration_lines(judges.get("calibration")),
             "budget": judges_note.budget_line(judges) or "—",
             "warning": judges_note.headline(judges) if warn else None,
             "details": judges_note.details(judges) if warn else []}

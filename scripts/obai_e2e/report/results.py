@@ -20,6 +20,7 @@ from ..drive.packet_record import Packet, load_packet
 from ..judge.models.outcomes import unit_panel
 from ..judge.models.runner import report_block
 from ..judge.open_questions import not_asked
+from ..judge.panel.calibration import lines as calibration_lines
 from ..judge.rubric import check_packet
 from ..judge.rubric.check import CheckResult
 from ..rundir.meta import RunMeta, chosen_baseline, load_run
@@ -310,7 +311,8 @@ def finalize(config: TargetConfig, case_set: CaseSet, run_dir: Path, units: list
         insert_changes(run_dir / "report.md", (diff.get("baseline") or {}).get("run_id"), markdown_lines(diff))
     if data.get("judges") and (run_dir / "report.md").exists():
         j = data["judges"]
-        insert_judges(run_dir / "report.md", judges_note.headline(j), judges_note.details(j),
+        insert_judges(run_dir / "report.md", judges_note.headline(j),
+                      judges_note.details(j) + calibration_lines(j.get("calibration")),
                       warn=judges_note.incomplete(j))
     s = data["summary"]
     if s.get("questions_not_asked") and (run_dir / "report.md").exists():

@@ -19,6 +19,7 @@ from typing import Callable
 from ...config.target import TargetConfig
 from ...config.units import Unit
 from ..panel.aggregate import aggregate_round
+from ..panel.calibration import for_results
 from ..panel.packets import generate
 from ..panel.rounds import judging_lock, load_round, round_names
 from . import cache
@@ -78,17 +79,18 @@ def summary(run_dir: Path, round_name: str | None = None) -> dict:
     costs = [u.get("cost") for u, provider in usages if provider != "command"]
     cost = None if any(c is None for c in costs) else show(sum((Decimal(c) for c in costs), Decimal(0)))
     rnd = load_round(run_dir, round_name, verify=False) if round_name else latest_round(run_dir)
-    agreement, judges, undecided, left = None, [], [], []
+    agreement, judges, undecided, left, calibrated = None, [], [], [], None
     if rnd is not None:
         if rnd.aggregate_path.exists():
             data = json.loads(rnd.aggregate_path.read_text(encoding="utf-8"))
             overall = data["agreement"]["overall"]
             agreement = {k: overall[k] for k in ("items", "percent_agreement", "fleiss_kappa")}
             judges = [{"judge": j, "model": f["model"]} for j, f in sorted(data["judge_figures"].items())]
+            calibrated = for_results(data.get("calibration"))
         undecided, left = questions_state(rnd)
     tokens = {"input": tokens_in, "output": tokens_out, "total": tokens_in + tokens_out}
     return {"replies": len(cache.records(run_dir)), "tokens": tokens, "cost": cost, "agreement": agreement,
-            "judges": judges, "undecided": undecided, "left_undecided": left}
+            "judges": judges, "undecided": undecided, "left_undecided": left, "calibration": calibrated}
 
 
 def report_block(run_dir: Path) -> dict | None:
@@ -111,7 +113,7 @@ def report_block(run_dir: Path) -> dict | None:
             "families": (panel or {}).get("families"), "replies": s["replies"], "tokens": s["tokens"],
             "cost": s["cost"], "currency": ((panel or {}).get("budget") or {}).get("currency"),
             "agreement": s["agreement"], "undecided": s["undecided"], "left_undecided": s["left_undecided"],
-            "budget": budget}
+            "calibration": s["calibration"], "budget": budget}
 
 
 def summary_line(s: dict, currency: str = "USD") -> str:

@@ -6,7 +6,9 @@ only by a decisive choice (anything but ``abstain``) given by more than N/2 judg
 abstention never decides, so two abstentions and one vote leave the question open.
 Otherwise the question is ``abstain`` (undecided). The result is a pure function of the
 stored packets and validations, written once as ``aggregate.json`` and reproducible byte
-for byte by the offline replay.
+for byte by the offline replay. Its ``calibration`` compares the decided choices with the
+expected ones the run's cases name (``judge_gold``, see calibration.py): read here, after
+every answer is stored, and never before.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from ...base.errors import UsageError
 from ...base.fsutil import dumps_json, write_once
 from . import schema
 from .agreement import as_float, fleiss, pairwise, rater_variance
+from .calibration import calibration, round_gold
 from .questions import ABSTAIN, QuestionDef
 from .responses import load_responses, summary
 from .rounds import Round, load_round, round_names
@@ -171,8 +174,16 @@ def aggregate(rnd: Round, responses: dict[str, dict]) -> dict:
         "agreement": {"overall": overall, "by_question": by_question,
                       "note": "items are applicable questions every judge of the panel answered validly; "
                               "categories are the choices, abstain included"},
-        "judge_figures": figures, "rater_variance": variance, "units": units,
+        "judge_figures": figures, "rater_variance": variance,
+        "calibration": calibration(units, judges, *round_gold(rnd.dir.parents[1], units)), "units": units,
     }
+
+
+def calibration_brief(cal: dict) -> dict:
+    """Accuracy against the labels in a line each: per judge and for the majority, with n."""
+    return {"items": cal["n"], "majority_accuracy": cal["majority"]["accuracy"],
+            "judges": {j: {"accuracy": f["accuracy"], "abstain_rate": f["abstain_rate"]}
+                       for j, f in cal["judges"].items()}}
 
 
 def as_float_ratio(num: int, den: int) -> float | None:
@@ -198,6 +209,7 @@ def aggregate_round(run_dir: Path, round_name: str, *, allow_missing: bool = Fal
             "file": str(rnd.aggregate_path), "units": len(result["units"]), "judges": result["judges"],
             "missing_judges": result["missing_judges"], "decided": decided, "trips": trips,
             "agreement": {k: result["agreement"]["overall"][k] for k in ("items", "percent_agreement", "fleiss_kappa")},
+            "calibration": calibration_brief(result["calibration"]),
             "rater_variance": {k: v["sigma_r2"] for k, v in result["rater_variance"].items()}}
 
 

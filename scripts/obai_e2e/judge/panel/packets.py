@@ -1,13 +1,20 @@
 """Blind judge packets: one anonymous packet per unit that needs a model's judgment.
 
-A packet holds the query, the final answer (and, for an async unit, the labelled
-follow-up answer), the specialist payloads (ref, name, span id, output text), the
-questions with their definitions and choices, the context schema version and the
-response schema — and nothing else: no case or unit id, no feature or labels, no
-expected field, no mechanical outcome, no baseline, no file name, no other judge. Its id
+A packet holds when the question was asked (the turn's start, a date and time in UTC), the
+query, the final answer (and, for an async unit, the labelled follow-up answer with its own
+time), the specialist payloads (ref, name, span id, output text), the questions with their
+definitions and choices, and its versions (``packet_version``, ``response_schema_version``)
+— and nothing else: no case or unit id, no feature or labels, no expected field or
+calibration label, no mechanical outcome, no baseline, no file name, no other judge. Its id
 is random (``secrets``), so it carries nothing about the unit; the id → unit map is kept
-in ``mapping.json``, which no judge sees. ``bundle.md`` is the whole text a fresh judge
-gets: the frozen prompt, every packet and the exact response format.
+in ``mapping.json``, which no judge sees.
+
+``bundle.md`` is the whole text a fresh judge gets, read once by every judge of the round:
+the frozen prompt, each question's definition and choices once, every packet (its questions
+by id, what they feed and whether they apply) and the response format once. A packet's
+response schema is not written out: it follows from the packet (``schema.entry_schema``),
+and the reply is validated against it. Packets of version 1 (stored before packet_version
+existed) carry no time and a ``response_schema``; they are read and rendered as they are.
 """
 from __future__ import annotations
 
@@ -16,10 +23,11 @@ import math
 import random
 import re
 import secrets
+from datetime import timezone
 from fractions import Fraction
 from pathlib import Path
 
-from ...base.clock import iso, utc_now
+from ...base.clock import iso, parse_iso, utc_now
 from ...base.errors import ConfigError, UsageError, WriteOnceViolation
 from ...base.fsutil import (
     dumps_json,
@@ -28,6 +36,7 @@ from ...base.fsutil import (
     write_once,
     write_once_json,
 )
+from ...base.modeltext import escape, inline
 from ...base.paths import bundle_root, catalogs_dir
 from ...config.target import TargetConfig
 from ...config.units import Unit
@@ -45,6 +54,7 @@ from .questions import (
 from .rounds import check_round, round_dir
 
 MANIFEST_VERSION = 1
+PACKET_VERSION = 2  # 2: asked_at (and followup.asked_at); no response_schema inside the packet
 DEFAULT_PANEL = 3
 MIN_SHARE = Fraction(1, 5)
 OUTPUT_CHARS = 8000
@@ -55,6 +65,15 @@ FOLLOWUP_NOTE = ("The first answer started a background job. This is the follow-
 
 def prompt_path() -> Path:
     return bundle_root() / "references" / "judge-prompt.md"
+
+
+PROMPT_VERSION = re.compile(r"^# .*\(version (\d+)\)$", re.M)
+
+
+def prompt_version(prompt: str) -> int | None:
+    """The version the prompt's first heading names (``# … (version 2)``); None before versions."""
+    found = PROMPT_VERSION.search(prompt.split("\n", 1)[0])
+    return int(found.group(1)) if found else None
 
 
 def default_catalog_path() -> Path:
@@ -109,10 +128,25 @@ def _masker(packet: Packet, unit_id: str):
     return mask, count
 
 
+def _data(text: str) -> str:
+    """A value the agent or a trace wrote, as a packet holds it: control and invisible characters
+    written as escapes (JSON escapes line breaks, not bidi or zero-width characters)."""
+    return escape(text, one_line=False)
+
+
 def _cut(text: str) -> str:
     if len(text) <= OUTPUT_CHARS:
         return text
     return text[:OUTPUT_CHARS] + f"\n… [cut: {len(text) - OUTPUT_CHARS} more characters]"
+
+
+def asked_at(started_at: str) -> str | None:
+    """When a turn started, as a judge reads it: ``2026-04-30 14:05 UTC (Thursday)``; None when unknown."""
+    try:
+        when = parse_iso(started_at)
+    except (ValueError, AttributeError):
+        return None
+    return when.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC (%A)")
 
 
 def judge_packet(packet_id: str, packet: Packet, unit_id: str,
@@ -126,13 +160,15 @@ def judge_packet(packet_id: str, packet: Packet, unit_id: str,
     payloads = []
     for label, digest in turns:
         for call in (digest.specialist_calls if digest else []):
-            payloads.append({"ref": f"P{len(payloads) + 1}", "turn": label, "specialist": call.name,
-                             "span_id": call.span_id, "output_text": _cut(mask(call.output_text))})
+            payloads.append({"ref": f"P{len(payloads) + 1}", "turn": label, "specialist": inline(call.name),
+                             "span_id": inline(call.span_id), "output_text": _data(_cut(mask(call.output_text)))})
     out = {
         "packet_id": packet_id,
+        "packet_version": PACKET_VERSION,
         "response_schema_version": schema.CURRENT_VERSION,
-        "query": mask(packet.query),
-        "final_answer": mask(packet.answer),
+        "asked_at": asked_at(packet.turn.started_at),
+        "query": _data(mask(packet.query)),
+        "final_answer": _data(mask(packet.answer)),
         "specialist_payloads": payloads,
         "questions": [
             {"id": f"q{i}", "feeds": q.feeds, "applies": ok, "choices": list(q.choices),
@@ -140,9 +176,8 @@ def judge_packet(packet_id: str, packet: Packet, unit_id: str,
             for i, (q, ok) in enumerate(questions, 1)],
     }
     if follow:
-        out["followup"] = {"note": FOLLOWUP_NOTE, "query": mask(follow.query),
-                           "final_answer": mask(follow.answer)}
-    out["response_schema"] = schema.entry_schema(out)
+        out["followup"] = {"note": FOLLOWUP_NOTE, "asked_at": asked_at(follow.turn.started_at),
+                           "query": _data(mask(follow.query)), "final_answer": _data(mask(follow.answer))}
     return out, masked[0]
 
 
@@ -189,41 +224,68 @@ def _select(run_dir: Path, config: TargetConfig, units: list[Unit], codes: dict,
 
 # -- the bundle ------------------------------------------------------------------------
 
-def _skeleton(packets: list[dict]) -> dict:
-    return {"packets": [
-        {"packet_id": p["packet_id"], "answers": [
-            {"question": q["id"],
-             "choice": (" | ".join(q["choices"]) if q["applies"] else None),
-             "evidence": {"spans": [], "numbers": []}, "rationale": ""}
-            for q in p["questions"]]}
-        for p in packets]}
-
-
-READING_ORDER = ("packet_id", "query", "final_answer", "followup", "specialist_payloads", "questions",
-                 "response_schema_version", "response_schema")
+READING_ORDER = ("packet_id", "asked_at", "query", "final_answer", "followup", "specialist_payloads", "questions")
+# Written once for the whole bundle (the questions, the response format) or not for a judge at all.
+NOT_SHOWN = ("packet_version", "response_schema_version", "response_schema")
 
 
 def _for_reading(packet: dict) -> dict:
-    """The packet with its keys in reading order (query before answer before payloads)."""
-    first = {k: packet[k] for k in READING_ORDER if k in packet}
-    return {**first, **{k: v for k, v in sorted(packet.items()) if k not in first}}
+    """The packet as the bundle shows it: keys in reading order (query before answer before payloads),
+    each question by id, what it feeds and whether it applies (its definition and choices are
+    written once, under Questions)."""
+    shown = {k: v for k, v in packet.items() if k not in NOT_SHOWN}
+    version = schema.context_version(packet)
+    shown["questions"] = [{"id": q["id"], "feeds": q["feeds"], "applies": schema.applies(q, version)}
+                          for q in packet["questions"]]
+    first = {k: shown[k] for k in READING_ORDER if k in shown}
+    return {**first, **{k: v for k, v in sorted(shown.items()) if k not in first}}
+
+
+def _definitions(packets: list[dict]) -> dict[str, dict]:
+    """feeds → (definition, choices) of every question the packets ask, in order of first use."""
+    out: dict[str, dict] = {}
+    for p in packets:
+        for q in p["questions"]:
+            text = q["definition"].removesuffix(" " + NOT_APPLICABLE_NOTE)
+            out.setdefault(q["feeds"], {"definition": text, "choices": q["choices"]})
+    return out
+
+
+def _questions_section(packets: list[dict]) -> list[str]:
+    parts = ["---", "", "# Questions", "",
+             "Each packet lists its questions by `id`, the question they ask (`feeds`, defined here) and "
+             "whether they apply. Where `\"applies\": false` (there is no answer to judge, or the question was "
+             "refused by design), the choice is JSON null.", ""]
+    for feeds, q in _definitions(packets).items():
+        parts += [f"## {feeds}", "", f"Choices: {', '.join(q['choices'])}.", "", q["definition"], ""]
+    return parts
+
+
+def _format_section() -> list[str]:
+    example = {"packets": [{"packet_id": "<packet_id>", "answers": [
+        {"question": "q1", "choice": "<one of the choices of what q1 feeds, or null where it does not apply>",
+         "evidence": {"spans": ["<span_id>"], "numbers": ["<number>"], "quotes": ["<passage>"]},
+         "rationale": "<one sentence>"}]}]}
+    return [
+        "---", "", "# Response format", "",
+        "Reply with exactly one JSON object that satisfies this schema:", "",
+        "```json", json.dumps(schema.envelope_schema(), sort_keys=True), "```", "",
+        "One entry per packet, with one answer per question of that packet, shaped like this:", "",
+        "```json", json.dumps(example, indent=1), "```", "",
+        f"- `choice`: {schema.CHOICE_RULE}",
+        f"- `evidence`: {schema.EVIDENCE_RULE}",
+        f"- `rationale`: {schema.RATIONALE_RULE}",
+        "- No other field, no question left out, no question answered twice.", ""]
 
 
 def render_bundle(prompt: str, packets: list[dict]) -> str:
-    parts = [prompt.rstrip("\n"), "", "---", "", "# Packets", "",
+    """The text a judge reads: prompt, questions once, packets, response format once."""
+    parts = [prompt.rstrip("\n"), "", *_questions_section(packets), "---", "", "# Packets", "",
              f"There are {len(packets)} packet(s). Answer every question of every packet.", ""]
     for i, p in enumerate(packets, 1):
         parts += [f"## Packet {i} of {len(packets)}: {p['packet_id']}", "", "```json",
-                  json.dumps(_for_reading(p), indent=2, ensure_ascii=False), "```", ""]
-    parts += [
-        "---", "", "# Response format", "",
-        "Reply with exactly one JSON object that satisfies this schema, with one entry per packet; each "
-        "entry must also satisfy that packet's own `response_schema`:", "",
-        "```json", json.dumps(schema.envelope_schema(), indent=2, sort_keys=True), "```", "",
-        "Start from this skeleton: replace each choice by exactly one of the listed options (keep null where "
-        "it is null), cite evidence from the same packet and write one sentence per rationale:", "",
-        "```json", json.dumps(_skeleton(packets), indent=2, ensure_ascii=False), "```", ""]
-    return "\n".join(parts)
+                  json.dumps(_for_reading(p), indent=1, ensure_ascii=False), "```", ""]
+    return "\n".join(parts + _format_section())
 
 
 # -- generating a round ----------------------------------------------------------------
@@ -278,7 +340,9 @@ def generate(run_dir: Path, config: TargetConfig, units: list[Unit], *, round_na
         "schema_version": MANIFEST_VERSION, "round": round_name, "run_id": meta.run_id,
         "created_at": iso(utc_now()), "panel_size": panel_size, "seed": seed, "share": float(frac),
         "catalog": {"path": _shown(cat_path), "version": catalog.get("version"), "sha256": sha256_file(cat_path)},
-        "prompt": {"path": "references/judge-prompt.md", "sha256": sha256_bytes(prompt.encode("utf-8"))},
+        "prompt": {"path": "references/judge-prompt.md", "version": prompt_version(prompt),
+                   "sha256": sha256_bytes(prompt.encode("utf-8"))},
+        "packet_version": PACKET_VERSION,
         "bundle_sha256": sha256_bytes(bundle.encode("utf-8")),
         "response_schema_version": schema.CURRENT_VERSION, "questions": questions,
         "packets": digests, "coverage": coverage, "skipped": skipped,

@@ -40,6 +40,15 @@ MAX_CITES = 20
 MAX_RATIONALE = 600
 MIN_QUOTE = 4  # characters, so that a quote says something about the text
 
+# The rules of entry_schema and _checks in words, written once in a bundle's response format.
+CHOICE_RULE = ("exactly one of the choices listed for the question's `feeds` under Questions (abstain "
+               "included) where the question applies; JSON null where it does not.")
+EVIDENCE_RULE = (f"an object with `spans` and `numbers` (lists, at most {MAX_CITES} each) and optional `quotes` "
+                 "(passages of at least 4 characters): span ids, numbers and passages copied from the same packet. "
+                 "A choice other than abstain or null needs at least one of them.")
+RATIONALE_RULE = (f"one sentence (at most {MAX_RATIONALE} characters); required for a choice other than abstain "
+                  "or null.")
+
 
 def context_version(packet: dict) -> int:
     version = packet.get("response_schema_version", LEGACY_VERSION)
@@ -168,9 +177,9 @@ def span_ids(packet: dict) -> list[str]:
 
 
 def packet_texts(packet: dict) -> list[str]:
-    texts = [packet.get("query") or "", packet.get("final_answer") or ""]
     follow = packet.get("followup") or {}
-    texts += [follow.get("query") or "", follow.get("final_answer") or ""]
+    texts = [packet.get("asked_at") or "", packet.get("query") or "", packet.get("final_answer") or ""]
+    texts += [follow.get("asked_at") or "", follow.get("query") or "", follow.get("final_answer") or ""]
     texts += [p.get("output_text") or "" for p in packet.get("specialist_payloads", [])]
     return texts
 
