@@ -202,3 +202,15 @@ def test_an_export_without_the_token_is_refused(trace_store):
     finally:
         api.close()
     assert response.status_code == 401
+
+
+def test_an_exporter_configured_only_by_the_harness_variables_reaches_the_project(trace_store, monkeypatch):
+    """OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / _HEADERS as a turn gets them, read by the exporter itself."""
+    from obai_e2e.base.opik_env import otlp_env
+
+    project = project_name("otel env") + " Ä/,="
+    for name, value in otlp_env(trace_store.api_url, project, workspace="default", key=trace_store.token).items():
+        monkeypatch.setenv(name, value)
+    one_turn(SimpleSpanProcessor(OTLPSpanExporter()), thread="thread-env")
+    traces, spans = read_back(trace_store, project, 4)
+    assert len(traces) == 1 and traces[0].thread_id == "thread-env" and len(spans) == 4
