@@ -10,7 +10,7 @@ import threading
 import httpx
 import pytest
 from obai_e2e.tracestore.db import Store
-from obai_e2e.tracestore.guard import cookie_name, page_key
+from obai_e2e.tracestore.guard import page_key
 from obai_e2e.tracestore.payloads import MAX_NAME_CHARS, MAX_TAG_CHARS, MAX_TAGS
 from obai_e2e.tracestore.server import make_server
 
@@ -37,24 +37,22 @@ def test_pages_without_the_page_key_are_401_and_show_nothing(trace_store, secret
             assert secret not in response.text
 
 
-def test_the_page_key_opens_the_pages_and_leaves_a_strict_cookie_for_this_port(trace_store, secret_trace):
+def test_the_page_key_opens_the_pages_and_its_links_carry_it_without_a_cookie(trace_store, secret_trace):
     key = page_key(trace_store.token)
     assert key != trace_store.token and trace_store.page_url.endswith(f"?key={key}")
     response = httpx.get(trace_store.trace_url(secret_trace["id"]))
     assert response.status_code == 200 and "secret-page-name" in response.text
-    cookie = response.headers["set-cookie"]
-    assert cookie.startswith(f"{cookie_name(trace_store.port)}={key};")
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
-    jar = {cookie_name(trace_store.port): key}
-    assert httpx.get(f"{trace_store.ui_url}/{secret_trace['id']}", cookies=jar).status_code == 200
-    # a cookie named for another port (another store on this host) opens nothing here
-    other = {cookie_name(trace_store.port + 1): key}
-    assert httpx.get(trace_store.ui_url, cookies=other).status_code == 401
+    index = httpx.get(trace_store.page_url)
+    assert f'href="/traces/{secret_trace["id"]}?key={key}"' in index.text
+    # Browsers send a host's cookies to every port of it: no cookie, and none is taken either.
+    assert "set-cookie" not in response.headers and "set-cookie" not in index.headers
+    for name in (f"obai_trace_store_{trace_store.port}", "key"):
+        assert httpx.get(f"{trace_store.ui_url}/{secret_trace['id']}", cookies={name: key}).status_code == 401
 
 
 def test_the_page_key_opens_no_api_route_and_host_and_origin_checks_come_first(trace_store):
     key = page_key(trace_store.token)
-    for auth in ({"Authorization": key}, {"Cookie": f"{cookie_name(trace_store.port)}={key}"}):
+    for auth in ({"Authorization": key}, {"Cookie": f"obai_trace_store_{trace_store.port}={key}"}):
         response = httpx.post(f"{trace_store.api_url}/v1/private/traces/search", headers=auth,
                               json={"project_name": "x"})
         assert response.status_code == 401

@@ -309,11 +309,11 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
 
     # --- pages ------------------------------------------------------------------------------
 
-    def _page_headers(self, base: dict[str, str] = pages.HEADERS) -> tuple[str | None, dict[str, str]]:
+    def _page_headers(self, base: dict[str, str] = pages.HEADERS) -> tuple[str, dict[str, str]]:
         """The key to carry in the page's links and the headers to send; 401 without the page key."""
-        key, cookie = guard.page_access(self.query, self.headers, port=self.server.port, token=self.server.token,
-                                        data_dir=str(self.server.info.get("data_dir") or ""))
-        return key, {**base, **({"Set-Cookie": cookie} if cookie else {})}
+        key = guard.page_access(self.query, token=self.server.token,
+                                data_dir=str(self.server.info.get("data_dir") or ""))
+        return key, base
 
     def _index_page(self) -> None:
         key, headers = self._page_headers()
