@@ -235,3 +235,27 @@ def test_strict_mode_is_chosen_at_start_and_shown(tmp_path):
         assert state["strict_opik"] is True and state["visibility_delay_ms"] == 1000
     finally:
         stop(tmp_path / "store")
+
+
+def test_span_provider_is_prepended_to_its_metadata_and_a_users_own_key_wins(api, trace_store):
+    """SpanDAO: a span's provider is the first key of the metadata it returns."""
+    project = project_name("span-provider")
+    trace = trace_payload(project)
+    api.batch("traces", [trace])
+    plain = span_payload(project, trace["id"], type="llm", provider="openai", metadata={"step": 1})
+    bare = span_payload(project, trace["id"], type="llm", provider="anthropic")
+    own = span_payload(project, trace["id"], type="llm", provider="openai", metadata={"provider": "mine"})
+    none = span_payload(project, trace["id"], metadata={"step": 2})
+    api.batch("spans", [plain, bare, own, none])
+    found = {s["id"]: s for s in api.search("spans", project)}
+    assert list(found[plain["id"]]["metadata"].items()) == [("provider", "openai"), ("step", 1)]
+    assert found[bare["id"]]["metadata"] == {"provider": "anthropic"}
+    assert found[own["id"]]["metadata"] == {"provider": "mine"}
+    assert found[none["id"]]["metadata"] == {"step": 2}
+    assert api.get("spans", plain["id"]).json()["metadata"] == {"provider": "openai", "step": 1}
+    client = sdk_client(trace_store, project)
+    try:
+        read = {s.id: s for s in client.search_spans(project_name=project)}
+    finally:
+        client.end()
+    assert read[plain["id"]].metadata == {"provider": "openai", "step": 1}
