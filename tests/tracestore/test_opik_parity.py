@@ -259,3 +259,51 @@ def test_span_provider_is_prepended_to_its_metadata_and_a_users_own_key_wins(api
     finally:
         client.end()
     assert read[plain["id"]].metadata == {"provider": "openai", "step": 1}
+
+
+# --- project names ignore case (ProjectDAO: names are unique case-insensitively) ----------------
+
+
+def test_project_names_ignore_case_as_opiks_do(api, trace_store):
+    name = project_name("MixedCase")
+    first = trace_payload(name)
+    second = trace_payload(name.upper())
+    api.batch("traces", [first])
+    api.batch("traces", [second])
+    found = {t["id"] for t in api.search("traces", name.lower())}
+    assert found == {first["id"], second["id"]}
+    project = api.send("POST", "/v1/private/projects/retrieve", {"name": name.swapcase()}).json()
+    assert project["name"] == name  # the spelling written first
+    client = sdk_client(trace_store, name.upper())
+    try:
+        assert {t.id for t in client.search_traces(project_name=name.upper())} == found
+    finally:
+        client.end()
+
+
+def test_a_schema_2_database_joins_projects_that_differ_only_in_case(tmp_path):
+    import sqlite3
+
+    from obai_e2e.tracestore import timeutil
+
+    path = tmp_path / "db.sqlite3"
+    store = Store(path)
+    store.write(TRACE, [{"id": None, "project_name": "Alpha", "start_time": "2026-01-01T00:00:00.000000Z",
+                         "last_updated_at": None, "name": "t", "end_time": None, "input": None, "output": None,
+                         "metadata": None, "tags": None, "error_info": None, "thread_id": None, "extra": {}}])
+    store.close()
+    # As schema 2 kept it: the id of the name as written.
+    old_id = str(uuid.uuid5(timeutil._PROJECT_NAMESPACE, "Alpha"))
+    conn = sqlite3.connect(path)
+    with conn:
+        for table in ("traces", "projects"):
+            column = "id" if table == "projects" else "project_id"
+            conn.execute(f"UPDATE {table} SET {column} = ?", (old_id,))
+        conn.execute("PRAGMA user_version = 2")
+    conn.close()
+    reopened = Store(path)
+    try:
+        assert len(reopened.search(TRACE, SearchRequest(project_name="alpha", project_id=None))) == 1
+        assert reopened.project(name="ALPHA")["name"] == "Alpha"
+    finally:
+        reopened.close()
