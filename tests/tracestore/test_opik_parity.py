@@ -307,3 +307,18 @@ def test_a_schema_2_database_joins_projects_that_differ_only_in_case(tmp_path):
         assert reopened.project(name="ALPHA")["name"] == "Alpha"
     finally:
         reopened.close()
+
+
+def test_a_span_re_sent_through_single_post_keeps_its_first_non_empty_values_field_by_field(api):
+    """SpanDAO's single insert: a field already stored non-empty keeps its value; an empty one takes the new."""
+    project = project_name("resend")
+    trace = trace_payload(project)
+    api.batch("traces", [trace])
+    first = span_payload(project, trace["id"], name="first", input={"q": 1}, model="m-1")
+    again = {**first, "name": "second", "input": {"q": 2}, "output": {"a": 3}, "model": "m-2", "provider": "p",
+             "end_time": at(2)}
+    for body in (first, again):
+        assert api.send("POST", "/v1/private/spans", body).status_code == 201
+    stored = api.get("spans", first["id"]).json()
+    assert (stored["name"], stored["input"], stored["model"]) == ("first", {"q": 1}, "m-1")
+    assert (stored["output"], stored["provider"], stored["end_time"]) == ({"a": 3}, "p", "2026-03-01T12:00:02.000000Z")

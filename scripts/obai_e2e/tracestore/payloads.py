@@ -233,6 +233,23 @@ def parse_update(body: Any, kind: Kind) -> dict:
     return {"patch": patch, "project_name": project_name, "project_id": project_id}
 
 
+def _empty(value: Any) -> bool:
+    return value is None or value in ("", [], {})
+
+
+def first_non_empty(stored: dict, incoming: dict) -> dict:
+    """``incoming`` with every field the ``stored`` doc already holds a non-empty value for kept from it."""
+    out = dict(incoming)
+    for name, value in stored.items():
+        if name in ("id", "extra") or _empty(value):
+            continue
+        out[name] = value
+    extra = dict(incoming.get("extra") or {})
+    extra.update({name: value for name, value in (stored.get("extra") or {}).items() if not _empty(value)})
+    out["extra"] = extra
+    return out
+
+
 def merge_patches(old: dict | None, new: dict) -> dict:
     """The patch equal to applying ``old`` and then ``new``."""
     merged = dict(old or {})

@@ -232,7 +232,8 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
     def _create_one(self, plural: str) -> None:
         kind = _KINDS[plural]
         doc = parse_write(self._json(), kind, "request body")
-        self.server.store.write(kind, [doc])
+        # Opik's single span create keeps a re-sent span's first non-empty values, field by field.
+        self.server.store.write(kind, [doc], first_wins=kind is SPAN)
         self._send(201, b"", "", {"Location": f"/api/v1/private/{plural}/{doc['id']}"})
 
     def _search(self, plural: str) -> None:
