@@ -60,6 +60,7 @@ class Store:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.create_function("py_lower", 1, rows.lower, deterministic=True)
+        conn.create_function("py_number", 1, rows.number, deterministic=True)
         with self._all_lock:
             self._all.append(conn)
         return conn
