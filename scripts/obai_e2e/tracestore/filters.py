@@ -99,7 +99,7 @@ def _string_clause(expr: str, op: str, value: str) -> tuple[str, list[Any]]:
     if op in ("contains", "not_contains", "starts_with", "ends_with"):
         return _match_clause(col, op, needle)
     # metadata > / <: numbers compare as numbers, other text as text
-    number = _number_or_none(value)
+    number = number_or_none(value)
     if number is not None:
         return f"py_number({expr}) {op} ?", [number]
     return f"{col} {op} ?", [needle]
@@ -128,7 +128,7 @@ def _match_clause(col: str, op: str, needle: str) -> tuple[str, list[Any]]:
     return f"substr({col}, ?) = ?", [-len(needle), needle]
 
 
-def _number_or_none(value: str) -> float | None:
+def number_or_none(value: str) -> float | None:
     try:
         number = float(value)
     except ValueError:
@@ -169,7 +169,7 @@ def _number_clause(expr: str, op: str, value: Any, what: str) -> tuple[str, list
         return f"{expr} IS NULL", []
     if op == "is_not_empty":
         return f"{expr} IS NOT NULL", []
-    number = _number_or_none(value) if isinstance(value, str) else None
+    number = number_or_none(value) if isinstance(value, str) else None
     if number is None:
         raise bad_request(f"{what} must be a number, got {value!r:.100}")
     return f"{expr} {op} ?", [number]
