@@ -221,13 +221,19 @@ def test_the_store_counts_refused_writes_per_project(api):
     for _ in range(2):
         api.send("POST", OTLP_PATH, raw=b"\xff\xff", headers={"Content-Type": "application/x-protobuf",
                                                               "projectName": project})
-    api.send("POST", "/v1/private/otel/v1/metrics", raw=b"", headers={"Content-Type": "application/x-protobuf",
+    api.send("POST", "/v1/private/otel/v1/logs", raw=b"", headers={"Content-Type": "application/x-protobuf",
                                                                      "projectName": project})
     response = api.send("GET", "/obai-trace-store/refusals", headers={}, raw=None)
     everything = response.json()["refusals"]
     found = api.http.get("/obai-trace-store/refusals", params={"project": project.upper()}).json()["refusals"]
     assert [(g["status"], g["count"]) for g in found] == [(400, 2), (404, 1)]
-    assert found[1]["message"] == "no such endpoint: POST /api/v1/private/otel/v1/metrics"
+    assert found[1]["message"] == "no such endpoint: POST /api/v1/private/otel/v1/logs"
     assert all(g in everything for g in found)
     later = api.http.get("/obai-trace-store/refusals", params={"project": project, "since": "2999-01-01T00:00:00Z"})
     assert later.json() == {"refusals": []}
+
+
+def test_otlp_metrics_are_not_implemented_as_at_opik(api):
+    response = api.send("POST", "/v1/private/otel/v1/metrics", raw=b"",
+                        headers={"Content-Type": "application/x-protobuf"})
+    assert response.status_code == 501 and "metrics" in response.json()["errors"][0]

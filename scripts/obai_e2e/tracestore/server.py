@@ -57,6 +57,7 @@ _ROUTES: list[tuple[re.Pattern[str], dict[str, str]]] = [
     (re.compile(_ENTITY + "/" + _ID + r"/feedback-scores"), {"PUT": "_score_one"}),
     (re.compile(_ENTITY + "/" + _ID + r"/feedback-scores/delete"), {"POST": "_score_delete"}),
     (re.compile(re.escape(OTLP_TRACES)), {"POST": "_otel_traces"}),
+    (re.compile(r"/api/v1/private/otel/v1/metrics"), {"POST": "_otel_metrics"}),
     (re.compile(r"/api/v1/private/projects/retrieve"), {"POST": "_project_by_name"}),
     (re.compile(r"/api/v1/private/projects/" + _ID), {"GET": "_project_by_id"}),
     (re.compile(r"/api/v1/private/attachment(/.*)?"), {m: "_attachments" for m in ("GET", "POST", "PUT", "DELETE")}),
@@ -115,7 +116,7 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
                     allowed = ", ".join(methods)
                     raise ApiError(405, f"method {self.command} is not allowed on {path}; allowed: {allowed}")
                 guard.check_content_type(self.command, self.headers,
-                                         otlp.MEDIA_TYPES if handler == "_otel_traces" else guard.JSON_ONLY)
+                                         otlp.MEDIA_TYPES if handler.startswith("_otel") else guard.JSON_ONLY)
                 getattr(self, handler)(*match.groups())
                 return
             raise ApiError(404, f"no such endpoint: {self.command} {path[:300]}")
@@ -324,6 +325,9 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
             store.write(SPAN, [parse_write(s, SPAN, f"OTel span {s['name'][:80]!r}") for s in spans])
         body, content_type = otlp.answer(media)
         self._send(200, body, content_type)
+
+    def _otel_metrics(self) -> None:
+        raise ApiError(501, "OpenTelemetry metrics ingestion is not supported (nor is it by Opik); export traces only")
 
     def _project_by_name(self) -> None:
         body = self._json()
