@@ -25,9 +25,10 @@ from . import feedback, rows
 from .apierror import not_found, project_not_found
 from .enrich import add_derived
 from .filters import build_where
-from .payloads import SPAN, TRACE, Kind, SearchRequest, apply_patch, merge_patches
+from .payloads import SPAN, TRACE, Kind, SearchRequest, apply_patch, first_non_empty, merge_patches
 from .rows import TABLES, dumps, loads, newer
 from .schema import migrate
+from .threads import threads_of
 from .timeutil import DEFAULT_PROJECT, new_uuid7, now_ts, project_id_for
 from .truncation import slim
 
@@ -60,6 +61,7 @@ class Store:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.create_function("py_lower", 1, rows.lower, deterministic=True)
+        conn.create_function("py_number", 1, rows.number, deterministic=True)
         with self._all_lock:
             self._all.append(conn)
         return conn
@@ -97,8 +99,12 @@ class Store:
 
     # --- writes ----------------------------------------------------------------------------
 
-    def write(self, kind: Kind, docs: list[dict]) -> None:
-        """Store a batch of creates; for each id the newer copy is kept."""
+    def write(self, kind: Kind, docs: list[dict], *, first_wins: bool = False) -> None:
+        """Store a batch of creates; for each id the newer copy is kept.
+
+        ``first_wins`` (Opik's single span create): a create of an id already stored keeps each
+        field's first non-empty value and takes the new one only where the stored is empty.
+        """
         table, _ = TABLES[kind.name]
         now = now_ts()
         visible_at = time.time() + self.visibility_delay_s
@@ -107,10 +113,9 @@ class Store:
             for doc in docs:
                 if doc["id"] is None:
                     doc["id"] = new_uuid7()
-                old = conn.execute(
-                    f"SELECT has_base, base_lu, patch, created_at, visible_at, tags FROM {table} WHERE id = ?",
-                    (doc["id"],),
-                ).fetchone()
+                old = conn.execute(f"SELECT * FROM {table} WHERE id = ?", (doc["id"],)).fetchone()
+                if first_wins and old is not None and old["has_base"]:
+                    doc = first_non_empty(rows.doc_from_row(old, kind), doc)
                 project_id = project_id_for(doc["project_name"])
                 if doc["project_name"] not in projects:
                     projects.add(doc["project_name"])
@@ -129,6 +134,19 @@ class Store:
                     "last_updated_at": doc["last_updated_at"] or now,
                     "visible_at": old["visible_at"] if old is not None else visible_at,
                 }, old)
+
+    def otel_trace_ids(self, project_name: str, candidates: dict[str, str]) -> dict[str, str]:
+        """OTel trace id → Opik trace id; the first export naming an OTel trace fixes its id (``candidates``)."""
+        project_id = project_id_for(project_name)
+        found: dict[str, str] = {}
+        with self._transaction() as conn:
+            for otel_id, trace_id in candidates.items():
+                conn.execute("INSERT OR IGNORE INTO otel_trace_ids (project_id, otel_trace_id, trace_id) "
+                             "VALUES (?, ?, ?)", (project_id, otel_id, trace_id))
+                row = conn.execute("SELECT trace_id FROM otel_trace_ids WHERE project_id = ? AND otel_trace_id = ?",
+                                   (project_id, otel_id)).fetchone()
+                found[otel_id] = row["trace_id"]
+        return found
 
     def update(self, kind: Kind, entity_id: str, update: dict) -> None:
         """Apply a PATCH; one for an id not seen yet is kept until its create arrives."""
@@ -236,6 +254,13 @@ class Store:
             items = [rows.public(row, kind, request.exclude) for row in found]
             items = add_derived(conn, kind, items, request.exclude, now if self.strict else None)
         return [slim(item) for item in items] if request.truncate else items
+
+    def threads(self, project_name: str | None, project_id: str | None, thread_id: str | None = None) -> list[dict]:
+        """The project's threads (or the one named), newest first; an unknown project is Opik's 404."""
+        request = SearchRequest(project_name=project_name, project_id=project_id)
+        with self._connection() as conn:
+            found_id = self._search_project(conn, request)
+            return threads_of(conn, found_id, time.time(), thread_id)
 
     def counts(self) -> dict[str, int]:
         with self._connection() as conn:

@@ -9,13 +9,17 @@ Besides the entity tables, side tables serve reads:
   tag once, so that a ``tags contains`` search finds the matching tags through the index
   and then their owners, instead of reading every tag of every entity;
 - ``projects``: each project's name and times, for lookups by id or name;
-- ``feedback_scores``: one row per entity and score name.
+- ``feedback_scores``: one row per entity and score name;
+- ``otel_trace_ids``: the Opik trace id given to each OTel trace id of a project, so that
+  spans of one OTel trace exported in several batches share one Opik trace.
 """
 from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 2
+from .timeutil import project_id_for
+
+SCHEMA_VERSION = 3
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS traces (
@@ -122,6 +126,13 @@ CREATE TABLE IF NOT EXISTS feedback_scores (
     PRIMARY KEY (kind, entity_id, name)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS feedback_scores_by_name ON feedback_scores (kind, name, value);
+
+CREATE TABLE IF NOT EXISTS otel_trace_ids (
+    project_id TEXT NOT NULL,
+    otel_trace_id TEXT NOT NULL,
+    trace_id TEXT NOT NULL,
+    PRIMARY KEY (project_id, otel_trace_id)
+) WITHOUT ROWID;
 """
 
 # What a version-1 database holds that the new side tables must learn.
@@ -154,11 +165,28 @@ def migrate(conn: sqlite3.Connection, path: object) -> None:
         if version >= 1:
             for statement in _statements(_CARRY_OVER):
                 conn.execute(statement)
+            _rekey_projects(conn)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def _rekey_projects(conn: sqlite3.Connection) -> None:
+    """Schema 3: a project's id comes from its lower-cased name, so names differing in case are one
+    project (the spelling seen first stays its name)."""
+    found = conn.execute("SELECT id, name FROM projects ORDER BY created_at").fetchall()
+    for old_id, name in found:
+        new_id = project_id_for(name)
+        if new_id == old_id:
+            continue
+        for table in ("traces", "spans", "feedback_scores", "otel_trace_ids"):
+            conn.execute(f"UPDATE {table} SET project_id = ? WHERE project_id = ?", (new_id, old_id))
+        if conn.execute("SELECT 1 FROM projects WHERE id = ?", (new_id,)).fetchone():
+            conn.execute("DELETE FROM projects WHERE id = ?", (old_id,))
+        else:
+            conn.execute("UPDATE projects SET id = ? WHERE id = ?", (new_id, old_id))
 
 
 def _statements(script: str) -> list[str]:

@@ -20,12 +20,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
 
-from . import feedback, guard, pages
+from . import feedback, guard, otlp, pages, threads
 from .apierror import ApiError
 from .bodies import DEFAULT_MAX_BODY_BYTES, MAX_DECODED_BYTES, BodyReader
 from .db import Store
+from .otlp_map import to_writes
 from .payloads import SPAN, TRACE, parse_batch, parse_search, parse_update, parse_write
-from .timeutil import parse_uuid
+from .refusals import Refusals
+from .timeutil import DEFAULT_PROJECT, norm_ts, parse_uuid
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "MAX_DECODED_BYTES", "SERVICE", "StoreServer", "make_server"]
 
@@ -36,12 +38,17 @@ PAGE_MAX_SPANS = 2000
 _KINDS = {"traces": TRACE, "spans": SPAN}
 _ENTITY = r"/api/v1/private/(traces|spans)"
 _ID = r"([0-9A-Fa-f-]{1,64})"  # anything else after traces/ or spans/ is an unknown endpoint
+OTLP_TRACES = "/api/v1/private/otel/v1/traces"
 
 # Path pattern → {method: handler method name}; the first matching pattern decides.
 _ROUTES: list[tuple[re.Pattern[str], dict[str, str]]] = [
     (re.compile(r"/api/is-alive/ping"), {"GET": "_ping"}),
     (re.compile(r"/api/is-alive/ver"), {"GET": "_version"}),
     (re.compile(r"/api/obai-trace-store/info"), {"GET": "_info"}),
+    (re.compile(r"/api/obai-trace-store/refusals"), {"GET": "_refusals"}),
+    (re.compile(r"/api/v1/private/traces/threads/search"), {"POST": "_thread_search"}),
+    (re.compile(r"/api/v1/private/traces/threads/retrieve"), {"POST": "_thread_get"}),
+    (re.compile(r"/api/v1/private/traces/threads"), {"GET": "_thread_page"}),
     (re.compile(_ENTITY + r"/batch"), {"POST": "_create_batch"}),
     (re.compile(_ENTITY + r"/search"), {"POST": "_search"}),
     (re.compile(_ENTITY + r"/feedback-scores"), {"PUT": "_score_batch"}),
@@ -49,6 +56,8 @@ _ROUTES: list[tuple[re.Pattern[str], dict[str, str]]] = [
     (re.compile(_ENTITY + "/" + _ID), {"GET": "_get", "PATCH": "_patch"}),
     (re.compile(_ENTITY + "/" + _ID + r"/feedback-scores"), {"PUT": "_score_one"}),
     (re.compile(_ENTITY + "/" + _ID + r"/feedback-scores/delete"), {"POST": "_score_delete"}),
+    (re.compile(re.escape(OTLP_TRACES)), {"POST": "_otel_traces"}),
+    (re.compile(r"/api/v1/private/otel/v1/metrics"), {"POST": "_otel_metrics"}),
     (re.compile(r"/api/v1/private/projects/retrieve"), {"POST": "_project_by_name"}),
     (re.compile(r"/api/v1/private/projects/" + _ID), {"GET": "_project_by_id"}),
     (re.compile(r"/api/v1/private/attachment(/.*)?"), {m: "_attachments" for m in ("GET", "POST", "PUT", "DELETE")}),
@@ -73,6 +82,7 @@ class StoreServer(ThreadingHTTPServer):
         self.max_body_bytes = max_body_bytes
         self.info = info
         self.token = token
+        self.refusals = Refusals()
         super().__init__(address, Handler)
         self.port = self.server_address[1]
 
@@ -105,11 +115,13 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
                 if handler is None:
                     allowed = ", ".join(methods)
                     raise ApiError(405, f"method {self.command} is not allowed on {path}; allowed: {allowed}")
-                guard.check_content_type(self.command, self.headers)
+                guard.check_content_type(self.command, self.headers,
+                                         otlp.MEDIA_TYPES if handler.startswith("_otel") else guard.JSON_ONLY)
                 getattr(self, handler)(*match.groups())
                 return
             raise ApiError(404, f"no such endpoint: {self.command} {path[:300]}")
         except ApiError as exc:
+            self._note_refusal(path, exc)
             self._send_error(exc)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
@@ -122,6 +134,14 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
                 pass
 
     do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = do_HEAD = do_OPTIONS = _dispatch
+
+    def _note_refusal(self, path: str, exc: ApiError) -> None:
+        """A refused write naming its project (an OTLP export's projectName header) is kept, so that
+        a turn without a trace can name it; searches and lookups are reads, whatever their method."""
+        project = self.headers.get("projectName")
+        if (project and 400 <= exc.status < 500 and self.command in guard.BODY_METHODS
+                and path.startswith("/api/") and not path.endswith(("/search", "/retrieve"))):
+            self.server.refusals.record(project, exc.status, exc.message)
 
     # --- answers ----------------------------------------------------------------------------
 
@@ -199,6 +219,15 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
     def _info(self) -> None:
         self._send_json(200, {**self.server.info, "pid": os.getpid(), "counts": self.server.store.counts()})
 
+    def _refusals(self) -> None:
+        try:
+            query = parse_qs(self.query, max_num_fields=10)
+        except ValueError:
+            raise ApiError(400, "too many query parameters; refusals takes 'project' and 'since'") from None
+        since = query.get("since", [None])[0]
+        since = None if since is None else norm_ts(since, "since")
+        self._send_json(200, {"refusals": self.server.refusals.since(query.get("project", [None])[0], since)})
+
     def _create_batch(self, plural: str) -> None:
         kind = _KINDS[plural]
         self.server.store.write(kind, parse_batch(self._json(), kind))
@@ -207,7 +236,8 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
     def _create_one(self, plural: str) -> None:
         kind = _KINDS[plural]
         doc = parse_write(self._json(), kind, "request body")
-        self.server.store.write(kind, [doc])
+        # Opik's single span create keeps a re-sent span's first non-empty values, field by field.
+        self.server.store.write(kind, [doc], first_wins=kind is SPAN)
         self._send(201, b"", "", {"Location": f"/api/v1/private/{plural}/{doc['id']}"})
 
     def _search(self, plural: str) -> None:
@@ -217,6 +247,39 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
             json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n" for item in found
         )
         self._send(200, body, "application/x-ndjson")
+
+    def _thread_search(self) -> None:
+        body = self._json()
+        request = parse_search({k: v for k, v in body.items() if k not in ("filters", "last_retrieved_thread_model_id")}
+                               if isinstance(body, dict) else body, TRACE)
+        filters = threads.check_filters(body.get("filters"))
+        after = body.get("last_retrieved_thread_model_id")
+        found = [t for t in self.server.store.threads(request.project_name, request.project_id)
+                 if (after is None or t["thread_model_id"] < str(after)) and threads.matches(t, filters)]
+        self._send(200, b"".join(json.dumps(t, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+                                 for t in found[:request.limit]), "application/x-ndjson")
+
+    def _thread_get(self) -> None:
+        body = self._json()
+        thread_id = body.get("thread_id") if isinstance(body, dict) else None
+        if not isinstance(thread_id, str) or not thread_id:
+            raise ApiError(400, "request body must be an object with the 'thread_id' to read")
+        request = parse_search({k: v for k, v in body.items() if k in ("project_name", "project_id")}, TRACE)
+        found = self.server.store.threads(request.project_name, request.project_id, thread_id)
+        if not found:
+            raise ApiError(404, f"Trace Thread id: {thread_id} not found", plain=True)
+        self._send_json(200, found[0])
+
+    def _thread_page(self) -> None:
+        try:
+            query = {k: v[0] for k, v in parse_qs(self.query, max_num_fields=20).items()}
+        except ValueError:
+            raise ApiError(400, "too many query parameters") from None
+        page, size = _positive(query.get("page", "1"), "page"), _positive(query.get("size", "10"), "size")
+        found = self.server.store.threads(query.get("project_name"), query.get("project_id") and
+                                          parse_uuid(query["project_id"], "project_id"))
+        self._send_json(200, {"page": page, "size": size, "total": len(found),
+                              "content": found[(page - 1) * size: page * size]})
 
     def _get(self, plural: str, raw_id: str) -> None:
         kind = _KINDS[plural]
@@ -249,6 +312,23 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
         self.server.store.delete_score(kind, entity_id, feedback.parse_delete(self._json()))
         self._send(204, b"", "")
 
+    def _otel_traces(self) -> None:
+        """OTLP/HTTP trace export, at Opik's path: the project comes from the ``projectName`` header."""
+        media = guard.media_type(self.headers)
+        request = otlp.decode_request(self.decoded_body(self.server.max_body_bytes), media)
+        project = (self.headers.get("projectName") or "").strip() or DEFAULT_PROJECT
+        store = self.server.store
+        traces, spans = to_writes(request, project, store.otel_trace_ids(project, otlp.trace_candidates(request)))
+        if traces:
+            store.write(TRACE, [parse_write(t, TRACE, f"trace of OTel root span {t['name'][:80]!r}") for t in traces])
+        if spans:
+            store.write(SPAN, [parse_write(s, SPAN, f"OTel span {s['name'][:80]!r}") for s in spans])
+        body, content_type = otlp.answer(media)
+        self._send(200, body, content_type)
+
+    def _otel_metrics(self) -> None:
+        raise ApiError(501, "OpenTelemetry metrics ingestion is not supported (nor is it by Opik); export traces only")
+
     def _project_by_name(self) -> None:
         body = self._json()
         name = body.get("name") if isinstance(body, dict) else None
@@ -270,11 +350,11 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
 
     # --- pages ------------------------------------------------------------------------------
 
-    def _page_headers(self, base: dict[str, str] = pages.HEADERS) -> tuple[str | None, dict[str, str]]:
+    def _page_headers(self, base: dict[str, str] = pages.HEADERS) -> tuple[str, dict[str, str]]:
         """The key to carry in the page's links and the headers to send; 401 without the page key."""
-        key, cookie = guard.page_access(self.query, self.headers, port=self.server.port, token=self.server.token,
-                                        data_dir=str(self.server.info.get("data_dir") or ""))
-        return key, {**base, **({"Set-Cookie": cookie} if cookie else {})}
+        key = guard.page_access(self.query, token=self.server.token,
+                                data_dir=str(self.server.info.get("data_dir") or ""))
+        return key, base
 
     def _index_page(self) -> None:
         key, headers = self._page_headers()
@@ -295,6 +375,12 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
         trace_id = parse_uuid(raw_id, "trace id")
         trace, spans, total = self.server.store.trace_with_spans(trace_id, PAGE_MAX_SPANS)
         self._send(200, pages.trace_page(trace, spans, total, key=key), pages.CONTENT_TYPE, headers)
+
+
+def _positive(text: str, what: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise ApiError(400, f"{what} must be a whole number of 1 or more, got {text[:40]!r}")
+    return int(text)
 
 
 def make_server(store: Store, host: str, port: int, max_body_bytes: int, info: dict, *, token: str) -> StoreServer:
