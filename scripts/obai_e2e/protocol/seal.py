@@ -24,22 +24,29 @@ from pathlib import Path
 
 from ..base.errors import FrozenArtifactChanged, UsageError
 from ..base.fsutil import dumps_json, sha256_bytes, sha256_file, write_once
+from ..base.pii import SALT_FILE
 from ..base.seal_key import KEY_ENV, seal_key
 from .freeze import Drift
 
 SEAL = "seal.json"
 MAC_ALG = "hmac-sha256"
-IGNORED = (".runner.lock", ".runner.owner.json", ".judging.lock", "*.tmp", SEAL)
+# Not evidence: locks, temporary files, the seal itself, and the run's pseudonym salt (a secret of the
+# machine that drove the run: no artifact needs it, and GitHub's artifact upload leaves out dot files).
+IGNORED = (".runner.lock", ".runner.owner.json", ".judging.lock", "*.tmp", SEAL, SALT_FILE)
 LATE = ("gate-*.json", "replay-report.json")
 ATTESTED = ("gate-*.json",)   # late files that decide something: each must carry its attestation
 ATTESTATION = "attestation"
 LATE_MAX_BYTES = 4 << 20
 
 
+def _ignored(name: str) -> bool:
+    return any(fnmatch.fnmatch(name, pat) for pat in IGNORED)
+
+
 def _files(run_dir: Path) -> dict[str, str]:
     out = {}
     for path in sorted(Path(run_dir).rglob("*")):
-        if any(fnmatch.fnmatch(path.name, pat) for pat in IGNORED):
+        if _ignored(path.name):
             continue
         rel = path.relative_to(run_dir).as_posix()
         if path.is_symlink():
@@ -153,6 +160,8 @@ def verify_seal(run_dir: Path) -> Drift:
     now = _files(run_dir)
     drift = Drift()
     for rel, digest in sealed.items():
+        if _ignored(Path(rel).name):
+            continue  # listed by an older seal (the salt was once sealed)
         if rel not in now:
             drift.missing.append(rel)
         elif now[rel] != digest:
