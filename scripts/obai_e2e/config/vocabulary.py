@@ -55,7 +55,7 @@ def parse_vocabulary(f: Fields, v: dict, answer_pointer: str | None) -> Vocabula
     skill_field = v.get("skill_name_field")
     if v.get("skill_load_span") and skill_field is None:
         f.report((V, "skill_load_span"), "a skill-load span needs /vocabulary/skill_name_field: a pointer into "
-                                              "the span to the skill's name, or name for its {name} part")
+                                         "the span to the skill's name, or name for its {name} part")
     vocabulary = Vocabulary(
         hub_span=f.span(v.get("hub_span"), (V, "hub_span")),
         guardrail_span=f.span(v["guardrail_span"], (V, "guardrail_span")),
@@ -87,7 +87,7 @@ def parse_vocabulary(f: Fields, v: dict, answer_pointer: str | None) -> Vocabula
 def _check(f: Fields, vocabulary: Vocabulary) -> None:
     if not vocabulary.specialists and not vocabulary.open_names:
         f.report((V, "specialists"), "list the specialists' span names, or select them with specialist_span "
-                                          "(a name pattern) or specialist_type (a span type such as tool)")
+                                     "(a name pattern) or specialist_type (a span type such as tool)")
     for key in ("strategy_specialist", "prediction_specialist", "options_specialist"):
         name = getattr(vocabulary, key)
         if name is not None and name not in vocabulary.specialists and not vocabulary.open_names:
@@ -95,11 +95,11 @@ def _check(f: Fields, vocabulary: Vocabulary) -> None:
     both = set(map(repr, vocabulary.guardrail_allowed_values)) & set(map(repr, vocabulary.guardrail_refused_values))
     if both:
         f.report((V, "guardrail_refused_values"),
-                      f"{', '.join(sorted(both))} is listed as both allowed and refused")
+                 f"{', '.join(sorted(both))} is listed as both allowed and refused")
     if vocabulary.skill_name_field == "name" and not vocabulary.skill_load.captures:
         f.report((V, "skill_name_field"), "'name' reads the {name} part of /vocabulary/"
-                      f"skill_load_span, but {vocabulary.skill_load_span!r} has none (e.g. skill:{{name}})")
+                 f"skill_load_span, but {vocabulary.skill_load_span!r} has none (e.g. skill:{{name}})")
     for i, name in enumerate(vocabulary.specialists):
         if name.startswith("skill:"):
             f.report((V, "specialists", i), f"{name!r}: a specialist name may not start with "
-                          "'skill:' (expected_sequence uses that prefix for skill loads)")
+                     "'skill:' (expected_sequence uses that prefix for skill loads)")
