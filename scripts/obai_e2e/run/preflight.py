@@ -22,7 +22,7 @@ from ..base.paths import runs_root
 from ..base.schema import raise_all
 from ..config.cases import CaseSet, load_cases_for
 from ..config.selection import Filters, Selection
-from ..config.target import TargetConfig, load_target_config
+from ..config.target import TargetConfig, default_target_path, load_target_config
 from ..drive.agent_env import agent_environ
 from ..drive.sandbox import clear_leftovers
 from ..rundir.meta import is_empty_dir
@@ -163,7 +163,7 @@ def target_config(s: State) -> str:
     except ConfigError as exc:
         if not exc.missing:
             raise
-        raise_all(exc.problems + exc.missing, str(s.target_path or "target.yaml"))
+        raise_all(exc.problems + exc.missing, str(s.target_path or default_target_path()))
     raise_all(list(s.config.missing_files), str(s.config.path))
     return str(s.config.path)
 
