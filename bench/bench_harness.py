@@ -51,7 +51,7 @@ def demo(units: int) -> dict:
     cases = load_cases_for(config)
     packets = []
     while len(packets) < units:
-        code, out = headless.run(config, cases, Filters(), jobs=2)
+        code, out = headless.run(config, cases, headless.RunOptions(filters=Filters(), jobs=2))
         run_dir = Path(out["run_dir"])
         packets += [json.loads(p.read_text()) for p in sorted(run_dir.glob("*.json"))
                     if p.name.count(".") <= 2 and not p.name.endswith(".verdict.json")
@@ -122,7 +122,7 @@ def scale(sizes: list[int], tmp: Path) -> dict:
         case_set = load_cases(path, specialists=config.vocabulary.specialists)
         r0 = resource.getrusage(resource.RUSAGE_SELF)
         t0 = time.monotonic()
-        code, res = headless.run(config, case_set, Filters(), jobs=4)
+        code, res = headless.run(config, case_set, headless.RunOptions(filters=Filters(), jobs=4))
         wall = time.monotonic() - t0
         r1 = resource.getrusage(resource.RUSAGE_SELF)
         cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)

@@ -45,8 +45,8 @@ def run(harness_env, tmp_path_factory):
     ids = tuple(i for faulted, *_rest, clean in MATRIX.values() for i in (faulted, clean))
     os.environ["OBAI_DEMO_FAULTS"] = ",".join(f"{f}@{scope}" for f, (_, scope, *_r) in MATRIX.items())
     try:
-        code, out = headless.run(config, cases, Filters(ids=ids), jobs=2,
-                                 after_finish=after_run(config, cases, html=False))
+        code, out = headless.run(config, cases, headless.RunOptions(
+            filters=Filters(ids=ids), jobs=2, after_finish=after_run(config, cases, html=False)))
     finally:
         os.environ.pop("OBAI_DEMO_FAULTS", None)
     run_dir = Path(out["run_dir"])

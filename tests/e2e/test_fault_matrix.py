@@ -51,7 +51,7 @@ def _run(config, cases, filters: Filters, faults: str | None) -> dict:
     else:
         os.environ.pop("OBAI_DEMO_FAULTS", None)
     try:
-        code, out = headless.run(config, cases, filters, jobs=2)
+        code, out = headless.run(config, cases, headless.RunOptions(filters=filters, jobs=2))
     finally:
         os.environ.pop("OBAI_DEMO_FAULTS", None)
     results = load_results(Path(out["results"]))

@@ -174,6 +174,32 @@ def test_a_missing_or_doubled_shard_or_another_commit_is_refused(sharded):
     assert not (tmp / "bad1" / "run.json").exists() and not (tmp / "bad3" / "run.json").exists()
 
 
+# ---------------------------------------------------------------------- parts moved as CI artifacts
+
+
+def moved_as_artifact(parts: list[Path], into: Path, *, hidden: bool) -> list[Path]:
+    """The parts as a CI merge job finds them: under e2e-runs/shard-K/<date>/<time>/ of another folder, dot files
+    left out by GitHub's upload-artifact (its default since v4.4) and kept by GitLab's artifacts."""
+    moved = []
+    for k, part in enumerate(parts, 1):
+        dest = into / "e2e-runs" / f"shard-{k}" / part.parent.name / part.name
+        shutil.copytree(part, dest, ignore=None if hidden else shutil.ignore_patterns(".*"))
+        moved.append(dest)
+    return moved
+
+
+@pytest.mark.parametrize("platform,hidden", [("github", False), ("gitlab", True)])
+def test_parts_moved_as_a_platforms_artifact_step_moves_them_merge(sharded, platform, hidden):
+    assert any(p.name.startswith(".") for p in sharded["parts"][0].iterdir())  # a part holds dot files (the salt)
+    job = sharded["tmp"] / f"{platform}-merge-job"
+    moved = moved_as_artifact(sharded["parts"], job, hidden=hidden)
+    assert hidden == any(p.name.startswith(".") for p in moved[0].iterdir())
+    into = job / "e2e-runs" / "merged" / "run"
+    code, out, err = obai_json("merge-runs", *map(str, moved), "--into", str(into), "--no-html", env=sharded["env"])
+    assert code == sharded["code"] and out["run_dir"] == str(into), err[-2000:]
+    assert outcomes(into) == outcomes(sharded["whole"])
+
+
 # ---------------------------------------------------------------------- forged parts
 
 

@@ -178,3 +178,23 @@ def test_judge_gold_vocabulary_is_the_panel_questions():
     assert {k: q.choices for k, q in CODE_QUESTIONS.items()} == \
         {k: (*v, ABSTAIN) for k, v in CODE_QUESTION_CHOICES.items()}
     assert category_question({"id": "x"}).choices == (*CATEGORY_CHOICES, ABSTAIN)
+
+
+def test_every_problem_of_a_cases_file_is_named_at_once(tmp_path):
+    """Two cases the schema refuses, then (once those are right) two the cases' own rules refuse: each reading
+    names every problem it finds, with its line, case and field."""
+    text = GOOD_CASE + ("  - id: A2\n    feature: market_data\n    query: q\n    expeced_tools: [x]\n"
+                        "  - id: A3\n    feature: market_data\n    query: q\n    smoke: maybe\n")
+    with pytest.raises(ConfigError) as err:
+        load_cases(write(tmp_path, text))
+    found = {(p["item"], p["field"]) for p in err.value.problems}
+    assert found == {("case 'A2'", "/cases/1/expeced_tools"), ("case 'A3'", "/cases/2/smoke")}
+    assert "2 problems (change all of them, then run again)" in str(err.value)
+    assert "cases.yaml:10: case 'A2'" in str(err.value) and "cases.yaml:14: case 'A3'" in str(err.value)
+
+    text = GOOD_CASE + ("    stochastic: true\n    repeats: 2\n"
+                        "  - id: A2\n    feature: market_data\n    query: q\n    expected_sequence: [options_analysis]\n")
+    with pytest.raises(ConfigError) as err:
+        load_cases(write(tmp_path, text))
+    assert [(p["item"], p["field"]) for p in err.value.problems] == [
+        ("case 'A1'", "/cases/0/repeats"), ("case 'A2'", "/cases/1/expected_sequence")]

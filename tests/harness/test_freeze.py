@@ -11,7 +11,7 @@ from obai_e2e.base.fsutil import write_once, write_once_json
 from obai_e2e.config.target import load_target_config
 from obai_e2e.protocol import freeze
 from obai_e2e.protocol.holdout import require_open
-from obai_e2e.protocol.seal import seal, verify_seal
+from obai_e2e.protocol.seal import attest, seal, verify_seal
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -95,7 +95,8 @@ def test_a_sealed_run_detects_a_manual_edit(tmp_path):
     (run / "report.md").write_text("| ID |\n")
     seal(run)
     assert verify_seal(run).clean
-    (run / "gate-development.json").write_text("{}")  # arrives after the seal by design
+    (run / "gate-development.json").write_text(json.dumps(attest(run, {"passed": True})))  # after the seal, attested
+    (run / "replay-report.json").write_text("{}")  # arrives after the seal and decides nothing
     assert verify_seal(run).clean
     (run / "MD1.verdict.json").write_text('{"verdict": "pass"}\n')
     (run / "planted.json").write_text("{}")

@@ -25,8 +25,11 @@ def preflight(capsys, target: Path, cases: Path | None = None) -> tuple[int, dic
 
 
 def write(tmp_path: Path, text: str, name: str = "target.yaml") -> Path:
+    """A target file in ``tmp_path``, beside a copy of the loss plan the example names (relative to the file)."""
     path = tmp_path / name
     path.write_text(text)
+    if not (tmp_path / "plan.yaml").exists():
+        (tmp_path / "plan.yaml").write_text((EXAMPLE / "plan.yaml").read_text())
     return path
 
 

@@ -61,3 +61,22 @@ def test_a_summary_without_report_html_points_at_report_md(tmp_path):
     assert summary_markdown(run).endswith(f"Report: {run / 'report.md'}\n")
     (run / "report.html").write_text("<!DOCTYPE html>")
     assert summary_markdown(run).endswith(f"Report: {run / 'report.html'}\n")
+
+
+def test_new_run_and_finalize_print_one_compact_shape(tmp_path):
+    """new-run: one key per line, a list of unit ids on one line; finalize in a pipe: the JSON document alone
+    (its summary line and paths are in it), nothing after it on either stream."""
+    env = {**os.environ, "OBAI_E2E_RUNS": str(tmp_path / "runs")}
+    env.pop("OBAI_E2E_TARGET", None)
+    made = subprocess.run([sys.executable, "-m", "obai_e2e", "new-run", "--id", "MD1,S1,R1"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    out = json.loads(made.stdout)
+    assert out["pending"] == ["MD1", "S1.r1", "S1.r2", "S1.r3", "R1"] and out["units"] == 5
+    assert len(made.stdout.splitlines()) == len(out)
+    done = subprocess.run([sys.executable, "-m", "obai_e2e", "finalize", "--run-dir", out["run_dir"],
+                           "--allow-incomplete"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)  # the whole of stdout is one document
+    assert doc["summary_line"] and doc["report_md"]
+    assert "report.md:" not in done.stderr and doc["summary_line"] not in done.stderr

@@ -176,7 +176,7 @@ def drive(work: Path, jobs: int) -> dict[str, Path]:
             os.environ["OBAI_DEMO_FAULTS"] = faults
         say(f"recording the {group} run ({len(ids)} cases, {jobs} at a time)")
         try:
-            _, done = headless.run(cfg, cases, Filters(ids=ids), jobs=jobs, say=say)
+            _, done = headless.run(cfg, cases, headless.RunOptions(filters=Filters(ids=ids), jobs=jobs, say=say))
         finally:
             os.environ.pop("OBAI_DEMO_FAULTS", None)
         runs[group] = Path(done["run_dir"])

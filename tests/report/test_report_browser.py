@@ -123,7 +123,7 @@ def test_large_run_is_paginated(page, run_copy):
     page.click("#next")
     expect(page.locator("article.unit")).to_have_count(50)
     assert page.locator("#next").is_disabled()
-    assert "201–250 of 250" in page.locator("#shown").inner_text()
+    assert "201–250 of 250 rows: 250 of the run's 250 units match" in page.locator("#shown").inner_text()
     page.select_option("#f-sort", "run")
     expect(page.locator("#page-info")).to_have_text("page 1 of 3")
     assert page.locator("article.unit").first.get_attribute("data-unit").endswith("-00000")

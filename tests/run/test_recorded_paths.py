@@ -25,3 +25,27 @@ def test_inside_the_bundle_beside_it_in_the_repository_and_outside(tmp_path, mon
     assert recorded(str(outside)) == outside
     assert recorded("") is None and recorded(None) is None
     assert isinstance(recorded("x"), Path)
+
+
+def test_a_merge_job_finds_the_shards_absolute_paths_in_its_own_checkout_by_hash(tmp_path, monkeypatch):
+    """A shard whose configuration was outside the bundle's checkout recorded its absolute path on its runner;
+    the merge job, checked out elsewhere, takes the file under a trailing part of that path with the same bytes."""
+    import pytest
+    from obai_e2e.base.errors import UsageError
+    from obai_e2e.base.fsutil import sha256_file
+    from obai_e2e.rundir.meta import RunMeta
+
+    job = tmp_path / "merge-job"
+    (job / "e2e").mkdir(parents=True)
+    target = job / "e2e" / "target.yaml"
+    target.write_text("target: {name: x}\n")
+    (job / "cases.yaml").write_text("cases: []\n")
+    monkeypatch.setenv("OBAI_E2E_HOME", str(job / "bundle"))
+    monkeypatch.chdir(job)
+    meta = RunMeta(run_id="r", created_at="t", target_config="/home/runner/work/repo/e2e/target.yaml",
+                   target_config_sha256=sha256_file(target), cases_file="/home/runner/work/repo/cases.yaml",
+                   cases_sha256="0" * 64)
+    assert meta.located("target_config", "--target") == target
+    with pytest.raises(UsageError, match=r"cases file the run was created with, /home/runner/work/repo/cases\.yaml, "
+                                         r"is not in this checkout .*; pass --cases PATH"):
+        meta.located("cases", "--cases")  # same name, other bytes: never taken for it

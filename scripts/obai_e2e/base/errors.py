@@ -55,9 +55,23 @@ class MergeRefused(UsageError):
 
 
 class ConfigError(ObaiError):
-    """A configuration, cases, catalog or plan file is missing or invalid."""
+    """A configuration, cases, catalog or plan file is missing or invalid.
+
+    ``problems`` lists every problem found in one reading of the file, each as
+    ``{"where": "file:line", "field": "/pointer", "message": ..., "write": value to write (when known)}``."""
 
     kind = "config_error"
+
+    def __init__(self, message: str, problems: list[dict] | None = None):
+        super().__init__(message)
+        self.problems = problems or []
+        self.missing: list[dict] = []  # files the configuration names that do not exist (located like problems)
+
+    def to_json(self) -> dict:
+        out = super().to_json()
+        if self.problems:
+            out["problems"] = self.problems
+        return out
 
 
 class Interrupted(ObaiError):

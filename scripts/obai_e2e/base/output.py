@@ -52,6 +52,15 @@ def emit_compact(data: dict) -> None:
     sys.stdout.flush()
 
 
+def emit_flat(data: dict) -> None:
+    """One JSON object with one top-level key per line and each value on that line (a list of unit ids
+    reads as one line, not one line per id)."""
+    sys.stdout.write("{" + ",\n".join(f"{json.dumps(k, ensure_ascii=False)}: "
+                                      f"{json.dumps(v, ensure_ascii=False, separators=(', ', ': '))}"
+                                      for k, v in data.items()) + "}\n")
+    sys.stdout.flush()
+
+
 def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 

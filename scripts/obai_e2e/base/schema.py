@@ -173,6 +173,67 @@ def check(
     _raise(source, lines, item_label, path, describe(error))
 
 
+def problems(data: Any, schema_name: str, *, source: str, lines: Lines | None = None,
+             item_label: Callable[[tuple], str | None] | None = None) -> list[dict]:
+    """Every schema error of ``data``, each located as ConfigError.problems lists them (``check`` raises the first)."""
+    if fast_valid(schema_name, data):
+        return []
+    found = non_finite(data)
+    if found is not None:
+        return [_problem(source, lines, found[0], f"{found[1]!r} is not a finite number; write a finite value",
+                         item_label)]
+    by_path: dict[tuple, list] = {}
+    for error in validator(schema_name).iter_errors(data):
+        by_path.setdefault(tuple(error.absolute_path), []).append(error)
+    out = []
+    for _, errors in sorted(by_path.items(), key=lambda kv: [str(p) for p in kv[0]]):
+        error = jsonschema.exceptions.best_match(errors)  # one problem per field: the most telling
+        path = tuple(error.absolute_path)
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            extra = [k for k in error.instance if k not in error.schema.get("properties", {})]
+            out.extend(_problem(source, lines, path + (k,), describe(error), item_label) for k in extra)
+            continue
+        out.append(_problem(source, lines, path, describe(error), item_label))
+    return out
+
+
+def problem_text(problem: dict) -> str:
+    """One problem as a line: ``file:line: [case 'X', ]field /pointer: message``."""
+    item = f"{problem['item']}, " if problem.get("item") else ""
+    return f"{problem['where']}: {item}field {problem['field']}: {problem['message']}"
+
+
+def raise_all(found: list[dict], source: str) -> None:
+    """Raise one ConfigError naming every problem in ``found`` (nothing when it is empty)."""
+    if not found:
+        return
+    def line(p: dict) -> int:
+        tail = p["where"].rsplit(":", 1)[-1]
+        return int(tail) if p["where"] != source and tail.isdigit() else 0
+    seen: set = set()
+    unique = []
+    for p in found:  # one problem per field: the first found (the schema's, when it refused the value)
+        key = (p["where"].rsplit(":", 1)[0], p["field"])
+        if key not in seen:
+            seen.add(key)
+            unique.append(p)
+    found = sorted(unique, key=line)
+    if len(found) == 1:
+        raise ConfigError(problem_text(found[0]), found)
+    listed = "\n".join(f"  {i}. {problem_text(p)}" for i, p in enumerate(found, 1))
+    raise ConfigError(f"{source}: {len(found)} problems (change all of them, then run again):\n{listed}", found)
+
+
+def _problem(source: str, lines: Lines | None, path: tuple, message: str,
+             item_label: Callable[[tuple], str | None] | None = None) -> dict:
+    line = line_for(lines, path) if lines else None
+    out = {"where": f"{source}:{line}" if line else source, "field": pointer(path), "message": message}
+    label = item_label(path) if item_label else None
+    if label:
+        out["item"] = label
+    return out
+
+
 def _raise(source: str, lines: Lines | None, item_label: Callable[[tuple], str | None] | None,
            path: tuple, message: str) -> None:
     line = line_for(lines, path) if lines else None
@@ -190,11 +251,14 @@ def refuse_yaml11_booleans(data: Any, schema_name: str, words: dict[tuple, str],
     ``words`` maps each such value's path to the word written. Where only a boolean fits
     (``enabled: yes``) the word stays a boolean; where a string fits too, it is refused.
     """
-    for path, word in sorted(words.items(), key=lambda kv: [str(p) for p in kv[0]]):
-        if _takes_string(data, schema_name, path, word):
-            _raise(source, lines, None, path,
-                   f"unquoted {word} is read as the boolean {str(_get(data, path)).lower()} (YAML 1.1); write "
-                   f"\"{word}\" in quotes for the text, or true/false for a boolean")
+    found = [_problem(source, lines, path,
+                      f"unquoted {word} is read as the boolean {str(_get(data, path)).lower()} (YAML 1.1); write "
+                      f"\"{word}\" in quotes for the text, or true/false for a boolean")
+             for path, word in sorted(words.items(), key=lambda kv: [str(p) for p in kv[0]])
+             if _takes_string(data, schema_name, path, word)]
+    if found:
+        first = found[0]
+        raise ConfigError(f"{first['where']}: field {first['field']}: {first['message']}", found)
 
 
 def _get(data: Any, path: tuple) -> Any:

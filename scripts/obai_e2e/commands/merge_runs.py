@@ -35,8 +35,10 @@ def register(sub) -> None:
     p.add_argument("--baseline", type=Path, metavar="RESULTS_OR_RUN_DIR",
                    help="compare against this run directory or results.json; an empty directory means no "
                         "baseline (default: the newest comparable finished run, if any)")
-    p.add_argument("--target", type=Path, default=None, help="target configuration (default: the shards' own)")
-    p.add_argument("--cases", type=Path, default=None, help="cases file (default: the shards' own)")
+    p.add_argument("--target", type=Path, default=None, help="target configuration (default: the shards' own, found in this checkout by its "
+                        "recorded path and SHA-256)")
+    p.add_argument("--cases", type=Path, default=None, help="cases file (default: the shards' own, found in this checkout by its recorded path and "
+                        "SHA-256)")
     p.add_argument("--summary-md", type=Path, metavar="PATH",
                    help="append a short Markdown summary for a pull request here (also to $GITHUB_STEP_SUMMARY)")
     p.add_argument("--report-url", metavar="URL", help="where the report can be opened, for the summary")
@@ -49,8 +51,8 @@ def register(sub) -> None:
 def run(args) -> int:
     parts = load_parts(args.parts)
     first = parts[0].meta
-    config = load_target_config(args.target or first.target_config_path)
-    cases = load_cases_for(config, args.cases or first.cases_path)
+    config = load_target_config(args.target or first.located("target_config", "--target"))
+    cases = load_cases_for(config, args.cases or first.located("cases", "--cases"))
     try:
         into = merge(config, cases, parts, args.into)
     except OSError as exc:  # a file the checks did not reach (the target directory, a full disk)

@@ -1,7 +1,7 @@
 """obai-e2e new-run: create a run directory for the selected cases."""
 from __future__ import annotations
 
-from ..base.output import emit
+from ..base.output import emit_flat
 from ._common import (
     add_config_args,
     add_filter_args,
@@ -14,7 +14,8 @@ from ._common import (
 
 def register(sub) -> None:
     p = sub.add_parser("new-run", help="create runs/<date>/<time>/ with run.json and the report header",
-                       description="Creates the run directory once and prints its path and the units to drive.")
+                       description="Creates the run directory once and prints its path and the units to drive: one JSON "
+                                   "object, one key per line (the unit ids of a list on one line).")
     add_config_args(p)
     add_filter_args(p)
     add_sample_args(p)
@@ -28,5 +29,6 @@ def run(args) -> int:
     filters, repeats, extra = sampled(args, cases, filters_from(args), config.plan)
     run_dir, meta = create_run(config, cases, filters, repeats=repeats, extra=extra)
     p = plan(run_dir, cases, filters)
-    emit({"status": "created", "run_dir": str(run_dir), "run_id": meta.run_id, **p.to_json()})
+    emit_flat({"status": "created", "run_dir": str(run_dir), "run_id": meta.run_id, "units": len(p.units),
+               **p.to_json()})
     return 0

@@ -60,7 +60,8 @@ def run(args) -> int:
         run_dirs = []
         for i in range(args.repeats):
             say(f"pilot run {i + 1} of {args.repeats}")
-            code, out = headless.run(config, cases, filters, jobs=args.jobs, repeats=repeats, extra=extra, say=say)
+            code, out = headless.run(config, cases, headless.RunOptions(filters=filters, jobs=args.jobs,
+                                                                        repeats=repeats, extra=extra, say=say))
             if "run_dir" not in out:
                 result(out, args.json)
                 return code

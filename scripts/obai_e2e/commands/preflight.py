@@ -9,7 +9,11 @@ from ..base.output import emit_compact
 
 def register(sub) -> None:
     p = sub.add_parser("preflight", help="check that a regression run can start",
-                       description="Exit 0 when ready; otherwise exit 4 with one reason and the next step.")
+                       description="Runs its checks in order and stops at the first that fails: exit 0 when ready; "
+                                   "otherwise exit 4 with the reason and the next step. A configuration or cases "
+                                   "file that fails lists every problem at once (problems: where, field, message, "
+                                   "and write: the value to write when it is known), so one run names all a file "
+                                   "of an earlier release must change.")
     p.add_argument("--target", type=Path, default=None, help="target configuration file")
     p.add_argument("--cases", type=Path, default=None, help="cases file (default: cases/cases.yaml of the bundle)")
     p.add_argument("--no-start", action="store_true", help="do not start the local trace store")

@@ -101,11 +101,10 @@ def run(args) -> int:
                 "new run instead")
     where: list[Path] = [resume] if resume else []
     try:
-        code, out = headless.run(config, cases, filters, jobs=args.jobs, resume=resume, repeats=repeats, extra=extra,
-                                 after_finish=hook, say=say, panel_command=args.panel_command,
-                                 panel_judges=args.panel_judges, judges=judges, shard=args.shard,
-                                 shard_timings=args.shard_timings, baseline=args.baseline,
-                                 on_run_dir=where.append)
+        code, out = headless.run(config, cases, headless.RunOptions(
+            filters=filters, jobs=args.jobs, resume=resume, repeats=repeats, extra=extra, after_finish=hook, say=say,
+            panel_command=args.panel_command, panel_judges=args.panel_judges, judges=judges, shard=args.shard,
+            shard_timings=args.shard_timings, baseline=args.baseline, on_run_dir=where.append))
         decision = None
         if "summary" in out:
             part = f"{args.shard.index}/{args.shard.total}" if args.shard else None

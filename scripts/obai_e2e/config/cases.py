@@ -139,7 +139,9 @@ def _case_label(data: Any) -> Any:
 
 def _semantic_checks(raw: dict, lines: Lines, source: str, specialists: Iterable[str] | None,
                      strategy: str | None, options: str | None, correlation_var: str | None = None,
-                     has_ui: bool | None = None, judged_categories: frozenset[str] | None = None) -> None:
+                     has_ui: bool | None = None, judged_categories: frozenset[str] | None = None) -> list[dict]:
+    """Every problem of the cases beyond the schema, each located (schema.problem_text)."""
+    found: list[dict] = []
     seen: dict[str, int] = {}
     known = set(specialists) if specialists is not None else None
     for index, c in enumerate(raw["cases"]):
@@ -147,13 +149,15 @@ def _semantic_checks(raw: dict, lines: Lines, source: str, specialists: Iterable
         line = lines.get(("cases", index))
         where = f"{source}:{line}" if line else source
 
-        def fail(field_: str, message: str) -> None:
+        def fail(field_: str, message: str, index=index, cid=cid, line=line) -> None:
             field_line = lines.get(("cases", index, field_), line)
-            at = f"{source}:{field_line}" if field_line else source
-            raise ConfigError(f"{at}: case {cid!r}, field /cases/{index}/{field_}: {message}")
+            found.append({"where": f"{source}:{field_line}" if field_line else source, "item": f"case {cid!r}",
+                          "field": f"/cases/{index}/{field_}", "message": message})
 
         if cid in seen:
-            raise ConfigError(f"{where}: case {cid!r}: duplicate id (first defined at line {seen[cid]}); ids must be unique")
+            found.append({"where": where, "item": f"case {cid!r}", "field": f"/cases/{index}/id",
+                          "message": f"duplicate id (first defined at line {seen[cid]}); ids must be unique"})
+            continue
         seen[cid] = line or 0
         tools = c.get("expected_tools", [])
         skills = c.get("expected_skills", [])
@@ -204,6 +208,21 @@ def _semantic_checks(raw: dict, lines: Lines, source: str, specialists: Iterable
             problem = gold_problem(question, choice, judged_categories)
             if problem:
                 fail("judge_gold", problem)
+    return found
+
+
+def _check_all(doc, source: str, *context) -> None:
+    """Every problem of the file at once: the schema's, unquoted YAML 1.1 booleans, then the cases' own (only
+    over a file the schema accepts: they read its fields)."""
+    data, lines = doc.data, doc.lines
+    found = schema.problems(data, "cases.schema.json", source=source, lines=lines, item_label=_case_label(data))
+    try:
+        schema.refuse_yaml11_booleans(data, "cases.schema.json", doc.yaml11_bools, source=source, lines=lines)
+    except ConfigError as exc:
+        found.extend(exc.problems)
+    if not found:
+        found = _semantic_checks(data, lines, source, *context)
+    schema.raise_all(found, source)
 
 
 def load_cases(path: Path | None = None, *, specialists: Iterable[str] | None = None,
@@ -227,10 +246,8 @@ def load_cases(path: Path | None = None, *, specialists: Iterable[str] | None = 
         raise HoldoutSealed(
             f"{path} is the sealed holdout set: it is never planned, run, listed or shown by the normal flow. "
             "It opens once, through freeze_audit.py open-holdout, after the development gate passed.")
-    schema.check(data, "cases.schema.json", source=source, lines=lines, item_label=_case_label(data))
-    schema.refuse_yaml11_booleans(data, "cases.schema.json", doc.yaml11_bools, source=source, lines=lines)
     categories = frozenset(judged_categories) if judged_categories is not None else None
-    _semantic_checks(data, lines, source, specialists, strategy, options, correlation_var, has_ui, categories)
+    _check_all(doc, source, specialists, strategy, options, correlation_var, has_ui, categories)
     cases = []
     for index, c in enumerate(data["cases"]):
         stochastic = bool(c.get("stochastic", False))

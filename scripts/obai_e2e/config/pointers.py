@@ -29,18 +29,28 @@ def from_dotted(dotted: str) -> str:
     return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in dotted.split("."))
 
 
+class PointerError(ValueError):
+    """A value that is no pointer into a span or trace; ``write`` is the pointer it meant, when that is known."""
+
+    def __init__(self, message: str, write: str | None = None):
+        super().__init__(message)
+        self.write = write
+
+
 def check(value: str, fields: tuple[str, ...], what: str) -> str:
-    """``value`` when it is a JSON pointer into a ``what`` (span or trace); ValueError says what to write."""
+    """``value`` when it is a JSON pointer into a ``what`` (span or trace); PointerError says what to write."""
     if not value.startswith("/") and value and _DOTTED.match(value):
         hint = from_dotted(value)
         if hint.split("/")[1] not in fields:
             hint = "/output" + hint
-        raise ValueError(f"{value!r} is a dotted path; this field takes a JSON pointer into the {what} as "
-                         f"`traces sample --json` prints it: write {hint!r}")
+        raise PointerError(f"{value!r} is a dotted path; this field takes a JSON pointer into the {what} as "
+                           f"`traces sample --json` prints it: write {hint!r}", hint)
     tokens = jsonptr.parse(value)
     if not tokens or tokens[0] not in fields:
-        raise ValueError(f"{value!r} does not start at a field of the {what}: a pointer starts at the {what} as "
-                         f"`traces sample --json` prints it ({', '.join(fields)}), e.g. {'/output' + value!r}")
+        hint = "/output" + value if value.startswith("/") else None
+        raise PointerError(f"{value!r} does not start at a field of the {what}: a pointer starts at the {what} as "
+                           f"`traces sample --json` prints it ({', '.join(fields)})"
+                           + (f": write {hint!r} if it points into the output" if hint else ""), hint)
     return value
 
 

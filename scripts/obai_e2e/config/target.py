@@ -16,7 +16,7 @@ from ..base.errors import ConfigError
 from ..base.paths import cases_file, use_runs_root
 from ..base.yamlio import Lines, line_for, load_yaml_doc
 from .adversarial import Canary, parse_canaries
-from .fields import Fields
+from .fields import NEVER, Fields
 from .sections import (
     AsyncJobs,
     Correlation,
@@ -83,6 +83,7 @@ class TargetConfig:
     lines: Lines = field(default_factory=dict, repr=False)
     strategy_labels: StrategyLabels | None = field(default=None)
     runs_dir: Path | None = field(default=None)  # run.runs_dir; None: $OBAI_E2E_RUNS or the bundle's runs/
+    missing_files: tuple[dict, ...] = field(default=())  # run.catalog/plan/holdout_cases naming no file (located)
 
     @property
     def display_name(self) -> str:
@@ -95,18 +96,58 @@ class TargetConfig:
 
 
 def load_target_config(path: Path | None = None) -> TargetConfig:
+    """Read, check and fill in a target configuration; every problem of the file is named in one ConfigError."""
     path = Path(path) if path else default_target_path()
     source = str(path)
     doc = load_yaml_doc(path, label=source)
     data, lines = doc.data, doc.lines
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping at the top level")
-    schema.check(data, "target.schema.json", source=source, lines=lines)
-    schema.refuse_yaml11_booleans(data, "target.schema.json", doc.yaml11_bools, source=source, lines=lines)
     # Paths in the file are relative to the file's own folder.
     f = Fields(source, lines, folder=path.resolve().parent)
+    f.problems.extend(schema.problems(data, "target.schema.json", source=source, lines=lines))
+    try:
+        schema.refuse_yaml11_booleans(data, "target.schema.json", doc.yaml11_bools, source=source, lines=lines)
+    except ConfigError as exc:
+        f.adopt(exc)
+    parts = _read_sections(f, data)
+    f.raise_problems()
+    # Every later stage finds the runs folder through base.paths; the file's choice holds for this process.
+    use_runs_root(parts["runs_dir"])
+    return TargetConfig(path=path, raw=data, lines=lines, missing_files=tuple(f.missing), **parts)
 
-    t = data["target"]
+
+def _read_sections(f: Fields, data: dict) -> dict:
+    """Each section read into its record. A section the schema already refused may not be readable: its
+    problems are named, and the other sections are still read, so one reading names every problem."""
+    parts: dict[str, Any] = {}
+    steps = [("target", lambda: {"target": _target(f, data["target"])}),
+             ("async_jobs", lambda: {"async_jobs": _async_jobs(f, data.get("async_jobs", {}))}),
+             ("trace_backend", lambda: {"backend": _backend(data["trace_backend"])}),
+             ("correlation", lambda: {"correlation": _correlation(f, data["correlation"], data["target"])}),
+             ("vocabulary", lambda: {"vocabulary": parse_vocabulary(f, data["vocabulary"],
+                                                                    parts["target"].answer_pointer)}),
+             ("rubric", lambda: _rubric(f, data.get("rubric", {}))),
+             ("sandbox", lambda: {"sandbox": _sandbox(data.get("sandbox", {}))}),
+             ("anti_mock", lambda: _anti_mock(data)),
+             ("privacy", lambda: {"privacy": _privacy(data.get("privacy"))}),
+             ("report", lambda: {"report": _report(f, data.get("report", {}))}),
+             ("run", lambda: _run(f, data.get("run", {}))),
+             ("ui", lambda: {"ui": parse_ui(data.get("ui"), f.source)}),
+             ("adversarial", lambda: {"canaries": parse_canaries(data.get("adversarial"))})]
+    refused = bool(f.problems)  # by the schema: a section may lack what its reader expects
+    for _name, step in steps:
+        try:
+            parts.update(step())
+        except ConfigError as exc:
+            f.adopt(exc)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+            if not refused:
+                raise
+    return parts
+
+
+def _target(f: Fields, t: dict) -> Target:
     target = Target(
         name=t["name"],
         command=list(t["command"]),
@@ -123,11 +164,13 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
         env_passthrough=tuple(t.get("env_passthrough", ())),
     )
     if not any("{query}" in part for part in target.command):
-        raise f.error(("target", "command"), "must contain the placeholder {query}")
+        f.report(("target", "command"), "must contain the placeholder {query}")
     f.pointer(target.answer_pointer or target.stdout_pointer, ("target", "answer_from"))
+    return target
 
-    a = data.get("async_jobs", {})
-    async_jobs = AsyncJobs(
+
+def _async_jobs(f: Fields, a: dict) -> AsyncJobs:
+    return AsyncJobs(
         job_id_pattern=f.regex(a.get("job_id_pattern", r"Job ID:\s*([A-Za-z0-9_-]+)"),
                                ("async_jobs", "job_id_pattern")),
         eta_pattern=f.regex(a.get("eta_pattern", r"ETA:\s*(\d+(?:\.\d+)?)\s*s"), ("async_jobs", "eta_pattern")),
@@ -136,8 +179,9 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
         followup_query=a.get("followup_query", "What are the results of job {job_id}?"),
     )
 
-    b = data["trace_backend"]
-    backend = TraceBackend(
+
+def _backend(b: dict) -> TraceBackend:
+    return TraceBackend(
         kind=b["kind"],
         project=b["project"],
         resolve_deadline_s=float(b.get("resolve_deadline_s", 20)),
@@ -149,41 +193,49 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
         failed_turn_deadline_s=float(b.get("failed_turn_deadline_s", 0)),
     )
 
-    c = data["correlation"]
+
+def _correlation(f: Fields, c: dict, t: dict) -> Correlation:
     if c["match"] == "metadata" and not c.get("metadata_key"):
-        raise f.error(("correlation", "match"), "match: metadata needs /correlation/metadata_key, the trace "
-                                                 "metadata key the target stores the correlation value under")
+        f.report(("correlation", "match"), "match: metadata needs /correlation/metadata_key, the trace "
+                                           "metadata key the target stores the correlation value under")
     if c["match"] in ("tag", "metadata") and not c.get("env_var"):
-        raise f.error(("correlation", "match"), f"match: {c['match']} needs /correlation/env_var, the variable the "
-                                                 "harness puts each turn's correlation value in")
-    if c["match"] == "thread" and not any("{session}" in part for part in target.command):
-        raise f.error(("target", "command"), "correlation match: thread ties a turn to the trace whose thread_id is "
-                                             "the turn's session: the command must pass {session} to the agent")
-    correlation = Correlation(
+        f.report(("correlation", "match"), f"match: {c['match']} needs /correlation/env_var, the variable the "
+                                           "harness puts each turn's correlation value in")
+    if c["match"] == "thread" and not any("{session}" in part for part in t["command"]):
+        f.report(("target", "command"), "correlation match: thread ties a turn to the trace whose thread_id is "
+                                        "the turn's session: the command must pass {session} to the agent")
+    return Correlation(
         env_var=c.get("env_var"),
         match=c["match"],
         metadata_key=c.get("metadata_key"),
         window_slack_s=float(c.get("window_slack_s", 2)),
     )
 
-    vocabulary = parse_vocabulary(f, data["vocabulary"], target.answer_pointer)
 
-    r = data.get("rubric", {})
-    refusal = tuple(f.regex(p, ("rubric", "refusal_patterns", i)) for i, p in enumerate(r.get("refusal_patterns", [])))
-    leak = tuple(f.regex(p, ("rubric", "leak_patterns", i)) for i, p in enumerate(r.get("leak_patterns", [r"\d"])))
+def _patterns(f: Fields, values: list, path: tuple) -> tuple[re.Pattern, ...]:
+    return tuple(f.regex(p, path + (i,)) for i, p in enumerate(values))
+
+
+def _rubric(f: Fields, r: dict) -> dict:
     labels = {**DEFAULT_OPTIONS_LABELS, **r.get("options_labels", {})}
-    options_labels = OptionsLabels(**{k: f.regex(labels[k], ("rubric", "options_labels", k))
-                                      for k in DEFAULT_OPTIONS_LABELS})
-    ack = tuple(f.regex(p, ("rubric", "failure_ack_patterns", i))
-                for i, p in enumerate(r.get("failure_ack_patterns", DEFAULT_FAILURE_ACK)))
     strategy = {**DEFAULT_STRATEGY_LABELS, **r.get("strategy_labels", {})}
     strategy_labels = StrategyLabels(**{k: f.regex(strategy[k], ("rubric", "strategy_labels", k))
                                         for k in DEFAULT_STRATEGY_LABELS})
-    if strategy_labels.total_trades.groups < 1:
-        raise f.error(("rubric", "strategy_labels", "total_trades"), "needs one group: the number of trades")
+    if strategy_labels.total_trades.groups < 1 and strategy_labels.total_trades is not NEVER:
+        f.report(("rubric", "strategy_labels", "total_trades"), "needs one group: the number of trades")
+    return {
+        "refusal_patterns": _patterns(f, r.get("refusal_patterns", []), ("rubric", "refusal_patterns")),
+        "leak_patterns": _patterns(f, r.get("leak_patterns", [r"\d"]), ("rubric", "leak_patterns")),
+        "options_labels": OptionsLabels(**{k: f.regex(labels[k], ("rubric", "options_labels", k))
+                                           for k in DEFAULT_OPTIONS_LABELS}),
+        "failure_ack_patterns": _patterns(f, r.get("failure_ack_patterns", DEFAULT_FAILURE_ACK),
+                                          ("rubric", "failure_ack_patterns")),
+        "strategy_labels": strategy_labels,
+    }
 
-    s = data.get("sandbox", {})
-    sandbox = Sandbox(
+
+def _sandbox(s: dict) -> Sandbox:
+    return Sandbox(
         enabled=bool(s.get("enabled", True)),
         fresh_home=bool(s.get("fresh_home", True)),
         fresh_workdir=bool(s.get("fresh_workdir", False)),
@@ -193,46 +245,33 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
         hook_timeout_s=float(s.get("hook_timeout_s", 60)),
     )
 
+
+def _anti_mock(data: dict) -> dict:
     m = data.get("anti_mock", {})
-    run = data.get("run", {})
-    pv = data.get("privacy")
-    privacy = Privacy(names=tuple(pv.get("names", [])), retention_days=int(pv["retention_days"]),
-                      quote_allowed=bool(pv["quote_allowed"])) if pv is not None else None
-    rep = data.get("report", {})
+    return {"anti_mock_env": {k: list(vals) for k, vals in m.get("env", {}).items()},
+            "anti_mock_version_markers": tuple(m.get("version_markers", [])),
+            "redact_patterns": tuple(data.get("redact", {}).get("env_name_patterns", DEFAULT_REDACT))}
+
+
+def _privacy(pv: dict | None) -> Privacy | None:
+    if pv is None:
+        return None
+    return Privacy(names=tuple(pv.get("names", [])), retention_days=int(pv["retention_days"]),
+                   quote_allowed=bool(pv["quote_allowed"]))
+
+
+def _report(f: Fields, rep: dict) -> ReportSettings:
     template = rep.get("trace_url_template")
     if template is not None and "{trace_id}" not in template:
-        raise f.error(("report", "trace_url_template"), "must contain the placeholder {trace_id}")
+        f.report(("report", "trace_url_template"), "must contain the placeholder {trace_id}")
     if template is not None and not template.startswith(("http://", "https://")):
-        raise f.error(("report", "trace_url_template"), "must start with http:// or https://")
-    report = ReportSettings(trace_url_template=template, feedback_scores=bool(rep.get("feedback_scores", False)))
-    runs_dir = f.path(run.get("runs_dir"), ("run", "runs_dir"))
-    # Every later stage finds the runs folder through base.paths; the file's choice holds for this process.
-    use_runs_root(runs_dir)
-    return TargetConfig(
-        path=path,
-        raw=data,
-        target=target,
-        async_jobs=async_jobs,
-        backend=backend,
-        correlation=correlation,
-        vocabulary=vocabulary,
-        refusal_patterns=refusal,
-        leak_patterns=leak,
-        sandbox=sandbox,
-        anti_mock_env={k: list(vals) for k, vals in m.get("env", {}).items()},
-        anti_mock_version_markers=tuple(m.get("version_markers", [])),
-        redact_patterns=tuple(data.get("redact", {}).get("env_name_patterns", DEFAULT_REDACT)),
-        mode=run.get("mode", "A"),
-        catalog=f.path(run.get("catalog"), ("run", "catalog")),
-        holdout_cases=f.path(run.get("holdout_cases"), ("run", "holdout_cases")),
-        plan=f.path(run.get("plan"), ("run", "plan")),
-        runs_dir=runs_dir,
-        strategy_labels=strategy_labels,
-        privacy=privacy,
-        report=report,
-        options_labels=options_labels,
-        failure_ack_patterns=ack,
-        ui=parse_ui(data.get("ui"), source),
-        canaries=parse_canaries(data.get("adversarial")),
-        lines=lines,
-    )
+        f.report(("report", "trace_url_template"), "must start with http:// or https://")
+    return ReportSettings(trace_url_template=template, feedback_scores=bool(rep.get("feedback_scores", False)))
+
+
+def _run(f: Fields, run: dict) -> dict:
+    return {"mode": run.get("mode", "A"),
+            "catalog": f.existing_file(run.get("catalog"), ("run", "catalog"), "loss catalog"),
+            "holdout_cases": f.existing_file(run.get("holdout_cases"), ("run", "holdout_cases"), "holdout cases file"),
+            "plan": f.existing_file(run.get("plan"), ("run", "plan"), "loss plan"),
+            "runs_dir": f.path(run.get("runs_dir"), ("run", "runs_dir"))}

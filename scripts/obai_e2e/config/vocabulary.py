@@ -21,7 +21,7 @@ def _error_shapes(f: Fields, entries: list, base: tuple) -> tuple[ErrorShape, ..
         where = base + (i,)
         tests = [k for k in ("equals", "matches", "present") if k in e]
         if len(tests) != 1:
-            raise f.error(where, "give exactly one of equals, matches or present")
+            f.report(where, "give exactly one of equals, matches or present")
         shapes.append(ErrorShape(
             pointer=f.span_pointer(e["pointer"], where + ("pointer",)),
             equals=e["equals"] if "equals" in e else jsonptr.MISSING,
@@ -36,8 +36,8 @@ def _output_pointer(f: Fields, value: str | None, path: tuple) -> str | None:
     """A span pointer that must lie under /output (the options figures are read from the output)."""
     value = f.span_pointer(value, path)
     if value is not None and pointers.under(value, "output") is None:
-        raise f.error(path, f"{value!r}: the option figures are read from the specialist's output: start the "
-                            "pointer with /output")
+        f.report(path, f"{value!r}: the option figures are read from the specialist's output: start the "
+                       "pointer with /output")
     return value
 
 
@@ -54,8 +54,8 @@ def parse_vocabulary(f: Fields, v: dict, answer_pointer: str | None) -> Vocabula
     opts = v.get("options_payload", {})
     skill_field = v.get("skill_name_field")
     if v.get("skill_load_span") and skill_field is None:
-        raise f.error((V, "skill_load_span"), "a skill-load span needs /vocabulary/skill_name_field: a pointer into "
-                                              "the span to the skill's name, or name for its {name} part")
+        f.report((V, "skill_load_span"), "a skill-load span needs /vocabulary/skill_name_field: a pointer into "
+                                         "the span to the skill's name, or name for its {name} part")
     vocabulary = Vocabulary(
         hub_span=f.span(v.get("hub_span"), (V, "hub_span")),
         guardrail_span=f.span(v["guardrail_span"], (V, "guardrail_span")),
@@ -86,20 +86,20 @@ def parse_vocabulary(f: Fields, v: dict, answer_pointer: str | None) -> Vocabula
 
 def _check(f: Fields, vocabulary: Vocabulary) -> None:
     if not vocabulary.specialists and not vocabulary.open_names:
-        raise f.error((V, "specialists"), "list the specialists' span names, or select them with specialist_span "
-                                          "(a name pattern) or specialist_type (a span type such as tool)")
+        f.report((V, "specialists"), "list the specialists' span names, or select them with specialist_span "
+                                     "(a name pattern) or specialist_type (a span type such as tool)")
     for key in ("strategy_specialist", "prediction_specialist", "options_specialist"):
         name = getattr(vocabulary, key)
         if name is not None and name not in vocabulary.specialists and not vocabulary.open_names:
-            raise f.error((V, key), f"{name!r} is not in /vocabulary/specialists")
+            f.report((V, key), f"{name!r} is not in /vocabulary/specialists")
     both = set(map(repr, vocabulary.guardrail_allowed_values)) & set(map(repr, vocabulary.guardrail_refused_values))
     if both:
-        raise f.error((V, "guardrail_refused_values"),
-                      f"{', '.join(sorted(both))} is listed as both allowed and refused")
+        f.report((V, "guardrail_refused_values"),
+                 f"{', '.join(sorted(both))} is listed as both allowed and refused")
     if vocabulary.skill_name_field == "name" and not vocabulary.skill_load.captures:
-        raise f.error((V, "skill_name_field"), "'name' reads the {name} part of /vocabulary/"
-                      f"skill_load_span, but {vocabulary.skill_load_span!r} has none (e.g. skill:{{name}})")
+        f.report((V, "skill_name_field"), "'name' reads the {name} part of /vocabulary/"
+                 f"skill_load_span, but {vocabulary.skill_load_span!r} has none (e.g. skill:{{name}})")
     for i, name in enumerate(vocabulary.specialists):
         if name.startswith("skill:"):
-            raise f.error((V, "specialists", i), f"{name!r}: a specialist name may not start with "
-                          "'skill:' (expected_sequence uses that prefix for skill loads)")
+            f.report((V, "specialists", i), f"{name!r}: a specialist name may not start with "
+                     "'skill:' (expected_sequence uses that prefix for skill loads)")

@@ -106,26 +106,69 @@ def _score(rows: ResultsRows, catalog: Catalog, plan: Plan, *, mode: str | None 
 
 
 def score_table(table: LossTable, rows: ResultsRows, catalog: Catalog, plan: Plan, mode: str) -> Scored:
-    """suite.json from a loss table (``read_table``) of ``rows``."""
+    """suite.json from a loss table (``read_table``) of ``rows``: partitions scored, then the suite."""
     run = rows.run
-    means, squares, dof = unit_means(table)
+    parts, unassigned, all_parts = _partitions(table, plan)
+    raters, rater_var, warnings = _raters(catalog, table)
+    totals = _score_partitions(table, catalog, all_parts, unassigned, rater_var, warnings)
+    _run_warnings(table, catalog, unassigned, totals, mode, warnings)
+    detection = detection_of(parts, plan.mde)
+    provenances = sorted(table.provenances)
+    if provenances:
+        provenance = provenances[0] if len(provenances) == 1 else "mixed"
+    else:  # a run without units
+        provenance = run.get("provenance") or "synthetic"
+    suite_scores, caps = _suite_scores(parts, provenances, plan, catalog, warnings)
+    suite_score, suite_scores, suite_status, suite_abort = _suite_status(totals, provenance, suite_scores, warnings)
+    recorded_version = run.get("catalog_version")
+    if recorded_version and recorded_version != catalog.version:
+        warnings.append(f"the run recorded catalog {recorded_version}; it was re-scored with catalog {catalog.version}")
+    planned, completed, aborted = totals["planned"], totals["completed"], totals["aborted"]
+    suite = {
+        "schema_version": SUITE_SCHEMA_VERSION,
+        "kind": "obai-e2e-suite",
+        "run_id": run.get("run_id"),
+        "run_created_at": run.get("created_at"),
+        "catalog_version": catalog.version,
+        "catalog_sha256": catalog.sha256,
+        "plan_sha256": plan.sha256,
+        "mode": mode,
+        "provenance": provenance,
+        "mde": plan.mde,
+        "suite_score": suite_score,
+        "suite_scores": suite_scores,
+        "suite_status": suite_status,
+        "completion_rate": rate(completed, planned),
+        "coverage": _coverage(parts),
+        "abort_rate": suite_abort,
+        "sample_budget": plan.budget,
+        "counts": {"planned": planned, "completed": completed, "aborted": aborted, "outage": totals["outage"],
+                   "not_judged": planned - completed - aborted - totals["outage"], "units": len(table.cases)},
+        "cap": {"adversarial": None if catalog.cap_adversarial is None else float(catalog.cap_adversarial),
+                "by_provenance": caps},
+        "raters": raters,
+        "detection": detection,
+        "partitions": [d.json for d in parts],
+        "warnings": warnings,
+    }
+    return Scored(suite=suite, partitions=parts, table=table, rows=rows, catalog=catalog, plan=plan, mode=mode)
 
+
+def _partitions(table: LossTable, plan: Plan) -> tuple[list, PartitionData, list]:
+    """(the partitions reported, the unassigned one, every partition in table order) with their cases."""
     parts = [PartitionData(p.key, dict(p.labels), p.weight, p.n_min, False) for p in plan.partitions]
     unassigned = PartitionData(UNASSIGNED, {}, 0.0, plan.default_n_min(), True)
     all_parts = parts + [unassigned]
-    n_parts = len(all_parts)
     for pi, d in enumerate(all_parts):
         d.index = np.nonzero(table.case_part == pi)[0]
         d.cases = [table.cases[i] for i in d.index.tolist()]
     if unassigned.cases:
         parts.append(unassigned)
+    return parts, unassigned, all_parts
 
-    rep_part = table.case_part[table.case_of] if len(table.case_of) else np.empty(0, np.int64)
-    planned_by = np.bincount(rep_part, minlength=n_parts)
-    completed_by = np.bincount(rep_part[table.state == 1], minlength=n_parts)
-    aborted_by = np.bincount(rep_part[table.state == 2], minlength=n_parts)
-    outage_by = np.bincount(rep_part[table.state == 3], minlength=n_parts)
 
+def _raters(catalog: Catalog, table: LossTable) -> tuple[dict, dict, list[str]]:
+    """(raters per model-judged category, their rater variance by column, warnings about too few ratings)."""
     raters = raters_of(catalog, table)
     warnings: list[str] = []
     rater_var = {}
@@ -143,21 +186,28 @@ def score_table(table: LossTable, rows: ResultsRows, catalog: Catalog, plan: Pla
                             f"({info['share']:.0%}) are rated by two or more judges; at least 20 % are required, "
                             + ("so the rater variance is unknown and taken as 0 (se understated)"
                                if info["rater_variance"] is None else "so the rater variance is uncertain"))
+    return raters, rater_var, warnings
 
-    width = len(catalog.categories) + 1
+
+def _score_partitions(table: LossTable, catalog: Catalog, all_parts: list, unassigned: PartitionData,
+                      rater_var: dict, warnings: list[str]) -> dict:
+    """Each partition's cells and suite.json entry (``d.json``); the run's unit counts (planned, completed, …)."""
+    n_parts = len(all_parts)
+    rep_part = table.case_part[table.case_of] if len(table.case_of) else np.empty(0, np.int64)
+    by_state = {k: np.bincount(rep_part[table.state == s] if s else rep_part, minlength=n_parts)
+                for k, s in (("planned", None), ("completed", 1), ("aborted", 2), ("outage", 3))}
+    means, squares, dof = unit_means(table)
     totals = {"planned": 0, "completed": 0, "aborted": 0, "outage": 0}
     for pi, d in enumerate(all_parts):
         if d is unassigned and not d.cases:
             continue
-        planned, completed, aborted = int(planned_by[pi]), int(completed_by[pi]), int(aborted_by[pi])
-        outage = int(outage_by[pi])
-        totals["planned"] += planned
-        totals["completed"] += completed
-        totals["aborted"] += aborted
-        totals["outage"] += outage
-        abort_rate = rate(aborted, completed + aborted)
+        counts = {k: int(v[pi]) for k, v in by_state.items()}
+        for k, v in counts.items():
+            totals[k] += v
+        abort_rate = rate(counts["aborted"], counts["completed"] + counts["aborted"])
         suppressed = abort_rate is not None and abort_rate > ABORT_LIMIT
         block, sq, df = means[d.index], squares[d.index], dof[d.index]
+        width = len(catalog.categories) + 1
         cells = []
         for j in range(width):
             col = block[:, j]
@@ -170,23 +220,34 @@ def score_table(table: LossTable, rows: ResultsRows, catalog: Catalog, plan: Pla
             d.columns[c.id] = block[:, c.index]
             by_category[c.id] = cells[c.index]
         d.columns[TOTAL] = block[:, -1]
-        overall = cells[-1]
-        message = None
-        if suppressed:
-            message = _abort_message(abort_rate)
-            warnings.append(f"partition {d.key}: {message}")
-        elif overall["status"] == UNBEWERTBAR:
-            message = ("no completed unit" if not completed else "no category could be scored") + " in this partition"
-            if outage and not completed:
-                message = f"every unit hit an upstream outage of the ui channel ({outage}): not assessable, never loss"
-        d.json = {
-            "labels": d.labels, "partition": d.key, "weight": d.weight, "unassigned": d.unassigned,
-            "n": overall["n"], "n_min": d.n_min, "loss": overall["loss"],
-            "stddev_between": overall["stddev_between"], "se": overall["se"],
-            "stddev_within": overall["stddev_within"], "coverage": rate(completed, planned),
-            "status": overall["status"], "abort_rate": abort_rate, "planned": planned, "completed": completed,
-            "aborted": aborted, "outage": outage, "message": message, "by_category": by_category,
-        }
+        d.json = _partition_json(d, cells[-1], counts, abort_rate, suppressed, by_category, warnings)
+    return totals
+
+
+def _partition_json(d: PartitionData, overall: dict, counts: dict, abort_rate, suppressed: bool,
+                    by_category: dict, warnings: list[str]) -> dict:
+    completed, outage = counts["completed"], counts["outage"]
+    message = None
+    if suppressed:
+        message = _abort_message(abort_rate)
+        warnings.append(f"partition {d.key}: {message}")
+    elif overall["status"] == UNBEWERTBAR:
+        message = ("no completed unit" if not completed else "no category could be scored") + " in this partition"
+        if outage and not completed:
+            message = f"every unit hit an upstream outage of the ui channel ({outage}): not assessable, never loss"
+    return {
+        "labels": d.labels, "partition": d.key, "weight": d.weight, "unassigned": d.unassigned,
+        "n": overall["n"], "n_min": d.n_min, "loss": overall["loss"],
+        "stddev_between": overall["stddev_between"], "se": overall["se"],
+        "stddev_within": overall["stddev_within"], "coverage": rate(completed, counts["planned"]),
+        "status": overall["status"], "abort_rate": abort_rate, "planned": counts["planned"], "completed": completed,
+        "aborted": counts["aborted"], "outage": outage, "message": message, "by_category": by_category,
+    }
+
+
+def _run_warnings(table: LossTable, catalog: Catalog, unassigned: PartitionData, totals: dict, mode: str,
+                  warnings: list[str]) -> None:
+    """What the whole run's reader must know: unassigned units, ui outages, categories mode B cannot score."""
     if unassigned.cases:
         warnings.append(f"{len(unassigned.cases)} unit(s) match no partition of the plan and are reported as "
                         f"'{UNASSIGNED}' with weight 0: {', '.join(sorted(unassigned.cases)[:10])}"
@@ -200,17 +261,12 @@ def score_table(table: LossTable, rows: ResultsRows, catalog: Catalog, plan: Pla
         skipped = [c.id for c in catalog.categories if c.needs_execution]
         if skipped:
             warnings.append(f"mode B (no re-execution): {', '.join(skipped)} need execution and are not assessable")
-    detection = detection_of(parts, plan.mde)
 
-    provenances = sorted(table.provenances)
-    if provenances:
-        provenance = provenances[0] if len(provenances) == 1 else "mixed"
-    else:  # a run without units
-        provenance = run.get("provenance") or "synthetic"
-    planned, completed, aborted = totals["planned"], totals["completed"], totals["aborted"]
-    suite_abort = rate(aborted, completed + aborted)
-    suite_scores = {}
-    caps = {}
+
+def _suite_scores(parts: list, provenances: list[str], plan: Plan, catalog: Catalog,
+                  warnings: list[str]) -> tuple[dict, dict]:
+    """The suite score per provenance (partitions weighted under the adversarial cap), and each cap's record."""
+    suite_scores, caps = {}, {}
     weight_of = {p.key: (p.weight_exact, p.adversarial) for p in plan.partitions}
     for prov in provenances:
         scored = [d for d in parts
@@ -224,55 +280,29 @@ def score_table(table: LossTable, rows: ResultsRows, catalog: Catalog, plan: Pla
                               if den > 0 else None)
         if caps[prov]["applied"] is False and caps[prov]["reason"]:
             warnings.append(f"{prov}: {caps[prov]['reason']}")
+    return suite_scores, caps
+
+
+def _suite_status(totals: dict, provenance: str, suite_scores: dict, warnings: list[str]):
+    """(suite score, scores per provenance, status, abort rate): withheld over the abort limit, null for a mixed run."""
+    suite_abort = rate(totals["aborted"], totals["completed"] + totals["aborted"])
     if suite_abort is not None and suite_abort > ABORT_LIMIT:
-        suite_status = SUPPRESSED
-        suite_scores = {k: None for k in suite_scores}
-        suite_score = None
         warnings.append(f"suite: {_abort_message(suite_abort)}")
-    elif provenance == "mixed":
-        suite_score = None
-        suite_status = SCORED if any(v is not None for v in suite_scores.values()) else UNBEWERTBAR
+        return None, {k: None for k in suite_scores}, SUPPRESSED, suite_abort
+    if provenance == "mixed":
         warnings.append("mixed run: synthetic and korpus units are aggregated separately; see suite_scores "
                         "(suite_score is null by design)")
-    else:
-        suite_score = suite_scores.get(provenance)
-        suite_status = SCORED if suite_score is not None else UNBEWERTBAR
+        status = SCORED if any(v is not None for v in suite_scores.values()) else UNBEWERTBAR
+        return None, suite_scores, status, suite_abort
+    suite_score = suite_scores.get(provenance)
+    return suite_score, suite_scores, SCORED if suite_score is not None else UNBEWERTBAR, suite_abort
 
+
+def _coverage(parts: list) -> float | None:
+    """The share of the plan's weight in partitions with at least n_min units (None: the plan has no weight)."""
     plan_parts = [d for d in parts if not d.unassigned]
     w_all = math.fsum(d.weight for d in plan_parts)
-    coverage = (math.fsum(d.weight for d in plan_parts if d.json["n"] >= d.n_min) / w_all) if w_all > 0 else None
-    recorded_version = run.get("catalog_version")
-    if recorded_version and recorded_version != catalog.version:
-        warnings.append(f"the run recorded catalog {recorded_version}; it was re-scored with catalog {catalog.version}")
-
-    suite = {
-        "schema_version": SUITE_SCHEMA_VERSION,
-        "kind": "obai-e2e-suite",
-        "run_id": run.get("run_id"),
-        "run_created_at": run.get("created_at"),
-        "catalog_version": catalog.version,
-        "catalog_sha256": catalog.sha256,
-        "plan_sha256": plan.sha256,
-        "mode": mode,
-        "provenance": provenance,
-        "mde": plan.mde,
-        "suite_score": suite_score,
-        "suite_scores": suite_scores,
-        "suite_status": suite_status,
-        "completion_rate": rate(completed, planned),
-        "coverage": coverage,
-        "abort_rate": suite_abort,
-        "sample_budget": plan.budget,
-        "counts": {"planned": planned, "completed": completed, "aborted": aborted, "outage": totals["outage"],
-                   "not_judged": planned - completed - aborted - totals["outage"], "units": len(table.cases)},
-        "cap": {"adversarial": None if catalog.cap_adversarial is None else float(catalog.cap_adversarial),
-                "by_provenance": caps},
-        "raters": raters,
-        "detection": detection,
-        "partitions": [d.json for d in parts],
-        "warnings": warnings,
-    }
-    return Scored(suite=suite, partitions=parts, table=table, rows=rows, catalog=catalog, plan=plan, mode=mode)
+    return (math.fsum(d.weight for d in plan_parts if d.json["n"] >= d.n_min) / w_all) if w_all > 0 else None
 
 
 def capped_weights(parts: list[tuple[str, Fraction, bool]], cap: Fraction | None) -> tuple[dict, dict]:

@@ -3,8 +3,9 @@
 The gate file (``catalogs/gates.yaml``) names gates (``development``, ``holdout``) and
 their conditions. ``evaluate`` checks each against the run's results, loss-layer outputs
 and judge panel, and the result is written once to ``<run>/gate-<name>.json`` together
-with the freeze hash it was evaluated under. A failed development gate stops the
-protocol: the holdout stays sealed.
+with the freeze hash it was evaluated under and its attestation (seal.py): the run's seal hash
+and, with OBAI_E2E_SEAL_KEY set, a signature, so a gate result written or edited by hand is
+detected. A failed development gate stops the protocol: the holdout stays sealed.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from ..base.yamlio import load_yaml
 from ..report.report_md import read_rows
 from ..report.results import load_results
 from .freeze import current_freeze_hash
+from .seal import attest
 
 GATES_FILE = "catalogs/gates.yaml"
 PASS, FAIL, SKIP = "pass", "fail", "skipped"
@@ -204,7 +206,7 @@ def evaluate(run_dir: Path, name: str, case_set, *, gates: dict | None = None) -
 
 def gate(run_dir: Path, name: str, case_set) -> dict:
     """Evaluate and write ``gate-<name>.json`` once; an identical re-evaluation is a no-op."""
-    result = evaluate(run_dir, name, case_set)
+    result = attest(run_dir, evaluate(run_dir, name, case_set))
     path = Path(run_dir) / f"gate-{name}.json"
     write_once(path, dumps_json(result))
     return {**result, "gate_file": str(path)}

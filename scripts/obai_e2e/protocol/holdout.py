@@ -14,13 +14,14 @@ import json
 from pathlib import Path
 
 from ..base.clock import iso, utc_now
-from ..base.errors import HoldoutSealed
+from ..base.errors import FrozenArtifactChanged, HoldoutSealed, UsageError
 from ..base.fsutil import sha256_file
 from ..base.paths import bundle_root
 from ..config.cases import CaseSet, load_cases_for
 from ..config.target import TargetConfig
 from .freeze import load_manifest, verify
-from .ledger import append_entry, holdout_result_exists, ledger_entries
+from .ledger import append_entry, holdout_result_exists, ledger_entries, signed_entries
+from .seal import KEY_ENV, SEAL, attestation_problem, signature, verify_seal
 
 
 def is_holdout_file(path: Path) -> bool:
@@ -41,7 +42,7 @@ def is_holdout_file(path: Path) -> bool:
 def open_for_run(run_dir: Path, cases_path: Path, root: Path | None = None) -> dict | None:
     """The ledger entry that lets ``run_dir`` use the holdout file at ``cases_path``."""
     digest = sha256_file(cases_path)
-    for entry in ledger_entries(root):
+    for entry in signed_entries(root):
         if entry.get("holdout_sha256") == digest and Path(entry.get("holdout_run", "")).resolve() == Path(run_dir).resolve():
             return entry
     return None
@@ -63,6 +64,30 @@ def require_open(run_dir: Path | None, cases_path: Path, root: Path | None = Non
         "It opens once, through freeze_audit.py open-holdout, after the development gate passed.")
 
 
+def sealed_gate(dev_run: Path) -> dict:
+    """The development run's gate result, when the run's seal verifies and the gate file is the one the harness
+    attested to that seal (signed, with OBAI_E2E_SEAL_KEY set); refused otherwise."""
+    gate_file = dev_run / "gate-development.json"
+    if not gate_file.exists() and not gate_file.is_symlink():
+        raise HoldoutSealed(f"no development gate result in {dev_run} (run: freeze_audit.py gate --run-dir {dev_run}); the holdout stays sealed")
+    try:
+        drift = verify_seal(dev_run)
+        sealed = json.loads((dev_run / SEAL).read_text(encoding="utf-8"))
+    except (UsageError, FrozenArtifactChanged, OSError, ValueError) as exc:
+        raise HoldoutSealed(f"the development run {dev_run} is not a sealed run ({exc}); the holdout stays sealed") from None
+    _, signed = signature(sealed)
+    if signed is not None:
+        raise HoldoutSealed(f"the development run's seal is {signed} under {KEY_ENV}; the holdout stays sealed")
+    problem = attestation_problem(dev_run, gate_file.name)
+    if problem is not None:
+        raise HoldoutSealed(f"{gate_file} is {problem}: it is not the gate result the harness wrote and attested to "
+                            f"this run's seal (re-gate with: freeze_audit.py gate --run-dir {dev_run}); the holdout "
+                            "stays sealed")
+    if not drift.clean:
+        raise HoldoutSealed(f"the development run changed since it was sealed ({drift.describe()}); the holdout stays sealed")
+    return json.loads(gate_file.read_text(encoding="utf-8"))
+
+
 def open_holdout(config: TargetConfig, dev_run: Path, holdout_cases: Path, *, create_run, root: Path | None = None) -> dict:
     """Open the holdout once: check the gate and the freeze, record the open, create the holdout run."""
     root = root or bundle_root()
@@ -72,17 +97,14 @@ def open_holdout(config: TargetConfig, dev_run: Path, holdout_cases: Path, *, cr
     drift = verify(config, root, manifest)
     if not drift.clean:
         raise HoldoutSealed(f"the freeze does not verify ({drift.describe()}); the holdout stays sealed")
-    gate_file = Path(dev_run) / "gate-development.json"
-    if not gate_file.exists():
-        raise HoldoutSealed(f"no development gate result in {dev_run} (run: freeze_audit.py gate --run-dir {dev_run}); the holdout stays sealed")
-    gate = json.loads(gate_file.read_text(encoding="utf-8"))
+    gate = sealed_gate(Path(dev_run))
     if gate.get("freeze_hash") != manifest["freeze_hash"]:
         raise HoldoutSealed("the development gate was evaluated under another freeze; re-run and re-gate the development set")
     if not gate.get("passed"):
         failed = ", ".join(c["id"] for c in gate.get("conditions", []) if c.get("status") == "fail")
         raise HoldoutSealed(f"the development gate failed ({failed}); the protocol stops here and the holdout stays sealed")
     digest = sha256_file(holdout_cases)
-    for entry in ledger_entries(root):
+    for entry in signed_entries(root):
         if entry.get("holdout_sha256") == digest:
             raise HoldoutSealed(
                 f"the holdout set was already opened on {entry['opened_at']} (freeze {entry['freeze_id']}, run "
@@ -97,6 +119,7 @@ def open_holdout(config: TargetConfig, dev_run: Path, holdout_cases: Path, *, cr
         "opened_at": iso(utc_now()),
         "dev_run": str(Path(dev_run).resolve()),
         "holdout_run": str(Path(run_dir).resolve()),
+        "gate_sha256": sha256_file(Path(dev_run) / "gate-development.json"),
     }
     append_entry(entry, root)
     return entry

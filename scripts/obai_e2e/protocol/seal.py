@@ -2,7 +2,9 @@
 
 The seal (``seal.json``, written once) lists the SHA-256 of every file of the run at the
 end of finishing. ``verify_seal`` names each file changed, removed or added since. Gate
-results are the only files expected to arrive after the seal. A symbolic link is never
+results are the only files that decide something and arrive after the seal: each carries an
+attestation (:func:`attest`) that ties its bytes to this seal and, with the key, signs them, so a
+gate result written by hand or edited later shows as added or changed. A symbolic link is never
 followed: it is recorded as the link it is, so a file swapped for a link shows as changed.
 
 A list of checksums shows accidents, not forgeries: whoever can edit a file can write the
@@ -22,19 +24,29 @@ from pathlib import Path
 
 from ..base.errors import FrozenArtifactChanged, UsageError
 from ..base.fsutil import dumps_json, sha256_bytes, sha256_file, write_once
+from ..base.pii import SALT_FILE
 from ..base.seal_key import KEY_ENV, seal_key
 from .freeze import Drift
 
 SEAL = "seal.json"
 MAC_ALG = "hmac-sha256"
-IGNORED = (".runner.lock", ".runner.owner.json", ".judging.lock", "*.tmp", SEAL)
+# Not evidence: locks, temporary files, the seal itself, and the run's pseudonym salt (a secret of the
+# machine that drove the run: no artifact needs it, and GitHub's artifact upload leaves out dot files).
+IGNORED = (".runner.lock", ".runner.owner.json", ".judging.lock", "*.tmp", SEAL, SALT_FILE)
 LATE = ("gate-*.json", "replay-report.json")
+ATTESTED = ("gate-*.json",)   # late files that decide something: each must carry its attestation
+ATTESTATION = "attestation"
+LATE_MAX_BYTES = 4 << 20
+
+
+def _ignored(name: str) -> bool:
+    return any(fnmatch.fnmatch(name, pat) for pat in IGNORED)
 
 
 def _files(run_dir: Path) -> dict[str, str]:
     out = {}
     for path in sorted(Path(run_dir).rglob("*")):
-        if any(fnmatch.fnmatch(path.name, pat) for pat in IGNORED):
+        if _ignored(path.name):
             continue
         rel = path.relative_to(run_dir).as_posix()
         if path.is_symlink():
@@ -44,9 +56,55 @@ def _files(run_dir: Path) -> dict[str, str]:
     return out
 
 
+def _canonical(data) -> bytes:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+
+
 def _mac(files: dict, key: bytes) -> str:
-    text = json.dumps({"schema_version": 1, "files": files}, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hmac.new(key, text.encode("ascii"), hashlib.sha256).hexdigest()
+    return hmac.new(key, _canonical({"schema_version": 1, "files": files}), hashlib.sha256).hexdigest()
+
+
+def attest(run_dir: Path, body: dict) -> dict:
+    """``body`` with its attestation: the sealed run's seal hash and the body's hash, signed with the key when
+    one is set. Only a sealed run takes a file that decides something."""
+    seal_path = Path(run_dir) / SEAL
+    if not seal_path.is_file() or seal_path.is_symlink():
+        raise UsageError(f"{run_dir} is not sealed (seal.json is written when a run is finished): finish the run "
+                         "before evaluating a gate on it")
+    bound: dict = {"run_seal_sha256": sha256_file(seal_path), "body_sha256": sha256_bytes(_canonical(body))}
+    key = seal_key()
+    if key is not None:
+        bound["mac"] = {"alg": MAC_ALG, "value": hmac.new(key, _canonical(bound), hashlib.sha256).hexdigest()}
+    return {**body, ATTESTATION: bound}
+
+
+def attestation_problem(run_dir: Path, rel: str) -> str | None:
+    """Why the late file ``rel`` of a sealed run is not the harness's own (None when it is).
+
+    ``unsealed``: no attestation, or one for another seal (written by hand, or copied from another run);
+    ``changed``: its bytes are not those attested; ``unsigned`` / ``forged``: with the key set, its attestation
+    carries no signature or a wrong one."""
+    path = Path(run_dir) / rel
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > LATE_MAX_BYTES:
+            return "unsealed"
+        data = json.loads(path.read_bytes())
+        bound = data.pop(ATTESTATION)
+        mac = bound.get("mac")
+        bound_without_mac = {k: v for k, v in bound.items() if k != "mac"}
+        if bound.get("run_seal_sha256") != sha256_file(Path(run_dir) / SEAL):
+            return "unsealed"
+        if bound.get("body_sha256") != sha256_bytes(_canonical(data)):
+            return "changed"
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return "unsealed"
+    key = seal_key()
+    if key is None:
+        return None
+    if not isinstance(mac, dict) or mac.get("alg") != MAC_ALG or not isinstance(mac.get("value"), str):
+        return "unsigned"
+    expected = hmac.new(key, _canonical(bound_without_mac), hashlib.sha256).hexdigest()
+    return None if hmac.compare_digest(mac["value"], expected) else "forged"
 
 
 def seal(run_dir: Path) -> dict:
@@ -102,10 +160,22 @@ def verify_seal(run_dir: Path) -> Drift:
     now = _files(run_dir)
     drift = Drift()
     for rel, digest in sealed.items():
+        if _ignored(Path(rel).name):
+            continue  # listed by an older seal (the salt was once sealed)
         if rel not in now:
             drift.missing.append(rel)
         elif now[rel] != digest:
             drift.changed.append(rel)
-    drift.added = sorted(rel for rel in now if rel not in sealed
-                         and not any(fnmatch.fnmatch(Path(rel).name, pat) for pat in LATE))
+    for rel in sorted(now):
+        if rel in sealed:
+            continue
+        name = Path(rel).name
+        if not any(fnmatch.fnmatch(name, pat) for pat in LATE):
+            drift.added.append(rel)
+        elif any(fnmatch.fnmatch(name, pat) for pat in ATTESTED):
+            problem = attestation_problem(run_dir, rel)
+            if problem == "changed":
+                drift.changed.append(rel)
+            elif problem is not None:  # written by hand, for another seal, or not signed with the key set here
+                drift.added.append(f"{rel} ({problem})")
     return drift

@@ -71,15 +71,44 @@ def in_english(text: str) -> str:
     return text
 
 
+def _score_text(suite: dict) -> tuple[str, bool]:
+    """(the suite score as the page shows it, whether that is an alarm). Only a withheld score is one: a run
+    with nothing the loss layer could score (no completed unit in a scored category, e.g. no model-judged
+    answer) has a score that does not apply, which is no fault of the run."""
+    score, status = suite.get("suite_score"), suite.get("suite_status")
+    if score is not None:
+        return fmt(score), False
+    if status == "suppressed":
+        return "not reported (suppressed): too many units ended inconclusive", True
+    if status == "unbewertbar":
+        return "not applicable: no unit of this run falls in a category the loss layer could score", False
+    if suite.get("provenance") == "mixed":
+        return "per provenance (a mixed run: see suite_scores)", False
+    return f"not reported{f' ({status_label(status)})' if status else ''}", True
+
+
+def _coverage_text(suite: dict) -> str:
+    """Coverage: the share of the plan's weight in partitions with at least n_min units, said as such."""
+    coverage = suite.get("coverage")
+    if "coverage" not in suite:
+        return ""
+    if not isinstance(coverage, (int, float)) or isinstance(coverage, bool):
+        return "nothing to cover (the plan has no weighted partition)"
+    text = f"{_pct(coverage)} of the plan's weight in partitions with n ≥ n_min"
+    if coverage == 0:
+        text += " (none has n_min units yet: a run this size is indicative, not a measurement of the suite)"
+    return text
+
+
 def _suite(suite: dict) -> dict:
-    score = suite.get("suite_score")
     status = suite.get("suite_status")
+    score, alarm = _score_text(suite)
     return {
-        "score": fmt(score) if score is not None else f"not reported{f' ({status_label(status)})' if status else ''}",
-        "score_missing": score is None,
+        "score": score,
+        "score_missing": alarm,
         "status": status_label(status) if status else "",
         "completion": _pct(suite.get("completion_rate")),
-        "coverage": _pct(suite.get("coverage")) if "coverage" in suite else "",
+        "coverage": _coverage_text(suite),
         "catalog_version": fmt(suite.get("catalog_version")),
         "mode": fmt(suite.get("mode")),
         "provenance": fmt(suite.get("provenance")),

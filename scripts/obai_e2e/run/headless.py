@@ -11,12 +11,13 @@ import os
 import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from ..base.errors import Exit, UsageError
 from ..config.cases import CaseSet
-from ..config.selection import Filters
+from ..config.selection import Filters, Selection
 from ..config.target import TargetConfig
 from ..config.units import Unit
 from ..drive.agent_env import hold_back
@@ -44,40 +45,79 @@ from .shard import ShardSpec
 APART_MARGIN_S = 0.1  # on top of the window's slack, for timestamps rounded on either side
 
 
-def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int = 1, resume: Path | None = None,
-        after_finish: Callable[[Path, dict], dict] | None = None, say: Callable[[str], None] = lambda m: None,
-        panel_command: str | None = None, panel_judges: int = 3, judges: PanelConfig | None = None,
-        repeats: dict | None = None, extra: dict | None = None, shard: ShardSpec | None = None,
-        shard_timings: Path | None = None, baseline: Path | None = None,
-        on_run_dir: Callable[[Path], None] = lambda d: None) -> tuple[int, dict]:
-    """Run (or resume) the suite to its finish; ``on_run_dir`` learns the run directory as soon as it exists."""
-    if not isinstance(jobs, int) or not 1 <= jobs <= 256:
-        raise UsageError(f"jobs: {jobs!r} is out of range: use 1 to 256 turns at the same time")
-    if shard is not None and (panel_command or judges):
-        raise UsageError("a sharded run is judged mechanically: its parts record their verdicts before they are "
-                         "merged, so a panel could not change them; drop --judges / --panel-command, or run unsharded")
+@dataclass(frozen=True)
+class RunOptions:
+    """How one headless run goes: what to select, how many turns at a time, what to resume, the judges,
+    sharding and baseline, and what to tell whom along the way."""
+
+    filters: Filters = field(default_factory=Filters)
+    jobs: int = 1
+    """Turns of the target running at the same time (1 to 256)."""
+    resume: Path | None = None
+    """An existing run directory to finish instead of a new one."""
+    repeats: dict | None = None
+    """Repeats per case from a sampling plan (default: each case's own)."""
+    extra: dict | None = None
+    """More for run.json's ``extra`` (who started it, the sampling plan)."""
+    shard: ShardSpec | None = None
+    shard_timings: Path | None = None
+    baseline: Path | None = None
+    """A run directory or results file to compare with (default: the newest comparable run)."""
+    panel_command: str | None = None
+    panel_judges: int = 3
+    judges: PanelConfig | None = None
+    after_finish: Callable[[Path, dict], dict] | None = None
+    """Called with the finished run and its outcome; what it returns is added to the outcome."""
+    say: Callable[[str], None] = lambda m: None
+    on_run_dir: Callable[[Path], None] = lambda d: None
+    """Learns the run directory as soon as it exists."""
+
+    def check(self) -> None:
+        if not isinstance(self.jobs, int) or not 1 <= self.jobs <= 256:
+            raise UsageError(f"jobs: {self.jobs!r} is out of range: use 1 to 256 turns at the same time")
+        if self.shard is not None and (self.panel_command or self.judges):
+            raise UsageError("a sharded run is judged mechanically: its parts record their verdicts before they are "
+                             "merged, so a panel could not change them; drop --judges / --panel-command, or run "
+                             "unsharded")
+
+    def panel(self) -> PanelConfig | None:
+        return self.judges or (command_panel(self.panel_command, judges=self.panel_judges)
+                               if self.panel_command else None)
+
+
+def run(config: TargetConfig, case_set: CaseSet, options: RunOptions) -> tuple[int, dict]:
+    """Run (or resume) the suite to its finish, as ``options`` say."""
+    options.check()
+    say = options.say
     install_signal_teardown()
-    panel = judges or (command_panel(panel_command, judges=panel_judges) if panel_command else None)
+    panel = options.panel()
     if panel is not None:
         preflight_judges(panel, os.environ)  # a missing key stops the run before any unit is driven
         hold_back(j.api_key_env for j in panel.judges)  # the judges' keys never reach the agent
-    report = preflight.run(config.path, case_set, baseline=baseline,
-                           filters=load_run(resume).selection_filters if resume else filters)
+    report = preflight.run(config.path, case_set, baseline=options.baseline,
+                           filters=load_run(options.resume).selection_filters if options.resume else options.filters)
     if not report.ready:
         return Exit.NOT_READY, {"status": "not_ready", "reason": report.reason, "next_step": report.next_step}
     for warning in report.warnings:
         say(f"warning: {warning}")
     backend = connect(config)
-    if resume:
-        run_dir = Path(resume)
+    if options.resume:
+        run_dir = Path(options.resume)
         load_run(run_dir)
     else:
-        run_dir, _ = create_run(config, case_set, filters, repeats=repeats, extra=extra, shard=shard,
-                                shard_timings=shard_timings)
-    on_run_dir(run_dir)
+        run_dir, _ = create_run(config, case_set, options.filters, repeats=options.repeats, extra=options.extra,
+                                shard=options.shard, shard_timings=options.shard_timings, selection=report.selection)
+    options.on_run_dir(run_dir)
     say(f"run directory: {run_dir}")
+    return _drive_and_finish(config, case_set, run_dir, backend, panel, report.selection, options)
+
+
+def _drive_and_finish(config: TargetConfig, case_set: CaseSet, run_dir: Path, backend: Backend,
+                      panel: PanelConfig | None, selection: Selection | None, options: RunOptions) -> tuple[int, dict]:
+    """Drive, judge, record and finish ``run_dir`` under its lock; the exit code and the outcome."""
+    say = options.say
     with RunLock(run_dir):
-        p = plan(run_dir, case_set)
+        p = plan(run_dir, case_set, selection=selection)
         if p.pending:
             warm_up(backend)  # the SDK is imported while the first turns run; a finished run never needs it
         if p.disabled_line:
@@ -97,7 +137,7 @@ def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int 
                 _judge(config, run_dir, unit, judged, progress, started, spool, packet)
 
             try:
-                drive_all(config, p, backend, jobs, None if defer else each, sync_dir=defer)
+                drive_all(config, p, backend, options.jobs, None if defer else each, sync_dir=defer)
             finally:
                 close_ui_channels()  # the browser and a web UI the run started
             if defer:
@@ -106,9 +146,9 @@ def run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, jobs: int 
                 for unit in todo:
                     _judge(config, run_dir, unit, judged, progress, time.monotonic(), spool)
         outcome = finalize(config, case_set, run_dir, p.units, catalog_version=catalog_version(config), spool=spool[0],
-                           baseline=baseline)
-        if after_finish is not None:
-            outcome.update(after_finish(run_dir, outcome) or {})
+                           baseline=options.baseline)
+        if options.after_finish is not None:
+            outcome.update(options.after_finish(run_dir, outcome) or {})
         if asked is not None:
             outcome["judges"] = brief(asked, panel)
         outcome["seal"] = seal(run_dir)["seal"]

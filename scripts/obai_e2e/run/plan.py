@@ -16,7 +16,7 @@ from ..base.errors import UsageError
 from ..base.fsutil import sha256_file
 from ..base.paths import bundle_root, portable
 from ..config.cases import CaseSet, load_cases_for
-from ..config.selection import Filters
+from ..config.selection import Filters, Selection
 from ..config.target import TargetConfig
 from ..config.units import Unit, units_of
 from ..drive.agent_env import agent_environ
@@ -68,13 +68,14 @@ def planned_units(selection, repeats: dict[str, int] | None) -> tuple[dict[str, 
 def create_run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, root: Path | None = None,
                extra: dict | None = None, repeats: dict[str, int] | None = None,
                holdout: bool = False, shard: ShardSpec | None = None,
-               shard_timings: Path | None = None) -> tuple[Path, RunMeta]:
+               shard_timings: Path | None = None, selection: Selection | None = None) -> tuple[Path, RunMeta]:
     """Make a run directory with run.json and the report header.
 
     ``repeats`` (from a sampling plan) overrides how often each selected case runs; ``shard``
-    keeps only this runner's part of the units (see run/shard.py).
+    keeps only this runner's part of the units (see run/shard.py). ``selection`` is ``filters``
+    applied to ``case_set`` when the caller has built it already (preflight does).
     """
-    selection = filters.apply(case_set)
+    selection = selection or filters.apply(case_set)
     if repeats:
         unknown = sorted(set(repeats) - {c.id for c in selection.cases})
         if unknown:
@@ -151,12 +152,14 @@ class RunPlan:
                 "done": [u.id for u in self.done], "disabled_line": self.disabled_line}
 
 
-def plan(run_dir: Path, case_set: CaseSet, filters: Filters | None = None) -> RunPlan:
-    """The run's units: ``to_judge`` have a packet already, ``pending`` need driving, ``done`` have a row."""
+def plan(run_dir: Path, case_set: CaseSet, filters: Filters | None = None, *,
+         selection: Selection | None = None) -> RunPlan:
+    """The run's units: ``to_judge`` have a packet already, ``pending`` need driving, ``done`` have a row.
+
+    ``selection``: the run's filters applied to ``case_set`` already (built once, by preflight)."""
     run_dir = Path(run_dir)
     meta = load_run(run_dir)
-    filters = filters or meta.selection_filters
-    selection = filters.apply(case_set)
+    selection = selection or (filters or meta.selection_filters).apply(case_set)
     if not (run_dir / "report.md").exists():  # a run stopped between its run.json and its report.md
         ensure_header(run_dir / "report.md", parse_iso(meta.created_at).strftime("%Y-%m-%d %H:%M:%S UTC"),
                       selection.disabled_line(), meta.target.get("display_name") or "OBaI")

@@ -14,8 +14,8 @@ from typing import Any
 
 from ..base.clock import utc_now
 from ..base.errors import UsageError
-from ..base.fsutil import write_once_json
-from ..base.paths import recorded, runs_root
+from ..base.fsutil import sha256_file, write_once_json
+from ..base.paths import bundle_root, recorded, runs_root
 from ..base.record import Record
 from ..config.selection import Filters
 
@@ -65,6 +65,28 @@ class RunMeta(Record):
     def cases_path(self) -> Path | None:
         """The cases file this run was created with, in this checkout."""
         return recorded(self.cases_file)
+
+    def located(self, which: str, flag: str) -> Path:
+        """The target configuration (``which="target_config"``) or cases file (``"cases"``) this run was created
+        with, found in this checkout: at its recorded path, or — when that was absolute on another machine (a CI
+        runner) — at a trailing part of it under this bundle or the current directory whose bytes have the
+        recorded SHA-256. A file found only by name is never taken for it."""
+        text, digest = ((self.target_config, self.target_config_sha256) if which == "target_config"
+                        else (self.cases_file, self.cases_sha256))
+        path = recorded(text)
+        if path is not None and path.is_file():
+            return path
+        if path is not None and digest:
+            parts = path.parts[1:] if path.is_absolute() else path.parts
+            for k in range(len(parts)):
+                for base in (bundle_root(), Path.cwd()):
+                    candidate = base.joinpath(*parts[k:])
+                    if candidate.is_file() and sha256_file(candidate) == digest:
+                        return candidate
+        label = "target configuration" if which == "target_config" else "cases file"
+        raise UsageError(f"the {label} the run was created with, {text or '(none recorded)'}, is not in this "
+                         f"checkout (no file at that path, nor one with its SHA-256 under a trailing part of it); "
+                         f"pass {flag} PATH")
 
     @property
     def selection_filters(self) -> Filters:

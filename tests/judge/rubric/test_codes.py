@@ -291,3 +291,65 @@ def test_a_page_that_never_showed_the_answer_is_named_before_the_empty_answer_it
     failed = [o.rule for o in result.outcomes if o.status == "fail"]
     assert failed[:1] == ["hub.empty_response"] and "ui.answer_not_rendered" in failed, failed
     assert (result.verdict, result.reasons) == ("fail", ["ui.answer_not_rendered"])
+
+
+def _emitted_by_the_rule_table() -> set[str]:
+    """Every ``code=`` a rubric module gives a RuleOutcome: a literal, an f-string (a name from data written
+    ``x``), a local (what is assigned or appended to it, or an entry of a module table) or a parameter (what
+    the module's calls pass for it)."""
+    import ast
+
+    def text(node, scope) -> list[str]:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return [node.value]
+        if isinstance(node, ast.JoinedStr):
+            return ["".join(v.value if isinstance(v, ast.Constant) else "x" for v in node.values)]
+        if isinstance(node, ast.Name):
+            return [t for value in scope.get(node.id, []) for t in text(value, scope)]
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+            values = [v for table in scope.get(node.value.id, []) if isinstance(table, ast.Dict) for v in table.values]
+            return [t for v in values + scope.get(f"{node.value.id}[]", []) for t in text(v, scope)]
+        return []
+
+    found = set()
+    for module in sorted(Path(codes.__file__).parent.glob("*.py")):
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+        tables = {t.id: [n.value] for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
+                  if isinstance(t, ast.Name)}
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+        for func in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]:
+            scope = {k: list(v) for k, v in tables.items()}
+            for k, arg in enumerate(func.args.args):  # a parameter: what the module's calls pass for it
+                scope[arg.arg] = [c.args[k] for c in calls if c.func.id == func.name and len(c.args) > k]
+            for n in ast.walk(func):
+                if isinstance(n, ast.Assign):
+                    for t in n.targets:
+                        if isinstance(t, ast.Name):
+                            scope.setdefault(t.id, []).append(n.value)
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "append" \
+                        and isinstance(n.func.value, ast.Name) and n.args:
+                    scope.setdefault(f"{n.func.value.id}[]", []).append(n.args[0])
+            for call in [n for n in ast.walk(func) if isinstance(n, ast.Call)]:
+                for kw in call.keywords:
+                    if kw.arg == "code":
+                        found.update(text(kw.value, scope))
+    return found
+
+
+def test_is_known_knows_every_code_the_rule_table_emits():
+    emitted = _emitted_by_the_rule_table()
+    assert {"guardrail.false_refusal", "specialist.x.empty", "adversarial.secret_leak", "ui.slow_done",
+            "hub.unverified_number:x", "trace.error_span:x"} <= emitted
+    unknown = sorted(c for c in emitted if not codes.is_known(c))
+    assert unknown == []
+    assert all(codes.explain(c) is None for c in emitted)
+    rubric_codes = set(codes.HARD_CODES + codes.SOFT_CODES)
+    assert "guardrail.false_refusal" in rubric_codes
+
+
+def test_the_verdict_schema_admits_exactly_the_hard_codes():
+    import json
+
+    schema = json.loads((Path(codes.__file__).parents[4] / "schemas" / "verdict.v1.schema.json").read_text())
+    assert schema["properties"]["override"]["properties"]["rule"]["pattern"] == codes.HARD_PATTERN
+    assert schema["allOf"][1]["then"]["properties"]["reasons"]["items"]["pattern"] == codes.HARD_PATTERN

@@ -96,7 +96,7 @@ def specialist_name(raw: object) -> str:
 _HARD = [
     r"routing\.skill_missing", r"routing\.skill_overload", r"routing\.specialist_missing",
     r"routing\.sequence_violation", r"routing\.hub_paraphrase", rf"trace\.error_span:{_NAME}",
-    r"guardrail\.leaky", rf"specialist\.{_SPECIALIST}\.(empty|tool_error)",
+    r"guardrail\.leaky", r"guardrail\.false_refusal", rf"specialist\.{_SPECIALIST}\.(empty|tool_error)",
     r"specialist\.strategy\.(contract_broken|zero_trades|async_stub_broken|async_followup_missing)",
     r"specialist\.prediction\.no_slug", r"specialist\.options\.math", r"hub\.empty_response",
     r"guardrail\.exit_code", r"guardrail\.leaky_response",
@@ -134,7 +134,7 @@ def is_known(code: str) -> bool:
 _FIXED = {
     "routing": ("skill_missing", "skill_overload", "specialist_missing", "sequence_violation", "hub_paraphrase",
                 "unexpected_specialist"),
-    "guardrail": ("leaky", "exit_code", "leaky_response"),
+    "guardrail": ("leaky", "false_refusal", "exit_code", "leaky_response"),
     "hub": ("empty_response", "incomplete_answer", "answer_truncated", "unverified_number:<value>"),
     "trace": ("error_span:<span name>",),
     "specialist": ("<name>.empty", "<name>.tool_error", "strategy.contract_broken", "strategy.zero_trades",

@@ -423,9 +423,11 @@
       list.appendChild(wrap);
     }
     var count = items.reduce(function (n, it) { return n + it.hits.length; }, 0);
+    // A row is a case: the repeats of a stochastic case share one, so rows and units may differ.
+    var grouped = count > items.length ? ", the repeats of a case grouped in one row" : "";
     shown.textContent = items.length
-      ? "Showing " + (start + 1) + "–" + (start + slice.length) + " of " + items.length + " rows (" + count +
-        " matching units of " + units.length + " in the run)"
+      ? "Showing " + (start + 1) + "–" + (start + slice.length) + " of " + items.length + " rows: " + count +
+        " of the run's " + units.length + " units match" + grouped
       : "0 of " + units.length + " units match";
     pageInfo.textContent = "page " + (state.page + 1) + " of " + pages;
     prev.disabled = state.page === 0;
