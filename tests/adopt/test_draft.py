@@ -98,7 +98,7 @@ def test_faults_in_the_sampled_traces_show_in_the_check(tmp_path):
     again = run(tmp_path / "alone", [tree(GRAPH, "price_feed_down"), tree(GRAPH, "refused")], refusal_exit_code=3)
     rows = {r["case"]: r for r in again["checked"]}
     assert rows["T1"]["verdict"] == "fail" and rows["T1"]["reasons"] == ["trace.error_span:tools"]
-    assert "error_info in span tools" in Path(again["cases"]).read_text()
+    assert "error_info in span 'tools'" in Path(again["cases"]).read_text()
 
 
 def test_ledger_traces(tmp_path):
@@ -151,3 +151,27 @@ def test_a_draft_never_replaces_files_unless_forced(tmp_path):
     with pytest.raises(UsageError, match="target.yaml exists"):
         run(tmp_path, [tree(GRAPH, "price")])
     assert (tmp_path / "target.yaml").read_text() == "mine\n"
+
+
+AGENTS = TESTS / "adopt" / "agents_sdk_data"
+AGENTS_TURNS = ["price", "revenue", "price_revenue", "msft_price", "poem", "weather", "nvda_trading"]
+
+
+def test_openai_agents_sdk_traces(tmp_path):
+    """Opik's processor for the OpenAI Agents SDK: a Task span wraps the turn, the guardrail is a tool
+    span whose metadata says type guardrail (and triggered), a refused turn records no input."""
+    summary = run(tmp_path, [tree(AGENTS, n) for n in AGENTS_TURNS], refusal_exit_code=3)
+    c = chosen(summary)
+    assert c["vocabulary.hub_span"] == "Desk"  # the first agent, not the SDK's Task wrapper
+    assert (c["vocabulary.guardrail_span"], c["vocabulary.guardrail_allowed_field"]) == ("topic_screen",
+                                                                                       "/metadata/triggered")
+    assert (c["vocabulary.guardrail_allowed_values"], c["vocabulary.guardrail_refused_values"]) == ([False], [True])
+    assert c["vocabulary.specialists"] == ["quote_lookup", "company_financials"]  # the guardrail is none
+    assert c["target.answer_from"] == "trace_output:/output/0/content/0/text"
+    assert c["correlation.match"] == "thread"
+    cases = yaml.safe_load(Path(summary["cases"]).read_text())["cases"]
+    assert len(cases) == 5 and cases[2]["expected_sequence"] == ["quote_lookup", "company_financials"]
+    assert {v for v, _ in verdicts(summary).values()} == {"pass"}, verdicts(summary)
+    assert all(r["unread"] == [] for r in summary["checked"]), summary["checked"]
+    assert [u["key"] for u in summary["undecided"]] == ["vocabulary.skill_load_span", "cases"]
+    assert "2 trace(s) have no text in their input" in summary["undecided"][1]["why"]

@@ -53,7 +53,7 @@ def unread(config: TargetConfig, s: Sampled, curated: Curated) -> list[str]:
     v, d, out = config.vocabulary, curated.digest, []
     for span in visible(s):
         if span.get("type") == "tool" and v.specialist_name(span.get("name"), "tool") is None \
-                and not v.skill_load.matches(span.get("name")):
+                and not v.skill_load.matches(span.get("name")) and not v.guardrail.matches(span.get("name")):
             out.append(f"tool span {span.get('name')!r} is no specialist")
     if d.guardrail is None:
         out.append("no guardrail span")
