@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
+from obai_e2e.base.opik_env import otlp_env
 from obai_e2e.config.target import load_target_config
 from obai_e2e.drive.agent_env import agent_environ, hold_back
 
@@ -65,3 +66,28 @@ def test_the_key_that_signs_the_seal_never_reaches_the_agent_even_when_declared(
     config = load_target_config(target(tmp_path, **{"target.env_passthrough": ["*"]}))
     env = agent_environ(config, {**HARNESS, "OBAI_E2E_SEAL_KEY": "the-ci-secret"}, {})
     assert "OBAI_E2E_SEAL_KEY" not in env and env["SERVICE_TOKEN"] == "svc-1"  # everything else was declared
+
+
+def test_the_otel_exporter_settings_carry_the_key_exactly_when_the_agent_gets_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("OBAI_E2E_JUDGES", str(tmp_path / "no-such-file.yaml"))
+    backend_env = {"OPIK_PROJECT_NAME": "obai demo",
+                   **otlp_env("https://opik.example/api", "obai demo", workspace="team ws")}
+    config = load_target_config(target(tmp_path, **{"trace_backend.kind": "opik"}))
+    env = agent_environ(config, HARNESS, backend_env)
+    assert env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] == "https://opik.example/api/v1/private/otel/v1/traces"
+    assert env["OTEL_EXPORTER_OTLP_HEADERS"] == ("projectName=obai%20demo,Comet-Workspace=team%20ws,"
+                                                 "Authorization=users-own-opik-key")
+    config = load_target_config(target(tmp_path, **{"trace_backend.kind": "opik", "trace_backend.agent_key": False}))
+    env = agent_environ(config, HARNESS, backend_env)
+    assert env["OTEL_EXPORTER_OTLP_HEADERS"] == "projectName=obai%20demo,Comet-Workspace=team%20ws"
+    assert not any("users-own-opik-key" in value for value in env.values())
+
+
+def test_against_the_local_store_the_otel_headers_carry_the_stores_token_not_the_users_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("OBAI_E2E_JUDGES", str(tmp_path / "no-such-file.yaml"))
+    config = load_target_config(target(tmp_path))
+    store_env = {"OPIK_API_KEY": "store-token",
+                 **otlp_env("http://127.0.0.1:1/api", "obai-demo", workspace="default", key="store-token")}
+    env = agent_environ(config, HARNESS, store_env)
+    assert env["OTEL_EXPORTER_OTLP_HEADERS"] == "projectName=obai-demo,Comet-Workspace=default,Authorization=store-token"
+    assert not any("users-own-opik-key" in value for value in env.values())

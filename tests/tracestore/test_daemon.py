@@ -197,8 +197,14 @@ def test_cli_start_status_stop(store_dir):
     code, st = _cli("status", "--store-dir", str(store_dir))
     assert code == 0 and st["status"] == "running" and st["port"] == out["port"]
     assert state["token"] not in json.dumps(st) and "page_url" not in st  # no token unless asked
+    endpoint = out["api_url"] + "/v1/private/otel/v1/traces"
+    assert out["env"]["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] == endpoint
+    assert out["env"]["OTEL_EXPORTER_OTLP_HEADERS"] == f"Comet-Workspace=default,Authorization={state['token']}"
+    assert st["env"] == {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint,
+                         "OTEL_EXPORTER_OTLP_HEADERS": "Comet-Workspace=default"}
     code, shown = _cli("status", "--store-dir", str(store_dir), "--show-token")
     assert shown["token"] == state["token"] and shown["page_url"] == out["page_url"]
+    assert shown["env"]["OTEL_EXPORTER_OTLP_HEADERS"] == out["env"]["OTEL_EXPORTER_OTLP_HEADERS"]
     code, stopped = _cli("stop", "--store-dir", str(store_dir))
     assert code == 0 and stopped["status"] == "stopped"
     code, st = _cli("status", "--store-dir", str(store_dir))

@@ -6,6 +6,12 @@ header, whatever the URL); against a real Opik the user's own configuration (env
 ``~/.opik.config``) is left alone.
 In both cases the SDK's phone-home features are switched off, and the flush at exit is
 bounded so that a dead backend cannot hold a process for long.
+
+An agent traced through OpenTelemetry instead of the SDK exports to the backend's OTLP path
+(``/v1/private/otel/v1/traces`` under the API URL): :func:`otlp_env` gives the standard
+exporter variables for it, ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` and
+``OTEL_EXPORTER_OTLP_HEADERS`` (``projectName``, ``Comet-Workspace`` and, where the agent
+gets the backend's key, ``Authorization``; values percent-encoded as the variable's format asks).
 """
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ import gc
 import os
 from types import ModuleType
 from typing import Iterator, Mapping
+from urllib.parse import quote
 
 QUIET_SDK_ENV = {
     "OPIK_ANALYTICS_ENABLE": "false",
@@ -21,6 +28,30 @@ QUIET_SDK_ENV = {
 }
 
 DEFAULT_FLUSH_TIMEOUT_S = 2
+
+OTLP_TRACES_PATH = "/v1/private/otel/v1/traces"
+OTLP_ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+OTLP_HEADERS_ENV = "OTEL_EXPORTER_OTLP_HEADERS"
+OTLP_KEY_HEADER = "Authorization"
+
+
+def otlp_env(api_url: str, project: str | None, *, workspace: str | None = None,
+             key: str | None = None) -> dict[str, str]:
+    """The OTLP exporter's variables for the backend at ``api_url`` (ends in /api)."""
+    headers = {"projectName": project, "Comet-Workspace": workspace, OTLP_KEY_HEADER: key}
+    return {
+        OTLP_ENDPOINT_ENV: api_url.rstrip("/") + OTLP_TRACES_PATH,
+        OTLP_HEADERS_ENV: ",".join(f"{name}={quote(value, safe='')}" for name, value in headers.items() if value),
+    }
+
+
+def with_otlp_key(env: Mapping[str, str], key: str) -> dict[str, str]:
+    """``env`` whose OTLP headers also carry ``key`` as Authorization (when it has OTLP headers)."""
+    out = dict(env)
+    if OTLP_ENDPOINT_ENV in out:
+        headers = [h for h in out.get(OTLP_HEADERS_ENV, "").split(",") if h]
+        out[OTLP_HEADERS_ENV] = ",".join([*headers, f"{OTLP_KEY_HEADER}={quote(key, safe='')}"])
+    return out
 
 
 def local_store_env(

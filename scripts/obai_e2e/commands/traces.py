@@ -131,7 +131,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     _add_store_dir(status)
     status.add_argument("--show-token", action="store_true",
-                        help="also print the access token and the page address with its key (page_url)")
+                        help="also print the access token, the page address with its key (page_url) and the "
+                             "Authorization entry of OTEL_EXPORTER_OTLP_HEADERS")
     status.set_defaults(func=cmd_status)
 
     sample = sub.add_parser(
@@ -236,12 +237,17 @@ def cmd_stop(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from ..tracestore import daemon
 
+    from ..base.opik_env import otlp_env
     from ..tracestore.guard import page_key
 
     result = daemon.status(args.store_dir)
     token = result.pop("token", None)
     if args.show_token and token:
         result.update(token=token, page_url=f"{result.get('ui_url')}?key={page_key(token)}")
+    if result["running"]:
+        # What an agent exporting OpenTelemetry needs; the harness adds projectName=<trace_backend.project>.
+        result["env"] = otlp_env(result["api_url"], None, workspace="default",
+                                 key=token if args.show_token else None)
     emit({"status": result["state"], **result})
     return Exit.OK if result["running"] else Exit.BACKEND
 

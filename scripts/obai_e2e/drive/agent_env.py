@@ -10,6 +10,10 @@ unless the target declares that it needs it in ``target.env_passthrough``. What
 trace backend's settings come last: against the local store its own token (never the
 user's Opik key); against Opik the user's ``OPIK_API_KEY``, which the agent needs to write
 its traces, unless ``trace_backend.agent_key: false`` says it ships them another way.
+The OpenTelemetry exporter's variables (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``,
+``OTEL_EXPORTER_OTLP_HEADERS``) point at the same backend and project; their
+``Authorization`` header is the key the agent gets under ``OPIK_API_KEY``, and absent when
+it gets none.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from ..base.opik_env import with_otlp_key
 from ..base.redact import secret_names
 from ..base.seal_key import KEY_ENV as SEAL_KEY_ENV
 from ..config.judges_file import default_path, key_names
@@ -71,4 +76,7 @@ def agent_environ(config: TargetConfig, environ: Mapping[str, str], sdk_env: Map
             out[BACKEND_KEY] = environ[BACKEND_KEY]
         elif not backend.agent_key and not declared(BACKEND_KEY, passthrough):
             out.pop(BACKEND_KEY, None)
+        if out.get(BACKEND_KEY):
+            # An agent exporting OpenTelemetry sends the same key the SDK would, and only then.
+            out = with_otlp_key(out, out[BACKEND_KEY])
     return out

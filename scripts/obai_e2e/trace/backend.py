@@ -62,12 +62,17 @@ def connect_to(kind: str, project: str, *, flush_timeout_s: int = opik_env.DEFAU
         strict = info.strict_opik if hasattr(info, "strict_opik") else bool(info.get("strict_opik"))
         env = opik_env.local_store_env(api_url, flush_timeout_s, token=token)
         env["OPIK_PROJECT_NAME"] = project
+        env.update(opik_env.otlp_env(api_url, project, workspace="default", key=token))
         page = trace_url_template or (api_url.rstrip("/").removesuffix("/api") + "/traces/{trace_id}")
         return Backend(kind="local", project=project, api_url=api_url, sdk_env=env, trace_url_template=page,
                        strict=strict)
     env = opik_env.remote_env(flush_timeout_s)
     env["OPIK_PROJECT_NAME"] = project
-    return Backend(kind="opik", project=project, api_url=_sdk_url(), sdk_env=env,
+    url, workspace = _sdk_settings()
+    if url:
+        # Without the key: the agent's environment adds it where the agent gets the key (agent_env).
+        env.update(opik_env.otlp_env(url, project, workspace=workspace))
+    return Backend(kind="opik", project=project, api_url=url, sdk_env=env,
                    trace_url_template=trace_url_template)
 
 
@@ -85,12 +90,13 @@ def settle_s(configured: float | None, backend: Backend) -> float:
     return OPIK_SETTLE_S if backend.kind == "opik" or backend.strict else 0.0
 
 
-def _sdk_url() -> str | None:
-    """The base URL the SDK would use, from its own configuration sources."""
+def _sdk_settings() -> tuple[str | None, str | None]:
+    """The base URL and workspace the SDK would use, from its own configuration sources."""
     try:
-        return opik_env.import_sdk().config.OpikConfig().url_override
+        config = opik_env.import_sdk().config.OpikConfig()
+        return config.url_override, config.workspace
     except Exception:  # a broken user config shows up in ping() with a clear message
-        return None
+        return None, None
 
 
 def ping(backend: Backend, timeout_s: float = 3.0) -> str | None:

@@ -204,11 +204,15 @@ class BodyReader:
         else:
             self._skip(length)
 
-    def json_body(self, limit: int) -> Any:
+    def decoded_body(self, limit: int) -> bytes:
+        """The body's bytes, inflated when sent with ``Content-Encoding: gzip``."""
         data = self.read_raw_body(limit)
         encoding = (self.headers.get("Content-Encoding") or "identity").strip().lower()
         if encoding == "gzip":
-            data = gunzip(data)
-        elif encoding not in ("", "identity"):
+            return gunzip(data)
+        if encoding not in ("", "identity"):
             raise ApiError(415, f"Content-Encoding {encoding[:40]!r} is not supported; use gzip or none")
-        return decode_json(data)
+        return data
+
+    def json_body(self, limit: int) -> Any:
+        return decode_json(self.decoded_body(limit))

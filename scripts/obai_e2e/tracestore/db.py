@@ -130,6 +130,19 @@ class Store:
                     "visible_at": old["visible_at"] if old is not None else visible_at,
                 }, old)
 
+    def otel_trace_ids(self, project_name: str, candidates: dict[str, str]) -> dict[str, str]:
+        """OTel trace id → Opik trace id; the first export naming an OTel trace fixes its id (``candidates``)."""
+        project_id = project_id_for(project_name)
+        found: dict[str, str] = {}
+        with self._transaction() as conn:
+            for otel_id, trace_id in candidates.items():
+                conn.execute("INSERT OR IGNORE INTO otel_trace_ids (project_id, otel_trace_id, trace_id) "
+                             "VALUES (?, ?, ?)", (project_id, otel_id, trace_id))
+                row = conn.execute("SELECT trace_id FROM otel_trace_ids WHERE project_id = ? AND otel_trace_id = ?",
+                                   (project_id, otel_id)).fetchone()
+                found[otel_id] = row["trace_id"]
+        return found
+
     def update(self, kind: Kind, entity_id: str, update: dict) -> None:
         """Apply a PATCH; one for an id not seen yet is kept until its create arrives."""
         table, _ = TABLES[kind.name]

@@ -8,8 +8,8 @@ or wrong token, 415 for a body that is not JSON).
 The rules keep a web page in the user's browser out. A page can send a "simple"
 ``text/plain`` POST to any address without asking, and a DNS name that later resolves to
 127.0.0.1 makes the browser treat the store as that name's origin. So a write must be
-``application/json`` (which a page can only send after a CORS preflight the store never
-grants), the ``Host`` must be a loopback name with the store's own port, a request with an
+``application/json`` (or, on the OTLP route, ``application/x-protobuf``; a page can send
+either only after a CORS preflight the store never grants), the ``Host`` must be a loopback name with the store's own port, a request with an
 ``Origin`` is refused unless that origin is the store itself, and every ``/api`` route but
 the health ping wants the token the server chose at start (the opik SDK sends
 ``OPIK_API_KEY`` verbatim as the ``Authorization`` header).
@@ -35,6 +35,7 @@ LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 OPEN_PATHS = frozenset({"/api/is-alive/ping"})
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 JSON_TYPE = "application/json"
+JSON_ONLY = frozenset({JSON_TYPE})
 
 
 def _split_host(value: str) -> tuple[str, int | None] | None:
@@ -146,16 +147,20 @@ def page_access(query: str, headers: Message, *, port: int, token: str, data_dir
     )
 
 
-def check_content_type(method: str, headers: Message) -> None:
+def media_type(headers: Message) -> str:
+    return (headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+
+
+def check_content_type(method: str, headers: Message, accepted: frozenset[str] = JSON_ONLY) -> None:
+    """415 unless a write's media type is one the route reads; none of them is one a page may send unasked."""
     if method not in BODY_METHODS:
         return
-    raw = headers.get("Content-Type") or ""
-    media = raw.split(";", 1)[0].strip().lower()
-    if media != JSON_TYPE:
+    if media_type(headers) not in accepted:
+        raw = headers.get("Content-Type") or ""
         shown = repr(raw[:100]) if raw else "none"
         raise ApiError(
             415,
-            f"Content-Type {shown} is not accepted for {method}; send {JSON_TYPE} "
+            f"Content-Type {shown} is not accepted for {method}; send {' or '.join(sorted(accepted))} "
             f"(optionally with Content-Encoding: gzip)",
         )
 

@@ -9,13 +9,15 @@ Besides the entity tables, side tables serve reads:
   tag once, so that a ``tags contains`` search finds the matching tags through the index
   and then their owners, instead of reading every tag of every entity;
 - ``projects``: each project's name and times, for lookups by id or name;
-- ``feedback_scores``: one row per entity and score name.
+- ``feedback_scores``: one row per entity and score name;
+- ``otel_trace_ids``: the Opik trace id given to each OTel trace id of a project, so that
+  spans of one OTel trace exported in several batches share one Opik trace.
 """
 from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS traces (
@@ -122,6 +124,13 @@ CREATE TABLE IF NOT EXISTS feedback_scores (
     PRIMARY KEY (kind, entity_id, name)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS feedback_scores_by_name ON feedback_scores (kind, name, value);
+
+CREATE TABLE IF NOT EXISTS otel_trace_ids (
+    project_id TEXT NOT NULL,
+    otel_trace_id TEXT NOT NULL,
+    trace_id TEXT NOT NULL,
+    PRIMARY KEY (project_id, otel_trace_id)
+) WITHOUT ROWID;
 """
 
 # What a version-1 database holds that the new side tables must learn.

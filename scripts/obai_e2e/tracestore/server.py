@@ -20,12 +20,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
 
-from . import feedback, guard, pages
+from . import feedback, guard, otlp, pages
 from .apierror import ApiError
 from .bodies import DEFAULT_MAX_BODY_BYTES, MAX_DECODED_BYTES, BodyReader
 from .db import Store
+from .otlp_map import to_writes
 from .payloads import SPAN, TRACE, parse_batch, parse_search, parse_update, parse_write
-from .timeutil import parse_uuid
+from .timeutil import DEFAULT_PROJECT, parse_uuid
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "MAX_DECODED_BYTES", "SERVICE", "StoreServer", "make_server"]
 
@@ -36,6 +37,7 @@ PAGE_MAX_SPANS = 2000
 _KINDS = {"traces": TRACE, "spans": SPAN}
 _ENTITY = r"/api/v1/private/(traces|spans)"
 _ID = r"([0-9A-Fa-f-]{1,64})"  # anything else after traces/ or spans/ is an unknown endpoint
+OTLP_TRACES = "/api/v1/private/otel/v1/traces"
 
 # Path pattern → {method: handler method name}; the first matching pattern decides.
 _ROUTES: list[tuple[re.Pattern[str], dict[str, str]]] = [
@@ -49,6 +51,7 @@ _ROUTES: list[tuple[re.Pattern[str], dict[str, str]]] = [
     (re.compile(_ENTITY + "/" + _ID), {"GET": "_get", "PATCH": "_patch"}),
     (re.compile(_ENTITY + "/" + _ID + r"/feedback-scores"), {"PUT": "_score_one"}),
     (re.compile(_ENTITY + "/" + _ID + r"/feedback-scores/delete"), {"POST": "_score_delete"}),
+    (re.compile(re.escape(OTLP_TRACES)), {"POST": "_otel_traces"}),
     (re.compile(r"/api/v1/private/projects/retrieve"), {"POST": "_project_by_name"}),
     (re.compile(r"/api/v1/private/projects/" + _ID), {"GET": "_project_by_id"}),
     (re.compile(r"/api/v1/private/attachment(/.*)?"), {m: "_attachments" for m in ("GET", "POST", "PUT", "DELETE")}),
@@ -105,7 +108,8 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
                 if handler is None:
                     allowed = ", ".join(methods)
                     raise ApiError(405, f"method {self.command} is not allowed on {path}; allowed: {allowed}")
-                guard.check_content_type(self.command, self.headers)
+                guard.check_content_type(self.command, self.headers,
+                                         otlp.MEDIA_TYPES if handler == "_otel_traces" else guard.JSON_ONLY)
                 getattr(self, handler)(*match.groups())
                 return
             raise ApiError(404, f"no such endpoint: {self.command} {path[:300]}")
@@ -248,6 +252,20 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
         entity_id = parse_uuid(raw_id, f"{kind.name} id")
         self.server.store.delete_score(kind, entity_id, feedback.parse_delete(self._json()))
         self._send(204, b"", "")
+
+    def _otel_traces(self) -> None:
+        """OTLP/HTTP trace export, at Opik's path: the project comes from the ``projectName`` header."""
+        media = guard.media_type(self.headers)
+        request = otlp.decode_request(self.decoded_body(self.server.max_body_bytes), media)
+        project = (self.headers.get("projectName") or "").strip() or DEFAULT_PROJECT
+        store = self.server.store
+        traces, spans = to_writes(request, project, store.otel_trace_ids(project, otlp.trace_candidates(request)))
+        if traces:
+            store.write(TRACE, [parse_write(t, TRACE, f"trace of OTel root span {t['name'][:80]!r}") for t in traces])
+        if spans:
+            store.write(SPAN, [parse_write(s, SPAN, f"OTel span {s['name'][:80]!r}") for s in spans])
+        body, content_type = otlp.answer(media)
+        self._send(200, body, content_type)
 
     def _project_by_name(self) -> None:
         body = self._json()

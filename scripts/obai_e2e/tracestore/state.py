@@ -21,7 +21,7 @@ from typing import Any, Iterator
 from ..base import paths
 from ..base.errors import StoreError
 from ..base.fsutil import atomic_writer
-from ..base.opik_env import local_store_env
+from ..base.opik_env import local_store_env, otlp_env
 from .guard import page_key
 
 STATE_FILE = "store.json"
@@ -49,7 +49,8 @@ class StoreInfo:
 
     def sdk_env(self) -> dict[str, str]:
         """Variables that point an ``opik`` SDK process at this store."""
-        return local_store_env(self.api_url, token=self.token)
+        return {**local_store_env(self.api_url, token=self.token),
+                **otlp_env(self.api_url, None, workspace="default", key=self.token)}
 
     @property
     def page_url(self) -> str:
