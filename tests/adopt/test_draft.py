@@ -1,8 +1,9 @@
-"""``adopt`` on stored real traces of the three example targets: what it chooses, where it says each
+"""``adopt`` on stored real traces of every shipped example target and an OpenAI Agents SDK agent: what it chooses, where it says each
 choice came from, what it leaves open, and the check of the draft on the same traces.
 
 The traces are real (the demo's: tests/recorded/record.py; ledger-agent's: tests/examples/data/record.py;
-desk-graph's: tests/examples/graph_data/record.py). No backend is needed: the draft is written,
+desk-graph's: tests/examples/graph_data/record.py; harbor-desk's, exported over OpenTelemetry:
+tests/examples/harbor_data/record.py; an OpenAI Agents SDK agent's: tests/adopt/agents_sdk_data/record.py). No backend is needed: the draft is written,
 loaded, and every trace curated and judged with it.
 """
 from __future__ import annotations
@@ -13,11 +14,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from obai_e2e.adopt import validate
 from obai_e2e.adopt.flow import draft
 from obai_e2e.adopt.sample import Sampled
 from obai_e2e.adopt.target_text import Settings
 from obai_e2e.base.errors import UsageError
+from obai_e2e.config.cases import load_cases_for
 from obai_e2e.config.target import load_target_config
+from obai_e2e.trace.curate import curate
 
 TESTS = Path(__file__).resolve().parents[1]
 DEMO = TESTS / "recorded" / "data" / "clean"
@@ -175,3 +179,46 @@ def test_openai_agents_sdk_traces(tmp_path):
     assert all(r["unread"] == [] for r in summary["checked"]), summary["checked"]
     assert [u["key"] for u in summary["undecided"]] == ["vocabulary.skill_load_span", "cases"]
     assert "2 trace(s) have no text in their input" in summary["undecided"][1]["why"]
+
+
+HARBOR = TESTS / "examples" / "harbor_data"
+HARBOR_SEEDS = ["eta", "tariff_eta", "cargo", "refused", "cargo_manifest_down"]
+# a faulted turn -> the code the draft's rubric should give it (its case: the clean one of its question)
+HARBOR_FAULTS = {
+    "eta_raises": "trace.error_span:harbor%20turn",  # the first span that raised: the turn, by start
+    "tariff_eta_strict_screen": "guardrail.false_refusal",
+    "tariff_eta_skip_tariff": "routing.specialist_missing",
+    "cargo_manifest_down": "specialist.cargo_manifest.tool_error",
+    "eta_stray_figure": "hub.unverified_number:4.5",
+}
+
+
+def test_opentelemetry_traces(tmp_path):
+    """harbor-desk (PydanticAI, exported over OTLP): attribute keys with dots inside the pointers,
+    tool spans named ``execute_tool <name>``, the thread from ``gen_ai.conversation.id``."""
+    summary = run(tmp_path, [tree(HARBOR, n) for n in HARBOR_SEEDS], refusal_exit_code=3)
+    c = chosen(summary)
+    assert (c["vocabulary.hub_span"], c["vocabulary.guardrail_span"]) == ("harbor turn", "harbor_screen")
+    assert c["vocabulary.guardrail_allowed_field"] == "/output/output.verdict"
+    assert (c["vocabulary.guardrail_allowed_values"], c["vocabulary.guardrail_refused_values"]) == (["clear"],
+                                                                                                  ["hold"])
+    assert c["vocabulary.specialist_span"] == "execute_tool {name}"
+    assert set(c["vocabulary.specialists"]) == {"vessel_eta", "berth_tariff", "cargo_manifest"}
+    assert c["vocabulary.specialist_output.text"] == "/output/gen_ai.tool.call.result/text"
+    assert c["vocabulary.specialist_output.errors"] == [{"pointer": "/output/gen_ai.tool.call.result/status",
+                                                         "equals": "error",
+                                                         "message": "/output/gen_ai.tool.call.result/detail"}]
+    assert (c["adopt.query"], c["target.answer_from"]) == ("/input.question", "trace_output:/output.answer")
+    assert c["correlation.match"] == "thread"
+    assert {v for v, _ in verdicts(summary).values()} == {"pass"}, verdicts(summary)
+    assert all(r["unread"] == [] for r in summary["checked"]), summary["checked"]
+    assert [u["key"] for u in summary["undecided"]] == ["vocabulary.skill_load_span"]
+
+    config = load_target_config(Path(summary["target"]))
+    cases = {c.query: c for c in load_cases_for(config, Path(summary["cases"])).cases}
+    for name, code in HARBOR_FAULTS.items():
+        s = tree(HARBOR, name)
+        query = s.trace["input"]["input.question"]
+        row = validate.check(None, config, {cases[query].id: cases[query]}, s,
+                             curate(s.trace, s.spans, config.vocabulary), cases[query].id, query)
+        assert row["reasons"] == [code], (name, row)

@@ -25,7 +25,9 @@ def leaves(value: Any, prefix: str = "", depth: int = 0) -> Iterator[tuple[str, 
 
 
 def last_key(pointer: str) -> str:
-    return pointer.rsplit("/", 1)[-1].lower()
+    """The last key of a pointer, lower case; of an OpenTelemetry attribute key (``output.verdict``,
+    ``gen_ai.tool.call.result``) its last dotted part."""
+    return pointer.rsplit("/", 1)[-1].rsplit(".", 1)[-1].lower()
 
 
 def common(pointer_sets: list[dict[str, Any]]) -> list[str]:

@@ -16,7 +16,8 @@ from .yamltext import has_control, literal_span, shown, template_span
 
 GUARD_NAME = re.compile(r"guard|polic|screen|moderat|safety|filter|complian|topic|gate", re.I)
 SKILL_NAME = re.compile(r"skill|playbook|toolkit|mount|load", re.I)
-PREFIXED = re.compile(r"^(.+?[:/.])([A-Za-z0-9_-]+)$")
+PREFIXED = re.compile(r"^(.+?[:/. ])([A-Za-z0-9_-]+)$")
+OTEL_TOOL = "execute_tool "  # OpenTelemetry's GenAI conventions: a tool call's span is "execute_tool <name>"
 SKILL_KEYS = ("skill", "playbook", "toolkit", "name", "loaded", "id")
 
 
@@ -162,7 +163,7 @@ def find_specialists(samples: list[Sampled], f: Findings, roles: Roles) -> None:
     matches = [PREFIXED.match(n or "") for n in names]
     prefixes = {m.group(1) for m in matches if m}
     first = where(*spans[0])
-    if len(names) > 1 and all(matches) and len(prefixes) == 1:
+    if all(matches) and len(prefixes) == 1 and (len(names) > 1 or prefixes == {OTEL_TOOL}):
         prefix = prefixes.pop()
         roles.specialists = tuple(m.group(2) for m in matches)
         f.choose("vocabulary.specialist_span", template_span(prefix), first + f"; every tool span is named {prefix}<name>")
