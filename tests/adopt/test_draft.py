@@ -222,3 +222,21 @@ def test_opentelemetry_traces(tmp_path):
         row = validate.check(None, config, {cases[query].id: cases[query]}, s,
                              curate(s.trace, s.spans, config.vocabulary), cases[query].id, query)
         assert row["reasons"] == [code], (name, row)
+
+
+def test_opentelemetry_correlation_by_a_dotted_metadata_key_or_by_opik_tags(tmp_path):
+    """Without a thread (no gen_ai.conversation.id): an ``opik.metadata.run_tag`` attribute, stored
+    under that one key, is the metadata key; else ``opik.tags`` (the trace's tags) give match: tag."""
+    by_meta = [tree(HARBOR, n) for n in HARBOR_SEEDS]
+    for i, s in enumerate(by_meta):
+        s.trace.pop("thread_id", None)
+        s.trace["metadata"]["opik.metadata.run_tag"] = f"run-{i}"
+    c = chosen(run(tmp_path / "meta", by_meta, refusal_exit_code=3))
+    assert (c["correlation.match"], c["correlation.metadata_key"]) == ("metadata", "opik.metadata.run_tag")
+    config = load_target_config(tmp_path / "meta" / "target.yaml")
+    assert config.correlation.metadata_key == "opik.metadata.run_tag"
+    by_tag = [tree(HARBOR, n) for n in HARBOR_SEEDS]
+    for i, s in enumerate(by_tag):
+        s.trace.pop("thread_id", None)
+        s.trace["tags"] = ["harbor", f"turn-{i}"]
+    assert chosen(run(tmp_path / "tag", by_tag, refusal_exit_code=3))["correlation.match"] == "tag"
