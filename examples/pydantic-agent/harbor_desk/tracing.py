@@ -41,6 +41,7 @@ def provider() -> TracerProvider | None:
     if os.environ.get("HARBOR_PROJECT"):
         headers = {k: v for k, v in headers.items() if k.lower() != "projectname"}
         headers["projectName"] = os.environ["HARBOR_PROJECT"]
+    CountingExporter.refused = 0
     tp = TracerProvider(resource=Resource.create({"service.name": "harbor-desk", "service.version": __version__}))
     tp.add_span_processor(BatchSpanProcessor(CountingExporter(endpoint=endpoint, headers=headers, timeout=10)))
     return tp
