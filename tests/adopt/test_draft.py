@@ -240,3 +240,42 @@ def test_opentelemetry_correlation_by_a_dotted_metadata_key_or_by_opik_tags(tmp_
         s.trace.pop("thread_id", None)
         s.trace["tags"] = ["harbor", f"turn-{i}"]
     assert chosen(run(tmp_path / "tag", by_tag, refusal_exit_code=3))["correlation.match"] == "tag"
+
+
+SHIPPED = {  # target: (its shipped target.yaml, clean traces of it, refusal exit code)
+    "demo": (TESTS.parent / "cases" / "target.yaml", lambda: [demo(u) for u in ("MD1", "F1", "M1.r1", "O1", "P1",
+                                                                               "R1")], 1),
+    "ledger": (TESTS.parent / "examples" / "ledger-agent" / "target.yaml",
+               lambda: [tree(LEDGER, n) for n in ("Q1", "O1", "R1")], 3),
+    "langgraph": (TESTS.parent / "examples" / "langgraph-agent" / "target.yaml",
+                  lambda: [tree(GRAPH, n) for n in GRAPH_CLEAN], 3),
+    "opentelemetry": (TESTS.parent / "examples" / "pydantic-agent" / "target.yaml",
+                      lambda: [tree(HARBOR, n) for n in HARBOR_SEEDS[:4]], 3),
+    "openai-agents": (None, lambda: [tree(AGENTS, n) for n in AGENTS_TURNS], 3),
+}
+ROLE_KEYS = ("vocabulary.hub_span", "vocabulary.guardrail_span", "vocabulary.guardrail_allowed_field",
+             "vocabulary.guardrail_allowed_values", "vocabulary.specialists", "vocabulary.specialist_span",
+             "vocabulary.specialist_type")
+
+
+def roles_of(vocabulary, span: dict) -> tuple:
+    name = span.get("name")
+    return (vocabulary.is_hub(name), vocabulary.guardrail.matches(name),
+            vocabulary.specialist_name(name, span.get("type")))
+
+
+@pytest.mark.parametrize("target", list(SHIPPED))
+def test_adopt_on_each_shipped_target_needs_no_edit_of_hub_guardrail_or_specialists(tmp_path, target):
+    """The draft's own check passes on every trace, nothing about the hub, the guardrail or the
+    specialists is left open, and the draft reads every span as the target's own configuration does."""
+    shipped, samples, refusal = SHIPPED[target]
+    summary = run(tmp_path, samples(), refusal_exit_code=refusal)
+    assert {v for v, _ in verdicts(summary).values()} == {"pass"}, verdicts(summary)
+    assert all(r["unread"] == [] for r in summary["checked"]), summary["checked"]
+    assert not {u["key"] for u in summary["undecided"]} & set(ROLE_KEYS), summary["undecided"]
+    if shipped is None:
+        return
+    drafted, own = load_target_config(Path(summary["target"])).vocabulary, load_target_config(shipped).vocabulary
+    for s in samples():
+        for span in s.spans:
+            assert roles_of(drafted, span) == roles_of(own, span), (span["name"], span.get("type"))
