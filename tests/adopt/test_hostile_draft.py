@@ -104,3 +104,14 @@ def test_comments_show_control_characters_escaped(tmp_path):
     assert "\x1b" not in text and "\u202e" not in text
     assert "screen\\x1b[2J\\u202e" in text
     assert yaml.safe_load(text)["vocabulary"]["guardrail_span"].startswith("re:")
+
+
+def test_a_key_with_a_line_break_in_a_guardrails_output_is_never_pointed_at(tmp_path):
+    samples = graph()
+    for s in samples:
+        for sp in s.spans:
+            if sp["name"] == "screen":
+                sp["output"] = {"x\n.allowed": sp["output"]["screen"]["verdict"], **sp["output"]}
+    summary = run(tmp_path, samples, refusal_exit_code=3)
+    assert chosen(summary)["vocabulary.guardrail_allowed_field"] == "/output/screen/verdict"
+    loaded(summary)

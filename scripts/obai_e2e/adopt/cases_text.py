@@ -5,6 +5,8 @@ from) is written as escaped data: nothing in it can add a line, a key or a case.
 """
 from __future__ import annotations
 
+import unicodedata
+
 from ..base.schema import control_character
 from ..trace.digest import TraceDigest
 from .choices import Findings
@@ -18,9 +20,9 @@ def _usable(query: str | None, s: Sampled, f: Findings) -> bool:
     """A question cases.yaml can hold: not empty, and no control character but tab and newline."""
     if not query or not query.strip():
         return False
-    bad = control_character(query)
-    if bad is not None and "tab and newline are" in bad:
-        f.leave("cases", f"the question of trace {s.short()} {bad}", "write that case by hand, or leave it out")
+    if any(unicodedata.category(ch) in ("Cc", "Cs") and ch not in "\t\n" for ch in query):
+        f.leave("cases", f"the question of trace {s.short()} {control_character(query)}",
+                "write that case by hand, or leave it out")
         return False
     return True
 
