@@ -1,5 +1,6 @@
-"""``adopt`` on stored real traces of every shipped example target and an OpenAI Agents SDK agent: what it chooses, where it says each
-choice came from, what it leaves open, and the check of the draft on the same traces.
+"""``adopt`` on stored real traces of every shipped example target and an OpenAI Agents SDK agent: what
+it chooses, where it says each choice came from, what it leaves open, and the check of the draft on the
+same traces.
 
 The traces are real (the demo's: tests/recorded/record.py; ledger-agent's: tests/examples/data/record.py;
 desk-graph's: tests/examples/graph_data/record.py; harbor-desk's, exported over OpenTelemetry:

@@ -130,7 +130,8 @@ def _draft_in(stage: Path, samples: list[Sampled], settings: Settings, f: Findin
     by_trace = {c["_trace"]: c["id"] for c in starters}
     rows = [validate.check(backend, config, cases, s, cur, by_trace.get(s.id), q or "")
             for s, cur, q in zip(samples, curated, queries)]
-    return {"status": "drafted", "traces": [s.id for s in samples], "choices": [c.to_json() for c in f.choices.values()],
+    return {"status": "drafted", "traces": [s.id for s in samples],
+            "choices": [c.to_json() for c in f.choices.values()],
             "undecided": [u.to_json() for u in f.undecided], "checked": rows}
 
 

@@ -115,7 +115,8 @@ def find_skills(samples: list[Sampled], f: Findings, roles: Roles) -> None:
                                      bool(re.search(r"load|mount", n or "", re.I)), names[n]))
     own = [(sp, s) for sp, s in spans if sp.get("name") == name]
     roles.skill_span, roles.skill_names = name, (name,)
-    f.choose("vocabulary.skill_load_span", literal_span(name), where(*own[0]) + f" ({len(own)} load(s) in {len(samples)} traces)")
+    f.choose("vocabulary.skill_load_span", literal_span(name),
+             where(*own[0]) + f" ({len(own)} load(s) in {len(samples)} traces)")
     found = fields[name]
     if found:
         value = next(v for p, v in _texts(own[0][0]) if p == found[0])
@@ -166,7 +167,8 @@ def find_specialists(samples: list[Sampled], f: Findings, roles: Roles) -> None:
     if all(matches) and len(prefixes) == 1 and (len(names) > 1 or prefixes == {OTEL_TOOL}):
         prefix = prefixes.pop()
         roles.specialists = tuple(m.group(2) for m in matches)
-        f.choose("vocabulary.specialist_span", template_span(prefix), first + f"; every tool span is named {prefix}<name>")
+        f.choose("vocabulary.specialist_span", template_span(prefix),
+                 first + f"; every tool span is named {prefix}<name>")
     else:
         roles.specialists = tuple(names)
         f.choose("vocabulary.specialist_type", "tool", first + "; any span of type tool is a specialist, listed "
@@ -196,5 +198,6 @@ def find_guardrail(samples: list[Sampled], f: Findings, roles: Roles) -> None:
     name = max(seen, key=lambda n: (n in typed, seen[n]))
     roles.guardrail = name
     span, s = next((sp, s) for s in samples for sp in visible(s) if sp.get("name") == name)
-    f.choose("vocabulary.guardrail_span", literal_span(name), where(span, s) + (" (a guardrail by its type or metadata)" if name in typed else "")
+    f.choose("vocabulary.guardrail_span", literal_span(name),
+             where(span, s) + (" (a guardrail by its type or metadata)" if name in typed else "")
              + f", in {seen[name]} of {len(samples)} traces")

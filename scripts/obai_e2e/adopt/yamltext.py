@@ -67,7 +67,7 @@ def literal_span(name: str) -> str:
 
 
 def template_span(prefix: str) -> str:
-    """A span-name value for ``<prefix><name>``: a template, or a ``re:`` pattern when the prefix would be read as one."""
+    """A span-name value for ``<prefix><name>``: a template, or a ``re:`` pattern when the prefix reads as one."""
     if prefix.startswith("re:") or any(c in prefix for c in "{}*") or any(_unsafe(c) for c in prefix):
         return "re:" + _regex_literal(prefix) + f"(?P<name>{NAME_CHARS})"
     return prefix + "{name}"
