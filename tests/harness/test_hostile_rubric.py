@@ -116,3 +116,16 @@ def test_cells_never_carry_control_characters_and_round_trip_entities():
     written = cell(text)
     assert not any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in written)
     assert unescape(written) == "esc\u241b[2J bel\u2407 nul\u2400 del\u2421 csi\ufffd &lt;b&gt; <i> a|b"
+
+
+def test_a_turn_whose_exports_the_backend_refused_says_so():
+    logged = ("Failed to export span batch code: 401, reason: Unauthorized\n"
+              "Failed to export span batch code: 401, reason: Unauthorized\n")
+
+    def refused(data):
+        data["turn"].update(exit_code=0, stderr_tail="INFO agent ready\n" + logged)
+        data["trace"] = {"status": "trace_not_found", "message": "no trace matched (tag: x) within 30 s"}
+    check = check_packet(packet("MD1", refused), CASES.by_id("MD1"), CONFIG)
+    assert check.verdict == "inconclusive" and check.reasons == ["trace_not_found"]
+    assert "the trace backend refused 2 exports (the agent's stderr): 401 Unauthorized" in check.judgment
+    validate(mechanical_verdict(check), CASES.by_id("MD1"), CONFIG, "MD1")

@@ -59,3 +59,13 @@ def test_curation_names_the_cut_value_and_keeps_the_whole_payload_of_the_others(
     assert digest.to_json()["cut"][0]["reason"] == cut.reason
     whole = curate(*raw("clean", "MD1"), config().vocabulary).digest
     assert "cut" not in whole.to_json()  # a digest with nothing cut is written as before
+
+
+def test_opik_cutting_a_long_string_output_is_recognised_by_its_opening_quote():
+    """Opik's slimming cuts the JSON text of a string value too: it opens with a quote and never closes."""
+    written = "The ledger shows \"settled\" entries: " + "row " * 5000
+    [cut] = [slim({"output": written})["output"]]
+    assert isinstance(cut, str) and cut.startswith('"') and len(cut) < len(written)
+    assert "cut it" in cut_reason(cut)
+    assert cut_reason(written) is None                              # the whole string as the agent wrote it
+    assert cut_reason('"Yes," she said. ' + "and more " * 200) is None  # prose that opens with a quotation

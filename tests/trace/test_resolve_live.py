@@ -127,3 +127,47 @@ def test_a_metadata_key_with_dots_finds_its_turn_whether_stored_flat_or_nested(t
     res = resolve(_backend(trace_store, project), c, dataclasses.replace(
         _turn("run-a", now, now + timedelta(seconds=1)), query=query), deadline_s=10)
     assert (res.status, res.method, res.trace_id) == (RESOLVED, "metadata", mine["id"])
+
+
+def _refused_export(trace_store, project: str, caplog) -> str:
+    """A real OTLP exporter sending one span to a path the store does not serve; returns what it logged."""
+    import logging
+
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    exporter = OTLPSpanExporter(endpoint=trace_store.api_url + "/v1/private/otel/v1/trace",  # one letter short
+                                headers={"Authorization": trace_store.token, "projectName": project})
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with caplog.at_level(logging.ERROR):
+        with provider.get_tracer("agent").start_as_current_span("agent run"):
+            pass
+        provider.shutdown()
+    return "\n".join(record.getMessage() for record in caplog.records)
+
+
+def test_a_turn_whose_exports_were_refused_says_so_instead_of_a_missing_project(trace_store, caplog):
+    project = project_name("refused")
+    now = datetime.now(timezone.utc)
+    logged = _refused_export(trace_store, project, caplog)
+    res = resolve(_backend(trace_store, project), _config(project), _turn("e2e-none", now, now), deadline_s=0.5)
+    assert res.status == NOT_FOUND
+    assert res.message.startswith("the trace backend refused 1 export: 404 no such endpoint: POST "
+                                  "/api/v1/private/otel/v1/trace;"), res.message
+    assert "does not exist" not in res.message
+    # The exporter's own log line, as it reaches the agent's stderr tail, names it too.
+    from obai_e2e.trace.refused import from_stderr
+
+    said = from_stderr("INFO starting\n" + logged + "\n")
+    assert said == "the trace backend refused 1 export (the agent's stderr): 404 Not Found", said
+    assert from_stderr("Traceback ... ValueError: boom") is None
+
+
+def test_refusals_of_another_project_are_not_this_turns(trace_store, caplog):
+    _refused_export(trace_store, project_name("elsewhere"), caplog)
+    project = project_name("clean")
+    now = datetime.now(timezone.utc)
+    res = resolve(_backend(trace_store, project), _config(project), _turn("e2e-none", now, now), deadline_s=0.5)
+    assert res.status == NOT_FOUND and "refused" not in res.message and "does not exist" in res.message

@@ -235,3 +235,90 @@ def test_strict_mode_is_chosen_at_start_and_shown(tmp_path):
         assert state["strict_opik"] is True and state["visibility_delay_ms"] == 1000
     finally:
         stop(tmp_path / "store")
+
+
+def test_span_provider_is_prepended_to_its_metadata_and_a_users_own_key_wins(api, trace_store):
+    """SpanDAO: a span's provider is the first key of the metadata it returns."""
+    project = project_name("span-provider")
+    trace = trace_payload(project)
+    api.batch("traces", [trace])
+    plain = span_payload(project, trace["id"], type="llm", provider="openai", metadata={"step": 1})
+    bare = span_payload(project, trace["id"], type="llm", provider="anthropic")
+    own = span_payload(project, trace["id"], type="llm", provider="openai", metadata={"provider": "mine"})
+    none = span_payload(project, trace["id"], metadata={"step": 2})
+    api.batch("spans", [plain, bare, own, none])
+    found = {s["id"]: s for s in api.search("spans", project)}
+    assert list(found[plain["id"]]["metadata"].items()) == [("provider", "openai"), ("step", 1)]
+    assert found[bare["id"]]["metadata"] == {"provider": "anthropic"}
+    assert found[own["id"]]["metadata"] == {"provider": "mine"}
+    assert found[none["id"]]["metadata"] == {"step": 2}
+    assert api.get("spans", plain["id"]).json()["metadata"] == {"provider": "openai", "step": 1}
+    client = sdk_client(trace_store, project)
+    try:
+        read = {s.id: s for s in client.search_spans(project_name=project)}
+    finally:
+        client.end()
+    assert read[plain["id"]].metadata == {"provider": "openai", "step": 1}
+
+
+# --- project names ignore case (ProjectDAO: names are unique case-insensitively) ----------------
+
+
+def test_project_names_ignore_case_as_opiks_do(api, trace_store):
+    name = project_name("MixedCase")
+    first = trace_payload(name)
+    second = trace_payload(name.upper())
+    api.batch("traces", [first])
+    api.batch("traces", [second])
+    found = {t["id"] for t in api.search("traces", name.lower())}
+    assert found == {first["id"], second["id"]}
+    project = api.send("POST", "/v1/private/projects/retrieve", {"name": name.swapcase()}).json()
+    assert project["name"] == name  # the spelling written first
+    client = sdk_client(trace_store, name.upper())
+    try:
+        assert {t.id for t in client.search_traces(project_name=name.upper())} == found
+    finally:
+        client.end()
+
+
+def test_a_schema_2_database_joins_projects_that_differ_only_in_case(tmp_path):
+    import sqlite3
+
+    from obai_e2e.tracestore import timeutil
+
+    path = tmp_path / "db.sqlite3"
+    store = Store(path)
+    store.write(TRACE, [{"id": None, "project_name": "Alpha", "start_time": "2026-01-01T00:00:00.000000Z",
+                         "last_updated_at": None, "name": "t", "end_time": None, "input": None, "output": None,
+                         "metadata": None, "tags": None, "error_info": None, "thread_id": None, "extra": {}}])
+    store.close()
+    # As schema 2 kept it: the id of the name as written.
+    old_id = str(uuid.uuid5(timeutil._PROJECT_NAMESPACE, "Alpha"))
+    conn = sqlite3.connect(path)
+    with conn:
+        for table in ("traces", "projects"):
+            column = "id" if table == "projects" else "project_id"
+            conn.execute(f"UPDATE {table} SET {column} = ?", (old_id,))
+        conn.execute("PRAGMA user_version = 2")
+    conn.close()
+    reopened = Store(path)
+    try:
+        assert len(reopened.search(TRACE, SearchRequest(project_name="alpha", project_id=None))) == 1
+        assert reopened.project(name="ALPHA")["name"] == "Alpha"
+    finally:
+        reopened.close()
+
+
+def test_a_span_re_sent_through_single_post_keeps_its_first_non_empty_values_field_by_field(api):
+    """SpanDAO's single insert: a field already stored non-empty keeps its value; an empty one takes the new."""
+    project = project_name("resend")
+    trace = trace_payload(project)
+    api.batch("traces", [trace])
+    first = span_payload(project, trace["id"], name="first", input={"q": 1}, model="m-1")
+    again = {**first, "name": "second", "input": {"q": 2}, "output": {"a": 3}, "model": "m-2", "provider": "p",
+             "end_time": at(2)}
+    for body in (first, again):
+        assert api.send("POST", "/v1/private/spans", body).status_code == 201
+    stored = api.get("spans", first["id"]).json()
+    assert (stored["name"], stored["input"], stored["model"]) == ("first", {"q": 1}, "m-1")
+    assert (stored["output"], stored["provider"], stored["end_time"]) == ({"a": 3}, "p", "2026-03-01T12:00:02.000000Z")

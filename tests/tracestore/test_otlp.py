@@ -214,3 +214,20 @@ def test_an_exporter_configured_only_by_the_harness_variables_reaches_the_projec
     one_turn(SimpleSpanProcessor(OTLPSpanExporter()), thread="thread-env")
     traces, spans = read_back(trace_store, project, 4)
     assert len(traces) == 1 and traces[0].thread_id == "thread-env" and len(spans) == 4
+
+
+def test_the_store_counts_refused_writes_per_project(api):
+    project = project_name("Refused")
+    for _ in range(2):
+        api.send("POST", OTLP_PATH, raw=b"\xff\xff", headers={"Content-Type": "application/x-protobuf",
+                                                              "projectName": project})
+    api.send("POST", "/v1/private/otel/v1/metrics", raw=b"", headers={"Content-Type": "application/x-protobuf",
+                                                                     "projectName": project})
+    response = api.send("GET", "/obai-trace-store/refusals", headers={}, raw=None)
+    everything = response.json()["refusals"]
+    found = api.http.get("/obai-trace-store/refusals", params={"project": project.upper()}).json()["refusals"]
+    assert [(g["status"], g["count"]) for g in found] == [(400, 2), (404, 1)]
+    assert found[1]["message"] == "no such endpoint: POST /api/v1/private/otel/v1/metrics"
+    assert all(g in everything for g in found)
+    later = api.http.get("/obai-trace-store/refusals", params={"project": project, "since": "2999-01-01T00:00:00Z"})
+    assert later.json() == {"refusals": []}

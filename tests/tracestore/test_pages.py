@@ -6,6 +6,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
+from obai_e2e.tracestore.guard import page_key
 from obai_e2e.tracestore.pages import CSP, TRACE_HEADERS
 from obai_e2e.tracestore.trace_view import CSP as TRACE_CSP
 
@@ -125,10 +126,12 @@ def test_hostile_trace_page_runs_nothing_in_chromium(browser, trace_store, hosti
         assert nested == ["grandchild"]
         page.locator("summary .name", has_text="child").first.click()  # opening and collapsing need no script
         assert page.evaluate("window.__xss") is None
-        page.goto(trace_store.ui_url)  # no key in the address: the cookie the first page left opens it
-        page.locator(f'a[href="/traces/{hostile_trace["trace"]["id"]}"]').click()
+        key = page_key(trace_store.token)
+        page.goto(trace_store.page_url)  # the index's links carry the key on; no cookie stands in for it
+        page.locator(f'a[href="/traces/{hostile_trace["trace"]["id"]}?key={key}"]').click()
         page.wait_for_load_state("load")
-        assert page.url == f"{trace_store.ui_url}/{hostile_trace['trace']['id']}"
+        assert page.url == f"{trace_store.ui_url}/{hostile_trace['trace']['id']}?key={key}"
+        assert context.cookies() == []
         assert "loop-a" in page.content()
         assert page.evaluate("window.__xss") is None
         assert errors == []

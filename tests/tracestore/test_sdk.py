@@ -182,3 +182,16 @@ def test_sdk_pages_with_the_cursor(trace_store):
         assert [t.id for t in newest] == [t.id for t in everything[:12]]
     finally:
         sdk.end()
+
+
+def test_opik_keeps_a_trace_with_a_250_character_tag_and_the_trace_flushed_with_it(trace_store):
+    project = project_name("sdk-long-tag")
+    client = sdk_client(trace_store, project)
+    try:
+        client.trace(name="long-tag", tags=["x" * 250], project_name=project)
+        client.trace(name="unrelated", tags=["plain"], project_name=project)
+        client.flush()
+        found = client.search_traces(project_name=project, wait_for_at_least=2, wait_for_timeout=30)
+    finally:
+        client.end()
+    assert sorted((t.name, t.tags) for t in found) == [("long-tag", ["x" * 250]), ("unrelated", ["plain"])]

@@ -10,8 +10,7 @@ import threading
 import httpx
 import pytest
 from obai_e2e.tracestore.db import Store
-from obai_e2e.tracestore.guard import cookie_name, page_key
-from obai_e2e.tracestore.payloads import MAX_NAME_CHARS, MAX_TAG_CHARS, MAX_TAGS
+from obai_e2e.tracestore.guard import page_key
 from obai_e2e.tracestore.server import make_server
 
 from .helpers import Api, project_name, trace_payload
@@ -37,24 +36,22 @@ def test_pages_without_the_page_key_are_401_and_show_nothing(trace_store, secret
             assert secret not in response.text
 
 
-def test_the_page_key_opens_the_pages_and_leaves_a_strict_cookie_for_this_port(trace_store, secret_trace):
+def test_the_page_key_opens_the_pages_and_its_links_carry_it_without_a_cookie(trace_store, secret_trace):
     key = page_key(trace_store.token)
     assert key != trace_store.token and trace_store.page_url.endswith(f"?key={key}")
     response = httpx.get(trace_store.trace_url(secret_trace["id"]))
     assert response.status_code == 200 and "secret-page-name" in response.text
-    cookie = response.headers["set-cookie"]
-    assert cookie.startswith(f"{cookie_name(trace_store.port)}={key};")
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
-    jar = {cookie_name(trace_store.port): key}
-    assert httpx.get(f"{trace_store.ui_url}/{secret_trace['id']}", cookies=jar).status_code == 200
-    # a cookie named for another port (another store on this host) opens nothing here
-    other = {cookie_name(trace_store.port + 1): key}
-    assert httpx.get(trace_store.ui_url, cookies=other).status_code == 401
+    index = httpx.get(trace_store.page_url)
+    assert f'href="/traces/{secret_trace["id"]}?key={key}"' in index.text
+    # Browsers send a host's cookies to every port of it: no cookie, and none is taken either.
+    assert "set-cookie" not in response.headers and "set-cookie" not in index.headers
+    for name in (f"obai_trace_store_{trace_store.port}", "key"):
+        assert httpx.get(f"{trace_store.ui_url}/{secret_trace['id']}", cookies={name: key}).status_code == 401
 
 
 def test_the_page_key_opens_no_api_route_and_host_and_origin_checks_come_first(trace_store):
     key = page_key(trace_store.token)
-    for auth in ({"Authorization": key}, {"Cookie": f"{cookie_name(trace_store.port)}={key}"}):
+    for auth in ({"Authorization": key}, {"Cookie": f"obai_trace_store_{trace_store.port}={key}"}):
         response = httpx.post(f"{trace_store.api_url}/v1/private/traces/search", headers=auth,
                               json={"project_name": "x"})
         assert response.status_code == 401
@@ -67,23 +64,26 @@ def test_the_page_key_opens_no_api_route_and_host_and_origin_checks_come_first(t
 # --- names and tags are labels, capped ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("fields, named", [
-    ({"name": "n" * (15 * 1024 * 1024)}, f"names of at most {MAX_NAME_CHARS:,}"),
-    ({"tags": ["ok", "t" * (MAX_TAG_CHARS + 1)]}, f"tags[1] is {MAX_TAG_CHARS + 1} characters"),
-    ({"tags": [f"t{i}" for i in range(MAX_TAGS + 1)]}, f"at most {MAX_TAGS}"),
-])
-def test_a_huge_name_or_tag_is_refused_by_name(api, fields, named):
+@pytest.mark.parametrize("fields", [
+    {"tags": ["ok", "t" * 250]},
+    {"tags": [f"t{i}" for i in range(150)]},
+    {"name": "n" * 5000},
+], ids=["tag_over_200_chars", "over_100_tags", "name_over_1000_chars"])
+def test_opik_accepts_long_tags_many_tags_and_long_names_without_losing_the_batch(api, fields):
+    """Opik's TraceWrite takes these; the store used to refuse the whole batch, an unrelated trace with it."""
     project = project_name("labels")
-    response = api.send("POST", "/v1/private/traces/batch", {"traces": [trace_payload(project, **fields)]})
-    assert response.status_code == 400 and named in response.json()["errors"][0]
-    assert api.stored("traces", project) == []
-    assert api.ping()
+    odd, plain = trace_payload(project, **fields), trace_payload(project, name="unrelated")
+    api.batch("traces", [odd, plain])
+    stored = {t["id"]: t for t in api.stored("traces", project)}
+    assert set(stored) == {odd["id"], plain["id"]}
+    for key, value in fields.items():
+        assert stored[odd["id"]][key] == value
 
 
 def test_pages_stay_small_with_labels_at_their_limits(trace_store, api):
     project = project_name("wide")
-    tags = [f"{i:03d}" + "t" * (MAX_TAG_CHARS - 3) for i in range(MAX_TAGS)]
-    trace = trace_payload(project, name="N" * MAX_NAME_CHARS, tags=tags, input={"v": "x" * 300_000})
+    tags = [f"{i:03d}" + "t" * 297 for i in range(100)]
+    trace = trace_payload(project, name="N" * 5000, tags=tags, input={"v": "x" * 300_000})
     api.batch("traces", [trace])
     page = httpx.get(trace_store.trace_url(trace["id"]))
     assert page.status_code == 200 and len(page.content) < 100_000

@@ -6,7 +6,8 @@ the reason it is not the value the agent wrote, or None.
 The harness reads with ``truncate: false``, yet a value can still arrive cut:
 
 - Opik slims a search hit's input or output of 10,001 bytes or more to a *string* holding
-  its first 10,001 bytes: JSON text that no longer parses where a JSON value was written;
+  its first 10,001 bytes: JSON text that no longer parses where a JSON value was written
+  (an object, a list, or a string, whose cut text then opens with ``"`` and never closes);
 - Opik's search replaces base64 image data by ``[image]``;
 - the SDK replaces an input or output over its size limit (``max_payload_size_mb``) by a
   marker object ``{"opik_truncated": true, ...}`` before sending it;
@@ -25,15 +26,18 @@ from ..base import jsonptr
 MIN_CUT_CHARS = 1_000
 _ATTACHMENT = re.compile(r"\[(?:input|output|metadata)-attachment-\d+-\d+-sdk\.\w+\]")
 _MAX_DEPTH = 64
+_UNESCAPED_QUOTE = re.compile(r'(?<!\\)(?:\\\\)*"')
 
 
 def _cut_text(value: str) -> bool:
-    if len(value) < MIN_CUT_CHARS or value[:1] not in "{[":
+    if len(value) < MIN_CUT_CHARS or value[:1] not in '{["':
         return False
     try:
         json.loads(value)
     except ValueError:
-        return True
+        # A cut JSON string never closes: every quote after the first is escaped. Text that merely
+        # starts with a quotation ('"Yes," she said ...') has an unescaped one and is the agent's own.
+        return value[:1] != '"' or _UNESCAPED_QUOTE.search(value, 1) is None
     return False
 
 

@@ -22,6 +22,7 @@ from ..base.errors import Interrupted
 from ..base.procs import STOPPING
 from ..config.sections import Correlation
 from ..config.target import TargetConfig
+from . import refused
 from .backend import Backend, client, is_unreachable_error, settle_s
 from .search import as_dict, is_project_missing, search_spans, search_traces
 from .threads import thread_search
@@ -210,13 +211,23 @@ def resolve(backend: Backend, config: TargetConfig, key: TurnKey, *, deadline_s:
             if matches is None:  # the backend never answered the last attempt
                 return Resolution(UNREACHABLE, method, attempts=attempts, elapsed_ms=int(elapsed_s * 1000),
                                   message=f"{backend.describe()} did not answer: {last_error}")
-            where = (f"; project {backend.project!r} does not exist in the {backend.describe()}: no trace was ever "
-                     "written to it (check trace_backend.project)" if project_missing else "")
             return Resolution(NOT_FOUND, method, attempts=attempts, elapsed_ms=int(elapsed_s * 1000),
-                              message=f"no trace matched ({method}: {filter_string}) within {deadline_s:g} s{where}")
+                              message=_not_found(backend, config, key, f"no trace matched ({method}: {filter_string}) "
+                                                 f"within {deadline_s:g} s", project_missing))
         if STOPPING.wait(min(delay, max(0.0, deadline_s - elapsed_s))):
             raise Interrupted("the run was stopped while this turn's trace was being looked up")
         delay = min(delay * 2, b.poll_max_s)
+
+
+def _not_found(backend: Backend, config: TargetConfig, key: TurnKey, what: str, project_missing: bool) -> str:
+    """Why no trace was found: the exports the backend refused when it says so, else a missing project."""
+    refusals = refused.from_store(backend, time_bounds(config, key)[0])
+    if refusals:
+        return f"{refusals}; {what}"
+    if project_missing:
+        return (f"{what}; project {backend.project!r} does not exist in the {backend.describe()}: no trace was ever "
+                "written to it (check trace_backend.project)")
+    return what
 
 
 @dataclass

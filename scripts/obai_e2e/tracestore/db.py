@@ -25,7 +25,7 @@ from . import feedback, rows
 from .apierror import not_found, project_not_found
 from .enrich import add_derived
 from .filters import build_where
-from .payloads import SPAN, TRACE, Kind, SearchRequest, apply_patch, merge_patches
+from .payloads import SPAN, TRACE, Kind, SearchRequest, apply_patch, first_non_empty, merge_patches
 from .rows import TABLES, dumps, loads, newer
 from .schema import migrate
 from .timeutil import DEFAULT_PROJECT, new_uuid7, now_ts, project_id_for
@@ -97,8 +97,12 @@ class Store:
 
     # --- writes ----------------------------------------------------------------------------
 
-    def write(self, kind: Kind, docs: list[dict]) -> None:
-        """Store a batch of creates; for each id the newer copy is kept."""
+    def write(self, kind: Kind, docs: list[dict], *, first_wins: bool = False) -> None:
+        """Store a batch of creates; for each id the newer copy is kept.
+
+        ``first_wins`` (Opik's single span create): a create of an id already stored keeps each
+        field's first non-empty value and takes the new one only where the stored is empty.
+        """
         table, _ = TABLES[kind.name]
         now = now_ts()
         visible_at = time.time() + self.visibility_delay_s
@@ -107,10 +111,9 @@ class Store:
             for doc in docs:
                 if doc["id"] is None:
                     doc["id"] = new_uuid7()
-                old = conn.execute(
-                    f"SELECT has_base, base_lu, patch, created_at, visible_at, tags FROM {table} WHERE id = ?",
-                    (doc["id"],),
-                ).fetchone()
+                old = conn.execute(f"SELECT * FROM {table} WHERE id = ?", (doc["id"],)).fetchone()
+                if first_wins and old is not None and old["has_base"]:
+                    doc = first_non_empty(rows.doc_from_row(old, kind), doc)
                 project_id = project_id_for(doc["project_name"])
                 if doc["project_name"] not in projects:
                     projects.add(doc["project_name"])

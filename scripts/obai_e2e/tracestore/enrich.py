@@ -5,7 +5,8 @@ fields the caller excluded. Leaves: the same dicts with ``span_count``,
 ``llm_span_count``, ``has_tool_spans``, ``providers`` (sorted), ``usage`` (summed per
 key), ``total_estimated_cost`` (summed), ``feedback_scores`` and, for traces,
 ``span_feedback_scores`` (span scores averaged by name). As Opik's trace reads do, the
-providers are also put into the trace's metadata, as its first key, when there are any.
+providers are also put into the trace's metadata, as its first key, when there are any; a
+span's ``provider`` goes first into its own metadata unless that metadata has the key.
 With ``visible_before`` only spans that arrived before that moment count (strict mode).
 """
 from __future__ import annotations
@@ -63,6 +64,9 @@ def add_derived(conn: sqlite3.Connection, kind: Kind, items: list[dict], exclude
             if scores:
                 item["feedback_scores"] = scores
     if kind is not TRACE:
+        if "metadata" not in exclude:
+            for item in items:
+                _provider_in_metadata(item)
         return items
     if "span_feedback_scores" not in exclude:
         for item, scores in zip(items, _in_order(ids, feedback.span_scores_of(conn, ids))):
@@ -91,6 +95,15 @@ def _providers_in_metadata(item: dict, providers: list[str], exclude: frozenset[
     if metadata is None or isinstance(metadata, dict):
         rest = {k: v for k, v in (metadata or {}).items() if k != "providers"}
         item["metadata"] = {"providers": providers, **rest}
+
+
+def _provider_in_metadata(span: dict) -> None:
+    # Opik's SpanDAO puts a span's provider first into the metadata it returns; a provider key
+    # the span's own metadata holds stays as it is.
+    provider = span.get("provider")
+    metadata = span.get("metadata")
+    if provider and (metadata is None or (isinstance(metadata, dict) and "provider" not in metadata)):
+        span["metadata"] = {"provider": provider, **(metadata or {})}
 
 
 def _in_order(ids: list[str], found: dict[str, list[dict]]) -> list[list[dict]]:

@@ -15,18 +15,17 @@ the health ping wants the token the server chose at start (the opik SDK sends
 ``OPIK_API_KEY`` verbatim as the ``Authorization`` header).
 
 The pages outside ``/api`` want the *page key*, derived from the token: a browser following
-a link cannot send a header, so the key comes in the page's address (``?key=``), and the
-first page opened with it leaves a cookie (HttpOnly, SameSite=Strict, this store's port in
-its name) so that later links without the key open too. The key opens the read-only pages
-only; it cannot be turned back into the token, so an address kept in a browser's history
-never grants writes.
+a link cannot send a header, so the key comes in the page's address (``?key=``) and every
+link of a page carries it on. No cookie is set: a browser sends a host's cookies to every
+port of that host, so a cookie would hand the key to any other service on 127.0.0.1 the
+browser visits. The key opens the read-only pages only; it cannot be turned back into the
+token, so an address kept in a browser's history never grants writes.
 """
 from __future__ import annotations
 
 import hashlib
 import hmac
 from email.message import Message
-from http.cookies import CookieError, SimpleCookie
 from urllib.parse import parse_qs
 
 from .apierror import ApiError
@@ -114,15 +113,10 @@ def page_key(token: str) -> str:
     return hmac.new(token.encode("utf-8"), b"obai-trace-store pages", hashlib.sha256).hexdigest()[:32]
 
 
-def cookie_name(port: int) -> str:
-    # Browsers send a cookie to every port of a host: the name keeps stores on other ports apart.
-    return f"obai_trace_store_{port}"
+def page_access(query: str, *, token: str, data_dir: str) -> str:
+    """The page key to carry in the page's links, when the address holds it.
 
-
-def page_access(query: str, headers: Message, *, port: int, token: str, data_dir: str) -> tuple[str | None, str | None]:
-    """(the key to carry in the page's links, a Set-Cookie value) for a request that may see the pages.
-
-    Raises 401 naming where the key is printed when neither the address nor the cookie holds it.
+    Raises 401 naming where the key is printed when the address does not hold it.
     """
     wanted = page_key(token).encode("ascii")
     try:
@@ -130,20 +124,13 @@ def page_access(query: str, headers: Message, *, port: int, token: str, data_dir
     except ValueError:
         given = ""
     if given and hmac.compare_digest(given.encode("utf-8", "replace"), wanted):
-        cookie = f"{cookie_name(port)}={given}; Path=/; HttpOnly; SameSite=Strict"
-        return given, cookie
-    try:
-        jar = SimpleCookie(headers.get("Cookie") or "")
-    except CookieError:
-        jar = SimpleCookie()
-    morsel = jar.get(cookie_name(port))
-    if morsel is not None and hmac.compare_digest(morsel.value.encode("utf-8", "replace"), wanted):
-        return None, None
+        return given
     where = f"{data_dir}/store.json" if data_dir else "the store's store.json"
     raise ApiError(
         401,
-        "these pages need this trace store's page key: open the page_url that `obai-e2e traces start` prints "
-        f"(or `obai-e2e traces status --show-token`); it changes at every start of the store (token in {where})",
+        "these pages need this trace store's page key in their address: open the page_url that "
+        "`obai-e2e traces start` prints (or `obai-e2e traces status --show-token`) and follow its links; "
+        f"the key changes at every start of the store (token in {where})",
     )
 
 

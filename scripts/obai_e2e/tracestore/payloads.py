@@ -21,11 +21,6 @@ MAX_BATCH_ITEMS = 1000
 DEFAULT_SEARCH_LIMIT = 500
 MAX_SEARCH_LIMIT = 2000
 MAX_FILTERS = 100
-# A name or tag is a label, not a payload: these keep one hostile write from swelling every
-# read and page of the store (a megabyte name would be sent with each search hit).
-MAX_NAME_CHARS = 1000
-MAX_TAG_CHARS = 200
-MAX_TAGS = 100
 
 
 @dataclass(frozen=True)
@@ -92,14 +87,6 @@ def _str(value: Any, what: str) -> str | None:
     raise bad_request(f"{what} must be a string, got {type(value).__name__}")
 
 
-def _name(value: Any, what: str) -> str | None:
-    value = _str(value, what)
-    if value is not None and len(value) > MAX_NAME_CHARS:
-        raise bad_request(f"{what} is {len(value):,} characters long; the store takes names of at most "
-                          f"{MAX_NAME_CHARS:,} (put long text in input, output or metadata)")
-    return value
-
-
 def _json_list_string(value: Any, what: str) -> Any:
     """Opik's JsonListString: an object, a list of objects, or a string."""
     if value is None or isinstance(value, (dict, str)):
@@ -114,14 +101,8 @@ def _tags(value: Any, what: str) -> list[str] | None:
         return None
     if not isinstance(value, list) or not all(isinstance(tag, str) for tag in value):
         raise bad_request(f"{what} must be a list of strings")
-    tags = list(dict.fromkeys(value))
-    if len(tags) > MAX_TAGS:
-        raise bad_request(f"{what} holds {len(tags)} tags; the store takes at most {MAX_TAGS}")
-    long = next((i for i, tag in enumerate(value) if len(tag) > MAX_TAG_CHARS), None)
-    if long is not None:
-        raise bad_request(f"{what}[{long}] is {len(value[long]):,} characters long; a tag may have at most "
-                          f"{MAX_TAG_CHARS}")
-    return tags
+    # Opik keeps a tag of any length and any number of tags: refusing one would lose its whole batch.
+    return list(dict.fromkeys(value))
 
 
 def _error_info(value: Any, what: str) -> dict | None:
@@ -164,7 +145,7 @@ def _span_type(value: Any, what: str) -> str | None:
 
 
 _CHECKS = {
-    "name": _name,
+    "name": _str,
     "thread_id": _str,
     "input": _json_list_string,
     "output": _json_list_string,
@@ -250,6 +231,23 @@ def parse_update(body: Any, kind: Kind) -> dict:
     if project_id is not None:
         project_id = parse_uuid(project_id, "request body.project_id")
     return {"patch": patch, "project_name": project_name, "project_id": project_id}
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value in ("", [], {})
+
+
+def first_non_empty(stored: dict, incoming: dict) -> dict:
+    """``incoming`` with every field the ``stored`` doc already holds a non-empty value for kept from it."""
+    out = dict(incoming)
+    for name, value in stored.items():
+        if name in ("id", "extra") or _empty(value):
+            continue
+        out[name] = value
+    extra = dict(incoming.get("extra") or {})
+    extra.update({name: value for name, value in (stored.get("extra") or {}).items() if not _empty(value)})
+    out["extra"] = extra
+    return out
 
 
 def merge_patches(old: dict | None, new: dict) -> dict:

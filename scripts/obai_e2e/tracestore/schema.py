@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from .timeutil import project_id_for
+
 SCHEMA_VERSION = 3
 
 _TABLES = """
@@ -163,11 +165,28 @@ def migrate(conn: sqlite3.Connection, path: object) -> None:
         if version >= 1:
             for statement in _statements(_CARRY_OVER):
                 conn.execute(statement)
+            _rekey_projects(conn)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def _rekey_projects(conn: sqlite3.Connection) -> None:
+    """Schema 3: a project's id comes from its lower-cased name, so names differing in case are one
+    project (the spelling seen first stays its name)."""
+    found = conn.execute("SELECT id, name FROM projects ORDER BY created_at").fetchall()
+    for old_id, name in found:
+        new_id = project_id_for(name)
+        if new_id == old_id:
+            continue
+        for table in ("traces", "spans", "feedback_scores", "otel_trace_ids"):
+            conn.execute(f"UPDATE {table} SET project_id = ? WHERE project_id = ?", (new_id, old_id))
+        if conn.execute("SELECT 1 FROM projects WHERE id = ?", (new_id,)).fetchone():
+            conn.execute("DELETE FROM projects WHERE id = ?", (old_id,))
+        else:
+            conn.execute("UPDATE projects SET id = ? WHERE id = ?", (new_id, old_id))
 
 
 def _statements(script: str) -> list[str]:

@@ -26,7 +26,8 @@ from .bodies import DEFAULT_MAX_BODY_BYTES, MAX_DECODED_BYTES, BodyReader
 from .db import Store
 from .otlp_map import to_writes
 from .payloads import SPAN, TRACE, parse_batch, parse_search, parse_update, parse_write
-from .timeutil import DEFAULT_PROJECT, parse_uuid
+from .refusals import Refusals
+from .timeutil import DEFAULT_PROJECT, norm_ts, parse_uuid
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "MAX_DECODED_BYTES", "SERVICE", "StoreServer", "make_server"]
 
@@ -44,6 +45,7 @@ _ROUTES: list[tuple[re.Pattern[str], dict[str, str]]] = [
     (re.compile(r"/api/is-alive/ping"), {"GET": "_ping"}),
     (re.compile(r"/api/is-alive/ver"), {"GET": "_version"}),
     (re.compile(r"/api/obai-trace-store/info"), {"GET": "_info"}),
+    (re.compile(r"/api/obai-trace-store/refusals"), {"GET": "_refusals"}),
     (re.compile(_ENTITY + r"/batch"), {"POST": "_create_batch"}),
     (re.compile(_ENTITY + r"/search"), {"POST": "_search"}),
     (re.compile(_ENTITY + r"/feedback-scores"), {"PUT": "_score_batch"}),
@@ -76,6 +78,7 @@ class StoreServer(ThreadingHTTPServer):
         self.max_body_bytes = max_body_bytes
         self.info = info
         self.token = token
+        self.refusals = Refusals()
         super().__init__(address, Handler)
         self.port = self.server_address[1]
 
@@ -114,6 +117,7 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
                 return
             raise ApiError(404, f"no such endpoint: {self.command} {path[:300]}")
         except ApiError as exc:
+            self._note_refusal(path, exc)
             self._send_error(exc)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
@@ -126,6 +130,14 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
                 pass
 
     do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = do_HEAD = do_OPTIONS = _dispatch
+
+    def _note_refusal(self, path: str, exc: ApiError) -> None:
+        """A refused write naming its project (an OTLP export's projectName header) is kept, so that
+        a turn without a trace can name it; searches and lookups are reads, whatever their method."""
+        project = self.headers.get("projectName")
+        if (project and 400 <= exc.status < 500 and self.command in guard.BODY_METHODS
+                and path.startswith("/api/") and not path.endswith(("/search", "/retrieve"))):
+            self.server.refusals.record(project, exc.status, exc.message)
 
     # --- answers ----------------------------------------------------------------------------
 
@@ -203,6 +215,15 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
     def _info(self) -> None:
         self._send_json(200, {**self.server.info, "pid": os.getpid(), "counts": self.server.store.counts()})
 
+    def _refusals(self) -> None:
+        try:
+            query = parse_qs(self.query, max_num_fields=10)
+        except ValueError:
+            raise ApiError(400, "too many query parameters; refusals takes 'project' and 'since'") from None
+        since = query.get("since", [None])[0]
+        since = None if since is None else norm_ts(since, "since")
+        self._send_json(200, {"refusals": self.server.refusals.since(query.get("project", [None])[0], since)})
+
     def _create_batch(self, plural: str) -> None:
         kind = _KINDS[plural]
         self.server.store.write(kind, parse_batch(self._json(), kind))
@@ -211,7 +232,8 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
     def _create_one(self, plural: str) -> None:
         kind = _KINDS[plural]
         doc = parse_write(self._json(), kind, "request body")
-        self.server.store.write(kind, [doc])
+        # Opik's single span create keeps a re-sent span's first non-empty values, field by field.
+        self.server.store.write(kind, [doc], first_wins=kind is SPAN)
         self._send(201, b"", "", {"Location": f"/api/v1/private/{plural}/{doc['id']}"})
 
     def _search(self, plural: str) -> None:
@@ -288,11 +310,11 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
 
     # --- pages ------------------------------------------------------------------------------
 
-    def _page_headers(self, base: dict[str, str] = pages.HEADERS) -> tuple[str | None, dict[str, str]]:
+    def _page_headers(self, base: dict[str, str] = pages.HEADERS) -> tuple[str, dict[str, str]]:
         """The key to carry in the page's links and the headers to send; 401 without the page key."""
-        key, cookie = guard.page_access(self.query, self.headers, port=self.server.port, token=self.server.token,
-                                        data_dir=str(self.server.info.get("data_dir") or ""))
-        return key, {**base, **({"Set-Cookie": cookie} if cookie else {})}
+        key = guard.page_access(self.query, token=self.server.token,
+                                data_dir=str(self.server.info.get("data_dir") or ""))
+        return key, base
 
     def _index_page(self) -> None:
         key, headers = self._page_headers()

@@ -54,7 +54,7 @@ class StoreInfo:
 
     @property
     def page_url(self) -> str:
-        """The recent-traces page with its page key (a browser opening it keeps the key as a cookie)."""
+        """The recent-traces page with its page key (the page's links carry the key on)."""
         return f"{self.ui_url}?key={page_key(self.token)}"
 
     def trace_url(self, trace_id: str) -> str:

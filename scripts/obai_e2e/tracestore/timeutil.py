@@ -109,4 +109,5 @@ def uuid7_bound(moment: datetime, *, upper: bool) -> str:
 
 @functools.lru_cache(maxsize=1024)
 def project_id_for(name: str) -> str:
-    return str(uuid.uuid5(_PROJECT_NAMESPACE, name))
+    """The id of the project named ``name``; Opik's project names ignore case, so this does too."""
+    return str(uuid.uuid5(_PROJECT_NAMESPACE, name.lower()))

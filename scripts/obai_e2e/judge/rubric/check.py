@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from ...config.cases import Case
 from ...config.target import TargetConfig
 from ...drive import turn_failure
+from ...trace import refused
 from ...drive.packet_record import Packet
 from ...drive.turn import TurnResult
 from . import adversarial, answer, cut, routing, specialist, ui
@@ -140,7 +141,11 @@ def _infra(packet: Packet, case: Case, config: TargetConfig) -> dict | None:
         ok_exit = config.target.refusal_exit_code if case.expect_rejection else 0
         if trace.status == "trace_not_found" and turn_failure.failed(packet.turn, ok_exit):
             return {"reason": "target_failed", "message": turn_failure.describe(packet.turn)}
-        return {"reason": trace.status or "harness_error", "message": trace.message}
+        message = trace.message
+        if trace.status == "trace_not_found" and "refused" not in (message or ""):
+            logged = refused.from_stderr(packet.turn.stderr_tail)  # what an OTel exporter said it was told
+            message = f"{logged}; {message}" if logged else message
+        return {"reason": trace.status or "harness_error", "message": message}
     if case.expect_async_job:
         failed = packet.async_job.failed_followup if packet.async_job else None
         if failed and failed.turn.timed_out:
