@@ -16,10 +16,12 @@ import json
 import shutil
 import subprocess
 import uuid
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 import yaml
+from obai_e2e.trace import refused
 from obai_e2e.trace.backend import connect_to
 from obai_e2e.trace.search import search_spans, search_traces
 
@@ -98,11 +100,13 @@ def test_clean_and_faulted_turns_get_their_verdicts_through_the_store(adopted, m
         assert (unit["verdict"], unit["reasons"]) == (verdict, [code_]), fault
     packets = [json.loads((run_dir / f"{u}.json").read_text()) for u in units]
     assert {p["trace"]["method"] for p in packets} == {"thread"}
-    assert all("refused" not in (p["turn"].get("stderr_tail") or "") for p in packets)  # no export refused
+    # No export refused: the agent counted none, and the store kept no refused write for the project.
+    assert all("refused" not in (p["turn"].get("stderr_tail") or "") for p in packets)
+    backend = connect_to("local", adopted["project"], start_local=False)
+    assert refused.from_store(backend, datetime.now(timezone.utc) - timedelta(hours=1)) is None
     # One trace per turn, holding all of its spans (the hub, the screen and every desk the turn called).
     trace_ids = [p["trace"]["trace_id"] for p in packets]
     assert len(set(trace_ids)) == len(packets)
-    backend = connect_to("local", adopted["project"], start_local=False)
     stored = search_traces(backend, None, limit=100)
     assert len(stored) == len(SEEDS) + len(packets)
     for p in packets:
