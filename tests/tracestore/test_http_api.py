@@ -270,12 +270,12 @@ def test_span_search_by_type_and_parent(api, corpus):
 @pytest.mark.parametrize(
     "plural, filters, named",
     [
-        ("traces", [flt("total_estimated_cost", ">", "0.5")], "total_estimated_cost"),
+        ("traces", [flt("total_estimated_cost", ">", "cheap")], "must be a number"),
         ("traces", [flt("feedback_scores", ">", "0.5")], "feedback_scores.NAME"),
         ("traces", [flt("feedback_scores", ">", "high", key="accuracy")], "must be a number"),
         ("traces", [flt("feedback_scores", "contains", "1", key="accuracy")], "'contains'"),
-        ("traces", [flt("usage.total_tokens", ">", "10")], "usage.total_tokens"),
-        ("traces", [flt("tags", "=", "x")], "'='"),
+        ("traces", [flt("usage.cached_tokens", ">", "10")], "cached_tokens"),
+        ("traces", [flt("tags", ">", "x")], "'>'"),
         ("traces", [flt("start_time", "contains", "2026")], "'contains'"),
         ("traces", [flt("error_info", "=", "x")], "'='"),
         ("traces", [flt("metadata", "=", "x")], "metadata.KEY"),

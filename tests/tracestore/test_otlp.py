@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Status, StatusCode
 
-from .helpers import Api, project_name, sdk_client
+from .helpers import Api, project_name, sdk_client, trace_payload
 
 OTLP_PATH = "/v1/private/otel/v1/traces"
 
@@ -221,13 +221,48 @@ def test_the_store_counts_refused_writes_per_project(api):
     for _ in range(2):
         api.send("POST", OTLP_PATH, raw=b"\xff\xff", headers={"Content-Type": "application/x-protobuf",
                                                               "projectName": project})
-    api.send("POST", "/v1/private/otel/v1/metrics", raw=b"", headers={"Content-Type": "application/x-protobuf",
+    api.send("POST", "/v1/private/otel/v1/logs", raw=b"", headers={"Content-Type": "application/x-protobuf",
                                                                      "projectName": project})
     response = api.send("GET", "/obai-trace-store/refusals", headers={}, raw=None)
     everything = response.json()["refusals"]
     found = api.http.get("/obai-trace-store/refusals", params={"project": project.upper()}).json()["refusals"]
     assert [(g["status"], g["count"]) for g in found] == [(400, 2), (404, 1)]
-    assert found[1]["message"] == "no such endpoint: POST /api/v1/private/otel/v1/metrics"
+    assert found[1]["message"] == "no such endpoint: POST /api/v1/private/otel/v1/logs"
     assert all(g in everything for g in found)
     later = api.http.get("/obai-trace-store/refusals", params={"project": project, "since": "2999-01-01T00:00:00Z"})
     assert later.json() == {"refusals": []}
+
+
+def test_otlp_metrics_are_not_implemented_as_at_opik(api):
+    response = api.send("POST", "/v1/private/otel/v1/metrics", raw=b"",
+                        headers={"Content-Type": "application/x-protobuf"})
+    assert response.status_code == 501 and "metrics" in response.json()["errors"][0]
+
+
+def test_openinference_logfire_and_opik_attach_attributes_map_as_at_opik(trace_store, api):
+    """session.id is the thread; model_name, all_messages and a JSON usage are logfire's; opik.trace_id attaches."""
+    project = project_name("otel-keys")
+    existing = trace_payload(project, name="sdk trace")
+    api.batch("traces", [existing])
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter_for(trace_store, project)))
+    tracer = provider.get_tracer("openinference.instrumentation.smolagents")
+    with tracer.start_as_current_span("run", attributes={"session.id": "sess-1", "input.value": '"quoted"'}):
+        with tracer.start_as_current_span("model", attributes={
+                "model_name": "test-model", "all_messages": json.dumps([{"role": "user"}]),
+                "usage": json.dumps({"input_tokens": 4, "output_tokens": 2}), "unmapped.key": 3}):
+            pass
+    with tracer.start_as_current_span("attached", attributes={"opik.trace_id": existing["id"]}):
+        pass
+    provider.shutdown()
+    traces, spans = read_back(trace_store, project, 3)
+    by_name = {span.name: span for span in spans}
+    assert sorted(t.name for t in traces) == ["run", "sdk trace"]           # the attached span made no trace
+    run = next(t for t in traces if t.name == "run")
+    assert run.thread_id == "sess-1" and run.input == {"input.value": "quoted"}
+    model = by_name["model"]
+    assert (model.type, model.model) == ("llm", "test-model")
+    assert model.usage == {"prompt_tokens": 4, "completion_tokens": 2, "total_tokens": 6}
+    assert model.input == {"all_messages": [{"role": "user"}], "unmapped.key": 3}
+    assert model.metadata["integration"] == "openinference.instrumentation.smolagents"
+    assert by_name["attached"].trace_id == existing["id"] and by_name["attached"].parent_span_id is None

@@ -199,7 +199,7 @@ def test_json_plain_or_gzipped_is_accepted(api, content_type, gzipped):
     ("PUT", "/v1/private/traces/threads/feedback-scores"),
     ("GET", "/v1/private/traces/stats"),
     ("POST", "/v1/private/spans/delete"),
-    ("GET", "/v1/private/traces/threads"),
+    ("PUT", "/v1/private/traces/threads/close"),
     ("POST", "/v1/private/traces/{id}/comments"),
     ("PUT", "/v1/private/spans/feedback-scores/names"),
 ])

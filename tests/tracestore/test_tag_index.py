@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import random
+import re
 import sqlite3
 import string
 
@@ -18,8 +19,9 @@ def _random_tag(rng: random.Random) -> str:
     return "".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 24)))
 
 
-def test_tag_contains_matches_python_semantics_on_random_tags(trace_store):
-    """Needles of every length (below, at and above a trigram) against tags sharing characters."""
+def test_tag_contains_matches_ilike_semantics_on_random_tags(trace_store):
+    """Needles of every length (below, at and above a trigram) against tags sharing characters; `_` and `%`
+    are wildcards, as in Opik's ILIKE."""
     rng = random.Random(7)
     project = project_name("tags")
     traces = [trace_payload(project, tags=[_random_tag(rng) for _ in range(rng.randint(0, 3))]) for _ in range(150)]
@@ -28,9 +30,10 @@ def test_tag_contains_matches_python_semantics_on_random_tags(trace_store):
         api.batch("traces", traces)
         needles = [tag[i:j] for t in rng.sample(traces, 40) for tag in t["tags"]
                    for i, j in [sorted(rng.sample(range(len(tag) + 1), 2))]]
-        needles += [_random_tag(rng) for _ in range(30)] + ["", '"', '""', "%", "*", "a a", "SS", "ß"]
+        needles += [_random_tag(rng) for _ in range(30)] + ["", '"', '""', "%", "_", "a_", "*", "a a", "SS", "ß"]
         for needle in needles:
-            expected = {t["id"] for t in traces if any(needle.lower() in tag.lower() for tag in t["tags"])}
+            like = re.compile("".join({"_": ".", "%": ".*"}.get(c, re.escape(c)) for c in needle.lower()), re.S)
+            expected = {t["id"] for t in traces if any(like.search(tag.lower()) for tag in t["tags"])}
             found = {t["id"] for t in api.search("traces", project, [flt("tags", "contains", needle)], limit=1000)}
             assert found == expected, needle
     finally:

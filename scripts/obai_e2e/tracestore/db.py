@@ -28,6 +28,7 @@ from .filters import build_where
 from .payloads import SPAN, TRACE, Kind, SearchRequest, apply_patch, first_non_empty, merge_patches
 from .rows import TABLES, dumps, loads, newer
 from .schema import migrate
+from .threads import threads_of
 from .timeutil import DEFAULT_PROJECT, new_uuid7, now_ts, project_id_for
 from .truncation import slim
 
@@ -60,6 +61,7 @@ class Store:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.create_function("py_lower", 1, rows.lower, deterministic=True)
+        conn.create_function("py_number", 1, rows.number, deterministic=True)
         with self._all_lock:
             self._all.append(conn)
         return conn
@@ -252,6 +254,13 @@ class Store:
             items = [rows.public(row, kind, request.exclude) for row in found]
             items = add_derived(conn, kind, items, request.exclude, now if self.strict else None)
         return [slim(item) for item in items] if request.truncate else items
+
+    def threads(self, project_name: str | None, project_id: str | None, thread_id: str | None = None) -> list[dict]:
+        """The project's threads (or the one named), newest first; an unknown project is Opik's 404."""
+        request = SearchRequest(project_name=project_name, project_id=project_id)
+        with self._connection() as conn:
+            found_id = self._search_project(conn, request)
+            return threads_of(conn, found_id, time.time(), thread_id)
 
     def counts(self) -> dict[str, int]:
         with self._connection() as conn:

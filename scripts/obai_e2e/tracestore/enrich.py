@@ -20,7 +20,7 @@ from .payloads import TRACE, Kind
 SPAN_DERIVED = ("span_count", "llm_span_count", "has_tool_spans", "providers", "usage", "total_estimated_cost")
 
 
-def _span_stats(conn: sqlite3.Connection, ids: list[str], visible_before: float | None) -> dict[str, dict]:
+def span_stats(conn: sqlite3.Connection, ids: list[str], visible_before: float | None) -> dict[str, dict]:
     stats: dict[str, dict] = {}
     seen = "" if visible_before is None else f" AND visible_at <= {float(visible_before)!r}"
     for part in chunks(ids):
@@ -75,7 +75,7 @@ def add_derived(conn: sqlite3.Connection, kind: Kind, items: list[dict], exclude
     wanted = [name for name in SPAN_DERIVED if name not in exclude]
     if not wanted:
         return items
-    stats = _span_stats(conn, ids, visible_before)
+    stats = span_stats(conn, ids, visible_before)
     for item in items:
         entry = stats.get(item["id"], {"span_count": 0, "llm_span_count": 0, "has_tool_spans": False})
         entry.setdefault("providers", [])

@@ -4,8 +4,12 @@ Enters: the filter list of a search request. Leaves: SQL conditions and their pa
 or a 400 naming the filter that cannot be served.
 
 Semantics follow Opik's ClickHouse queries: string comparisons ignore case, ``contains``
-is a substring match, metadata is compared by the text of one key's value, a tag filter
-matches when some tag contains the value, a feedback score is compared by its value. Every
+(and ``starts_with``, ``ends_with``) is Opik's ILIKE, ``_`` and ``%`` in the value being
+wildcards; metadata is compared by the text of one key's value (numbers as numbers for
+``>``/``<``), a tag filter matches when some tag equals or contains the value, a feedback
+score is compared by its value under its lower-cased name; ``usage.*``,
+``total_estimated_cost`` and ``llm_span_count`` of a trace are its spans', ``duration`` is
+in milliseconds. Every
 filter is checked: a field or operator outside the supported subset is refused with a 400
 that names it, never ignored.
 
@@ -30,7 +34,8 @@ from .timeutil import norm_ts
 
 STRING_OPS = ("=", "!=", "contains", "not_contains", "starts_with", "ends_with")
 DATE_OPS = ("=", "!=", ">", ">=", "<", "<=")
-LIST_OPS = ("contains", "is_empty", "is_not_empty")
+LIST_OPS = ("contains", "not_contains", "=", "!=", "is_empty", "is_not_empty")
+DICT_OPS = (*STRING_OPS, ">", ">=", "<", "<=")
 EMPTY_OPS = ("is_empty", "is_not_empty")
 ENUM_OPS = ("=", "!=")
 NUMBER_OPS = ("=", "!=", ">", ">=", "<", "<=", "is_empty", "is_not_empty")
@@ -43,6 +48,8 @@ class Field:
     operators: tuple[str, ...]
 
 
+_DURATION_MS = ("CASE WHEN end_time IS NULL THEN NULL "
+                "ELSE (julianday(end_time) - julianday(start_time)) * 86400000.0 END")
 _COMMON = {
     "id": Field("string", "id", STRING_OPS),
     "name": Field("string", "name_lc", STRING_OPS),
@@ -51,17 +58,30 @@ _COMMON = {
     "start_time": Field("datetime", "start_time", DATE_OPS),
     "end_time": Field("datetime", "end_time", DATE_OPS),
     "tags": Field("list", "tags", LIST_OPS),
-    "metadata": Field("dictionary", "metadata", STRING_OPS),
+    "metadata": Field("dictionary", "metadata", DICT_OPS),
     "error_info": Field("error", "error_info", EMPTY_OPS),
     "feedback_scores": Field("score", "feedback_scores", NUMBER_OPS),
+    "duration": Field("number", _DURATION_MS, NUMBER_OPS),
 }
 
-TRACE_FIELDS = {**_COMMON, "thread_id": Field("string", "thread_id_lc", STRING_OPS)}
+# A trace's usage, cost and LLM span count are its spans' (as a trace read derives them).
+_OF_SPANS = "(SELECT {what} FROM spans s WHERE s.trace_id = traces.id AND s.has_base = 1{where})"
+TRACE_FIELDS = {
+    **_COMMON,
+    "thread_id": Field("string", "thread_id_lc", STRING_OPS),
+    "usage": Field("usage", _OF_SPANS.format(what="sum(json_extract(s.extra, ?))", where=""), NUMBER_OPS),
+    "total_estimated_cost": Field("number", _OF_SPANS.format(
+        what="sum(json_extract(s.extra, '$.total_estimated_cost'))", where=""), NUMBER_OPS),
+    "llm_span_count": Field("number", _OF_SPANS.format(what="count(*)", where=" AND s.type = 'llm'"), NUMBER_OPS),
+}
 SPAN_FIELDS = {
     **_COMMON,
     "trace_id": Field("string", "trace_id", STRING_OPS),
     "type": Field("enum", "type", ENUM_OPS),
+    "usage": Field("usage", "json_extract(extra, ?)", NUMBER_OPS),
+    "total_estimated_cost": Field("number", "json_extract(extra, '$.total_estimated_cost')", NUMBER_OPS),
 }
+USAGE_KEYS = ("total_tokens", "prompt_tokens", "completion_tokens")
 
 
 def fields_for(kind: Kind) -> dict[str, Field]:
@@ -76,6 +96,27 @@ def _string_clause(expr: str, op: str, value: str) -> tuple[str, list[Any]]:
         return f"{col} = ?", [needle]
     if op == "!=":
         return f"{col} != ?", [needle]
+    if op in ("contains", "not_contains", "starts_with", "ends_with"):
+        return _match_clause(col, op, needle)
+    # metadata > / <: numbers compare as numbers, other text as text
+    number = number_or_none(value)
+    if number is not None:
+        return f"py_number({expr}) {op} ?", [number]
+    return f"{col} {op} ?", [needle]
+
+
+# SQLite refuses a LIKE pattern over 50,000 bytes; a value with a wildcard is held well below that.
+MAX_WILDCARD_CHARS = 10_000
+
+
+def _match_clause(col: str, op: str, needle: str) -> tuple[str, list[Any]]:
+    """contains / starts_with / ends_with as Opik's ILIKE: ``_`` and ``%`` in the value are wildcards."""
+    if "_" in needle or "%" in needle:
+        if len(needle) > MAX_WILDCARD_CHARS:
+            raise bad_request(f"a {op} value with _ or % (wildcards) may have at most {MAX_WILDCARD_CHARS:,} "
+                              f"characters, got {len(needle):,}")
+        pattern = {"starts_with": f"{needle}%", "ends_with": f"%{needle}"}.get(op, f"%{needle}%")
+        return f"{col} {'NOT ' if op == 'not_contains' else ''}LIKE ?", [pattern]
     if op == "contains":
         return f"instr({col}, ?) > 0", [needle]
     if op == "not_contains":
@@ -87,39 +128,63 @@ def _string_clause(expr: str, op: str, value: str) -> tuple[str, list[Any]]:
     return f"substr({col}, ?) = ?", [-len(needle), needle]
 
 
+def number_or_none(value: str) -> float | None:
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 # A tag search looks up this many trailing characters of the value in the trigram index and
 # checks the whole value on the few tags found: the leading part of an id-like tag
 # ("corr-", "e2e-") is shared by every tag and would make the index read long lists.
 TAG_WINDOW = 8
 
 
-def _tags_clause(tags_table: str, value: str) -> tuple[str, list[Any]]:
-    """Owners with a tag containing ``value`` (case-insensitive)."""
+def _tags_clause(tags_table: str, op: str, value: str) -> tuple[str, list[Any]]:
+    """Owners with a tag equal to / containing ``value`` (case-insensitive; ``_`` and ``%`` wildcards in
+    ``contains``, as Opik's ILIKE), or, for ``!=`` / ``not_contains``, owners without one."""
     needle = value.lower()
-    if len(needle) >= 3:
-        window = needle[-TAG_WINDOW:]
-        matching = ("SELECT tag_lc FROM tag_vocab WHERE id IN (SELECT rowid FROM tag_vocab_fts "
-                    "WHERE tag_vocab_fts MATCH ?) AND instr(tag_lc, ?) > 0")
-        args: list[Any] = ['"' + window.replace('"', '""') + '"', needle]
+    if op in ("=", "!="):
+        matching, args = "?", [needle]
     else:
-        matching = "SELECT tag_lc FROM tag_vocab WHERE instr(tag_lc, ?) > 0"
-        args = [needle]
-    return f"id IN (SELECT owner_id FROM {tags_table} WHERE tag_lc IN ({matching}))", args
+        # The trigram index finds the tags holding the longest literal run of the value (at most its
+        # last TAG_WINDOW characters: an id-like tag's leading "corr-" is shared by every tag).
+        literal = max(needle.replace("%", "_").split("_"), key=len)
+        test, test_args = _match_clause("tag_lc", "contains", needle)
+        if len(literal) >= 3:
+            matching = ("SELECT tag_lc FROM tag_vocab WHERE id IN (SELECT rowid FROM tag_vocab_fts "
+                        f"WHERE tag_vocab_fts MATCH ?) AND {test}")
+            args = ['"' + literal[-TAG_WINDOW:].replace('"', '""') + '"', *test_args]
+        else:
+            matching, args = f"SELECT tag_lc FROM tag_vocab WHERE {test}", test_args
+    negated = "NOT " if op in ("!=", "not_contains") else ""
+    return f"id {negated}IN (SELECT owner_id FROM {tags_table} WHERE tag_lc IN ({matching}))", args
+
+
+def _number_clause(expr: str, op: str, value: Any, what: str) -> tuple[str, list[Any]]:
+    """A numeric field compared to a number; is_empty / is_not_empty test for a value."""
+    if op == "is_empty":
+        return f"{expr} IS NULL", []
+    if op == "is_not_empty":
+        return f"{expr} IS NOT NULL", []
+    number = number_or_none(value) if isinstance(value, str) else None
+    if number is None:
+        raise bad_request(f"{what} must be a number, got {value!r:.100}")
+    return f"{expr} {op} ?", [number]
 
 
 def _score_clause(kind: Kind, key: str, op: str, value: Any, where: str) -> tuple[str, list[Any]]:
-    owners = "SELECT entity_id FROM feedback_scores WHERE kind = ? AND name = ?"
+    # Opik compares score names lower-cased.
+    owners = "SELECT entity_id FROM feedback_scores WHERE kind = ? AND py_lower(name) = ?"
+    name = key.lower()
     if op == "is_empty":
-        return f"id NOT IN ({owners})", [kind.name, key]
+        return f"id NOT IN ({owners})", [kind.name, name]
     if op == "is_not_empty":
-        return f"id IN ({owners})", [kind.name, key]
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = math.nan
-    if not math.isfinite(number):
-        raise bad_request(f"{where}: value of feedback_scores.{key} must be a number, got {value!r}")
-    return f"id IN ({owners} AND value {op} ?)", [kind.name, key, number]
+        return f"id IN ({owners})", [kind.name, name]
+    clause, args = _number_clause("value", op, value, f"{where}: value of feedback_scores.{key}")
+    return f"id IN ({owners} AND {clause})", [kind.name, name, *args]
 
 
 def _json_path(key: str) -> str:
@@ -133,13 +198,18 @@ def _json_path(key: str) -> str:
 
 
 def _metadata_expr(key: str) -> tuple[str, list[Any]]:
-    """The text of one metadata value as Opik's JSON_VALUE gives it; objects and arrays give ''."""
-    path = _json_path(key)
-    expr = (
-        "py_lower(CASE json_type(metadata, ?) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' "
-        "WHEN 'object' THEN NULL WHEN 'array' THEN NULL ELSE json_extract(metadata, ?) END)"
-    )
-    return expr, [path, path]
+    """The text of one metadata value as Opik's JSON_VALUE gives it; objects and arrays give ''.
+
+    ``a.b`` is the key ``b`` inside ``a``; where no such nested value exists, the key ``a.b``
+    itself (OTel attributes such as ``opik.metadata.run_tag`` are stored flat, dots and all).
+    """
+    nested = _json_path(key)
+    flat = '$."' + key.replace('"', "") + '"'
+    text = ("CASE json_type(metadata, {p}) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' "
+            "WHEN 'object' THEN NULL WHEN 'array' THEN NULL ELSE json_extract(metadata, {p}) END")
+    expr = (f"py_lower(CASE WHEN json_type(metadata, ?) IS NOT NULL THEN {text.format(p='?')} "
+            f"ELSE {text.format(p='?')} END)")
+    return expr, [nested, nested, nested, flat, flat]
 
 
 def build_where(filters: list[dict], kind: Kind, tags_table: str) -> tuple[list[str], list[Any]]:
@@ -149,60 +219,71 @@ def build_where(filters: list[dict], kind: Kind, tags_table: str) -> tuple[list[
     params: list[Any] = []
     for index, flt in enumerate(filters):
         where = f"filters[{index}]"
-        name = flt.get("field")
-        op = flt.get("operator")
-        key = flt.get("key") or ""
-        value = flt.get("value")
-        if not isinstance(name, str) or name not in fields:
-            raise bad_request(
-                f"{where}: filter field {name!r} is not supported by the local trace store for "
-                f"{kind.plural}; supported fields: {', '.join(sorted(fields))}"
-            )
-        spec = fields[name]
-        if op not in spec.operators:
-            raise bad_request(
-                f"{where}: operator {op!r} is not supported for field {name!r}; "
-                f"supported operators: {', '.join(spec.operators)}"
-            )
-        if not isinstance(key, str):
-            raise bad_request(f"{where}: key must be a string")
-        if spec.kind == "dictionary" and not key:
-            raise bad_request(f"{where}: a metadata filter needs a key (write it as metadata.KEY)")
-        if spec.kind == "score" and not key:
-            raise bad_request(f"{where}: a feedback score filter needs the score name (feedback_scores.NAME)")
-        if spec.kind not in ("dictionary", "score") and key:
-            raise bad_request(f"{where}: field {name!r} takes no key, got {key!r}")
-        if op not in EMPTY_OPS and not isinstance(value, str):
-            raise bad_request(f"{where}: value must be a string for operator {op!r}")
-
-        if spec.kind == "string":
-            clause, args = _string_clause(spec.expr, op, value)
-        elif spec.kind == "dictionary":
-            expr, path_args = _metadata_expr(key)
-            clause, args = _string_clause(expr, op, value)
-            args = path_args + args
-        elif spec.kind == "datetime":
-            moment = norm_ts(value, f"{where}: value of {name}")
-            if op == "!=":
-                clause = f"({spec.expr} IS NOT NULL AND {spec.expr} != ?)"
-            else:
-                clause = f"{spec.expr} {op} ?"
-            args = [moment]
-        elif spec.kind == "list":
-            if op == "contains":
-                clause, args = _tags_clause(tags_table, value)
-            elif op == "is_empty":
-                clause, args = "(tags IS NULL OR tags = '[]')", []
-            else:
-                clause, args = "(tags IS NOT NULL AND tags != '[]')", []
-        elif spec.kind == "score":
-            clause, args = _score_clause(kind, key, op, value, where)
-        elif spec.kind == "error":
-            clause = "error_info IS NULL" if op == "is_empty" else "error_info IS NOT NULL"
-            args = []
-        else:  # enum: exact value
-            clause = f"{spec.expr} = ?" if op == "=" else f"COALESCE({spec.expr}, '') != ?"
-            args = [value]
+        name, op, key, value = flt.get("field"), flt.get("operator"), flt.get("key") or "", flt.get("value")
+        if isinstance(name, str) and name.startswith("usage.") and not key:
+            name, key = "usage", name[len("usage."):]  # the SDK writes usage.total_tokens as the field
+        spec = _checked(fields, kind, where, name, op, key, value)
+        clause, args = _clause(spec, kind, tags_table, where, name, op, key, value)
         clauses.append(clause)
         params.extend(args)
     return clauses, params
+
+
+def _checked(fields: dict[str, Field], kind: Kind, where: str, name: Any, op: Any, key: Any, value: Any) -> Field:
+    """The field a filter names, once its operator, key and value fit it; else a 400 naming what does not."""
+    if not isinstance(name, str) or name not in fields:
+        raise bad_request(
+            f"{where}: filter field {name!r} is not supported by the local trace store for "
+            f"{kind.plural}; supported fields: {', '.join(sorted(fields))}"
+        )
+    spec = fields[name]
+    if op not in spec.operators:
+        raise bad_request(
+            f"{where}: operator {op!r} is not supported for field {name!r}; "
+            f"supported operators: {', '.join(spec.operators)}"
+        )
+    if not isinstance(key, str):
+        raise bad_request(f"{where}: key must be a string")
+    if spec.kind == "dictionary" and not key:
+        raise bad_request(f"{where}: a metadata filter needs a key (write it as metadata.KEY)")
+    if spec.kind == "score" and not key:
+        raise bad_request(f"{where}: a feedback score filter needs the score name (feedback_scores.NAME)")
+    if spec.kind == "usage" and key not in USAGE_KEYS:
+        raise bad_request(f"{where}: a usage filter names one of usage.{', usage.'.join(USAGE_KEYS)}, got {key!r}")
+    if spec.kind not in ("dictionary", "score", "usage") and key:
+        raise bad_request(f"{where}: field {name!r} takes no key, got {key!r}")
+    if op not in EMPTY_OPS and not isinstance(value, str):
+        raise bad_request(f"{where}: value must be a string for operator {op!r}")
+    return spec
+
+
+def _clause(spec: Field, kind: Kind, tags_table: str, where: str, name: str, op: str, key: str,
+            value: Any) -> tuple[str, list[Any]]:
+    if spec.kind == "string":
+        return _string_clause(spec.expr, op, value)
+    if spec.kind == "dictionary":
+        expr, path_args = _metadata_expr(key)
+        clause, args = _string_clause(expr, op, value)
+        return clause, path_args + args
+    if spec.kind == "datetime":
+        moment = norm_ts(value, f"{where}: value of {name}")
+        if op == "!=":
+            return f"({spec.expr} IS NOT NULL AND {spec.expr} != ?)", [moment]
+        return f"{spec.expr} {op} ?", [moment]
+    if spec.kind == "list":
+        if op == "is_empty":
+            return "(tags IS NULL OR tags = '[]')", []
+        if op == "is_not_empty":
+            return "(tags IS NOT NULL AND tags != '[]')", []
+        return _tags_clause(tags_table, op, value)
+    if spec.kind == "score":
+        return _score_clause(kind, key, op, value, where)
+    if spec.kind == "number":
+        return _number_clause(spec.expr, op, value, f"{where}: value of {name}")
+    if spec.kind == "usage":
+        clause, args = _number_clause(spec.expr, op, value, f"{where}: value of usage.{key}")
+        return clause, [f"$.usage.{key}", *args]
+    if spec.kind == "error":
+        return ("error_info IS NULL" if op == "is_empty" else "error_info IS NOT NULL"), []
+    # enum: exact value
+    return (f"{spec.expr} = ?" if op == "=" else f"COALESCE({spec.expr}, '') != ?"), [value]

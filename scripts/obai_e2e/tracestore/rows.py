@@ -7,6 +7,7 @@ Opik's TracePublic / SpanPublic JSON.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from typing import Any
 
@@ -28,6 +29,19 @@ def loads(text: str | None) -> Any:
 
 def lower(value: Any) -> str | None:
     return None if value is None else str(value).lower()
+
+
+def number(value: Any) -> float | None:
+    """A stored value as a number, when it is one or text spelling one (SQL ``py_number``)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        parsed = float(str(value))
+    except (TypeError, ValueError):
+        return None
+    return parsed if math.isfinite(parsed) else None
 
 
 def newer(incoming: str | None, stored: str | None) -> bool:

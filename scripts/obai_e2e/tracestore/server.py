@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
 
-from . import feedback, guard, otlp, pages
+from . import feedback, guard, otlp, pages, threads
 from .apierror import ApiError
 from .bodies import DEFAULT_MAX_BODY_BYTES, MAX_DECODED_BYTES, BodyReader
 from .db import Store
@@ -46,6 +46,9 @@ _ROUTES: list[tuple[re.Pattern[str], dict[str, str]]] = [
     (re.compile(r"/api/is-alive/ver"), {"GET": "_version"}),
     (re.compile(r"/api/obai-trace-store/info"), {"GET": "_info"}),
     (re.compile(r"/api/obai-trace-store/refusals"), {"GET": "_refusals"}),
+    (re.compile(r"/api/v1/private/traces/threads/search"), {"POST": "_thread_search"}),
+    (re.compile(r"/api/v1/private/traces/threads/retrieve"), {"POST": "_thread_get"}),
+    (re.compile(r"/api/v1/private/traces/threads"), {"GET": "_thread_page"}),
     (re.compile(_ENTITY + r"/batch"), {"POST": "_create_batch"}),
     (re.compile(_ENTITY + r"/search"), {"POST": "_search"}),
     (re.compile(_ENTITY + r"/feedback-scores"), {"PUT": "_score_batch"}),
@@ -54,6 +57,7 @@ _ROUTES: list[tuple[re.Pattern[str], dict[str, str]]] = [
     (re.compile(_ENTITY + "/" + _ID + r"/feedback-scores"), {"PUT": "_score_one"}),
     (re.compile(_ENTITY + "/" + _ID + r"/feedback-scores/delete"), {"POST": "_score_delete"}),
     (re.compile(re.escape(OTLP_TRACES)), {"POST": "_otel_traces"}),
+    (re.compile(r"/api/v1/private/otel/v1/metrics"), {"POST": "_otel_metrics"}),
     (re.compile(r"/api/v1/private/projects/retrieve"), {"POST": "_project_by_name"}),
     (re.compile(r"/api/v1/private/projects/" + _ID), {"GET": "_project_by_id"}),
     (re.compile(r"/api/v1/private/attachment(/.*)?"), {m: "_attachments" for m in ("GET", "POST", "PUT", "DELETE")}),
@@ -112,7 +116,7 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
                     allowed = ", ".join(methods)
                     raise ApiError(405, f"method {self.command} is not allowed on {path}; allowed: {allowed}")
                 guard.check_content_type(self.command, self.headers,
-                                         otlp.MEDIA_TYPES if handler == "_otel_traces" else guard.JSON_ONLY)
+                                         otlp.MEDIA_TYPES if handler.startswith("_otel") else guard.JSON_ONLY)
                 getattr(self, handler)(*match.groups())
                 return
             raise ApiError(404, f"no such endpoint: {self.command} {path[:300]}")
@@ -244,6 +248,39 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
         )
         self._send(200, body, "application/x-ndjson")
 
+    def _thread_search(self) -> None:
+        body = self._json()
+        request = parse_search({k: v for k, v in body.items() if k not in ("filters", "last_retrieved_thread_model_id")}
+                               if isinstance(body, dict) else body, TRACE)
+        filters = threads.check_filters(body.get("filters"))
+        after = body.get("last_retrieved_thread_model_id")
+        found = [t for t in self.server.store.threads(request.project_name, request.project_id)
+                 if (after is None or t["thread_model_id"] < str(after)) and threads.matches(t, filters)]
+        self._send(200, b"".join(json.dumps(t, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+                                 for t in found[:request.limit]), "application/x-ndjson")
+
+    def _thread_get(self) -> None:
+        body = self._json()
+        thread_id = body.get("thread_id") if isinstance(body, dict) else None
+        if not isinstance(thread_id, str) or not thread_id:
+            raise ApiError(400, "request body must be an object with the 'thread_id' to read")
+        request = parse_search({k: v for k, v in body.items() if k in ("project_name", "project_id")}, TRACE)
+        found = self.server.store.threads(request.project_name, request.project_id, thread_id)
+        if not found:
+            raise ApiError(404, f"Trace Thread id: {thread_id} not found", plain=True)
+        self._send_json(200, found[0])
+
+    def _thread_page(self) -> None:
+        try:
+            query = {k: v[0] for k, v in parse_qs(self.query, max_num_fields=20).items()}
+        except ValueError:
+            raise ApiError(400, "too many query parameters") from None
+        page, size = _positive(query.get("page", "1"), "page"), _positive(query.get("size", "10"), "size")
+        found = self.server.store.threads(query.get("project_name"), query.get("project_id") and
+                                          parse_uuid(query["project_id"], "project_id"))
+        self._send_json(200, {"page": page, "size": size, "total": len(found),
+                              "content": found[(page - 1) * size: page * size]})
+
     def _get(self, plural: str, raw_id: str) -> None:
         kind = _KINDS[plural]
         self._send_json(200, self.server.store.get(kind, parse_uuid(raw_id, f"{kind.name} id")))
@@ -288,6 +325,9 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
             store.write(SPAN, [parse_write(s, SPAN, f"OTel span {s['name'][:80]!r}") for s in spans])
         body, content_type = otlp.answer(media)
         self._send(200, body, content_type)
+
+    def _otel_metrics(self) -> None:
+        raise ApiError(501, "OpenTelemetry metrics ingestion is not supported (nor is it by Opik); export traces only")
 
     def _project_by_name(self) -> None:
         body = self._json()
@@ -335,6 +375,12 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
         trace_id = parse_uuid(raw_id, "trace id")
         trace, spans, total = self.server.store.trace_with_spans(trace_id, PAGE_MAX_SPANS)
         self._send(200, pages.trace_page(trace, spans, total, key=key), pages.CONTENT_TYPE, headers)
+
+
+def _positive(text: str, what: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise ApiError(400, f"{what} must be a whole number of 1 or more, got {text[:40]!r}")
+    return int(text)
 
 
 def make_server(store: Store, host: str, port: int, max_body_bytes: int, info: dict, *, token: str) -> StoreServer:
