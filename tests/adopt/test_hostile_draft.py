@@ -115,3 +115,16 @@ def test_a_key_with_a_line_break_in_a_guardrails_output_is_never_pointed_at(tmp_
     summary = run(tmp_path, samples, refusal_exit_code=3)
     assert chosen(summary)["vocabulary.guardrail_allowed_field"] == "/output/screen/verdict"
     loaded(summary)
+
+
+def test_a_shared_tool_prefix_that_looks_like_a_pattern_is_drafted_as_that_literal_prefix(tmp_path):
+    samples = graph()
+    for old in ("quote_lookup", "company_financials", "option_payoff"):
+        renamed(samples, old, f"re:*.{old}")
+    summary = run(tmp_path, samples, refusal_exit_code=3)
+    config, _ = loaded(summary)
+    assert chosen(summary)["vocabulary.specialist_span"].startswith("re:")
+    assert config.vocabulary.specialist_name("re:*.quote_lookup", "tool") == "quote_lookup"
+    assert config.vocabulary.specialist_name("re:x.quote_lookup", "tool") is None
+    assert config.vocabulary.specialist_name("quote_lookup", "tool") is None
+    assert {v for v, _ in verdicts(summary).values()} == {"pass"}, verdicts(summary)
