@@ -105,11 +105,11 @@ def build_search(config: TargetConfig, key: TurnKey) -> tuple[str, str, Callable
 
         def exact(t: dict) -> bool:
             return metadata_text(t.get("metadata"), mk) == key.tag
-        if "." not in mk:
-            return "metadata", f"metadata.{mk} = {_quote(key.tag)}", exact
-        # A key with dots (an OpenTelemetry attribute such as opik.metadata.run_tag is stored flat) is a
-        # path to Opik's filter: the turn's window and question find the candidates, the key picks one.
-        return "metadata", window_filter(corr, key), exact
+        # A key with dots is found stored flat (an OpenTelemetry attribute such as opik.metadata.run_tag)
+        # or nested along the path its dots name, by the backend's filter as by the exact check; the
+        # filter language wants such a key quoted.
+        field = mk if re.fullmatch(r"\w+", mk) else '"' + mk.replace('"', '""') + '"'
+        return "metadata", f"metadata.{field} = {_quote(key.tag)}", exact
     return "window", window_filter(corr, key), lambda t: _input_has_query(t, key.query)
 
 
