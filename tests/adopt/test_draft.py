@@ -1,8 +1,10 @@
-"""``adopt`` on stored real traces of the three example targets: what it chooses, where it says each
-choice came from, what it leaves open, and the check of the draft on the same traces.
+"""``adopt`` on stored real traces of every shipped example target and an OpenAI Agents SDK agent: what
+it chooses, where it says each choice came from, what it leaves open, and the check of the draft on the
+same traces.
 
 The traces are real (the demo's: tests/recorded/record.py; ledger-agent's: tests/examples/data/record.py;
-desk-graph's: tests/examples/graph_data/record.py). No backend is needed: the draft is written,
+desk-graph's: tests/examples/graph_data/record.py; harbor-desk's, exported over OpenTelemetry:
+tests/examples/harbor_data/record.py; an OpenAI Agents SDK agent's: tests/adopt/agents_sdk_data/record.py). No backend is needed: the draft is written,
 loaded, and every trace curated and judged with it.
 """
 from __future__ import annotations
@@ -13,11 +15,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from obai_e2e.adopt import validate
 from obai_e2e.adopt.flow import draft
 from obai_e2e.adopt.sample import Sampled
 from obai_e2e.adopt.target_text import Settings
 from obai_e2e.base.errors import UsageError
+from obai_e2e.config.cases import load_cases_for
 from obai_e2e.config.target import load_target_config
+from obai_e2e.trace.curate import curate
 
 TESTS = Path(__file__).resolve().parents[1]
 DEMO = TESTS / "recorded" / "data" / "clean"
@@ -98,7 +103,7 @@ def test_faults_in_the_sampled_traces_show_in_the_check(tmp_path):
     again = run(tmp_path / "alone", [tree(GRAPH, "price_feed_down"), tree(GRAPH, "refused")], refusal_exit_code=3)
     rows = {r["case"]: r for r in again["checked"]}
     assert rows["T1"]["verdict"] == "fail" and rows["T1"]["reasons"] == ["trace.error_span:tools"]
-    assert "error_info in span tools" in Path(again["cases"]).read_text()
+    assert "error_info in span 'tools'" in Path(again["cases"]).read_text()
 
 
 def test_ledger_traces(tmp_path):
@@ -151,3 +156,127 @@ def test_a_draft_never_replaces_files_unless_forced(tmp_path):
     with pytest.raises(UsageError, match="target.yaml exists"):
         run(tmp_path, [tree(GRAPH, "price")])
     assert (tmp_path / "target.yaml").read_text() == "mine\n"
+
+
+AGENTS = TESTS / "adopt" / "agents_sdk_data"
+AGENTS_TURNS = ["price", "revenue", "price_revenue", "msft_price", "poem", "weather", "nvda_trading"]
+
+
+def test_openai_agents_sdk_traces(tmp_path):
+    """Opik's processor for the OpenAI Agents SDK: a Task span wraps the turn, the guardrail is a tool
+    span whose metadata says type guardrail (and triggered), a refused turn records no input."""
+    summary = run(tmp_path, [tree(AGENTS, n) for n in AGENTS_TURNS], refusal_exit_code=3)
+    c = chosen(summary)
+    assert c["vocabulary.hub_span"] == "Desk"  # the first agent, not the SDK's Task wrapper
+    assert (c["vocabulary.guardrail_span"], c["vocabulary.guardrail_allowed_field"]) == ("topic_screen",
+                                                                                       "/metadata/triggered")
+    assert (c["vocabulary.guardrail_allowed_values"], c["vocabulary.guardrail_refused_values"]) == ([False], [True])
+    assert c["vocabulary.specialists"] == ["quote_lookup", "company_financials"]  # the guardrail is none
+    assert c["target.answer_from"] == "trace_output:/output/0/content/0/text"
+    assert c["correlation.match"] == "thread"
+    cases = yaml.safe_load(Path(summary["cases"]).read_text())["cases"]
+    assert len(cases) == 5 and cases[2]["expected_sequence"] == ["quote_lookup", "company_financials"]
+    assert {v for v, _ in verdicts(summary).values()} == {"pass"}, verdicts(summary)
+    assert all(r["unread"] == [] for r in summary["checked"]), summary["checked"]
+    assert [u["key"] for u in summary["undecided"]] == ["vocabulary.skill_load_span", "cases"]
+    assert "2 trace(s) have no text in their input" in summary["undecided"][1]["why"]
+
+
+HARBOR = TESTS / "examples" / "harbor_data"
+HARBOR_SEEDS = ["eta", "tariff_eta", "cargo", "refused", "cargo_manifest_down"]
+# a faulted turn -> the code the draft's rubric should give it (its case: the clean one of its question)
+HARBOR_FAULTS = {
+    "eta_raises": "trace.error_span:harbor%20turn",  # the first span that raised: the turn, by start
+    "tariff_eta_strict_screen": "guardrail.false_refusal",
+    "tariff_eta_skip_tariff": "routing.specialist_missing",
+    "cargo_manifest_down": "specialist.cargo_manifest.tool_error",
+    "eta_stray_figure": "hub.unverified_number:4.5",
+}
+
+
+def test_opentelemetry_traces(tmp_path):
+    """harbor-desk (PydanticAI, exported over OTLP): attribute keys with dots inside the pointers,
+    tool spans named ``execute_tool <name>``, the thread from ``gen_ai.conversation.id``."""
+    summary = run(tmp_path, [tree(HARBOR, n) for n in HARBOR_SEEDS], refusal_exit_code=3)
+    c = chosen(summary)
+    assert (c["vocabulary.hub_span"], c["vocabulary.guardrail_span"]) == ("harbor turn", "harbor_screen")
+    assert c["vocabulary.guardrail_allowed_field"] == "/output/output.verdict"
+    assert (c["vocabulary.guardrail_allowed_values"], c["vocabulary.guardrail_refused_values"]) == (["clear"],
+                                                                                                  ["hold"])
+    assert c["vocabulary.specialist_span"] == "execute_tool {name}"
+    assert set(c["vocabulary.specialists"]) == {"vessel_eta", "berth_tariff", "cargo_manifest"}
+    assert c["vocabulary.specialist_output.text"] == "/output/gen_ai.tool.call.result/text"
+    assert c["vocabulary.specialist_output.errors"] == [{"pointer": "/output/gen_ai.tool.call.result/status",
+                                                         "equals": "error",
+                                                         "message": "/output/gen_ai.tool.call.result/detail"}]
+    assert (c["adopt.query"], c["target.answer_from"]) == ("/input.question", "trace_output:/output.answer")
+    assert c["correlation.match"] == "thread"
+    assert {v for v, _ in verdicts(summary).values()} == {"pass"}, verdicts(summary)
+    assert all(r["unread"] == [] for r in summary["checked"]), summary["checked"]
+    assert [u["key"] for u in summary["undecided"]] == ["vocabulary.skill_load_span"]
+
+    config = load_target_config(Path(summary["target"]))
+    cases = {c.query: c for c in load_cases_for(config, Path(summary["cases"])).cases}
+    for name, code in HARBOR_FAULTS.items():
+        s = tree(HARBOR, name)
+        query = s.trace["input"]["input.question"]
+        row = validate.check(None, config, {cases[query].id: cases[query]}, s,
+                             curate(s.trace, s.spans, config.vocabulary), cases[query].id, query)
+        assert row["reasons"] == [code], (name, row)
+
+
+def test_opentelemetry_correlation_by_a_dotted_metadata_key_or_by_opik_tags(tmp_path):
+    """Without a thread (no gen_ai.conversation.id): an ``opik.metadata.run_tag`` attribute, stored
+    under that one key, is the metadata key; else ``opik.tags`` (the trace's tags) give match: tag."""
+    by_meta = [tree(HARBOR, n) for n in HARBOR_SEEDS]
+    for i, s in enumerate(by_meta):
+        s.trace.pop("thread_id", None)
+        s.trace["metadata"]["opik.metadata.run_tag"] = f"run-{i}"
+    c = chosen(run(tmp_path / "meta", by_meta, refusal_exit_code=3))
+    assert (c["correlation.match"], c["correlation.metadata_key"]) == ("metadata", "opik.metadata.run_tag")
+    config = load_target_config(tmp_path / "meta" / "target.yaml")
+    assert config.correlation.metadata_key == "opik.metadata.run_tag"
+    by_tag = [tree(HARBOR, n) for n in HARBOR_SEEDS]
+    for i, s in enumerate(by_tag):
+        s.trace.pop("thread_id", None)
+        s.trace["tags"] = ["harbor", f"turn-{i}"]
+    assert chosen(run(tmp_path / "tag", by_tag, refusal_exit_code=3))["correlation.match"] == "tag"
+
+
+SHIPPED = {  # target: (its shipped target.yaml, clean traces of it, refusal exit code)
+    "demo": (TESTS.parent / "cases" / "target.yaml", lambda: [demo(u) for u in ("MD1", "F1", "M1.r1", "O1", "P1",
+                                                                               "R1")], 1),
+    "ledger": (TESTS.parent / "examples" / "ledger-agent" / "target.yaml",
+               lambda: [tree(LEDGER, n) for n in ("Q1", "O1", "R1")], 3),
+    "langgraph": (TESTS.parent / "examples" / "langgraph-agent" / "target.yaml",
+                  lambda: [tree(GRAPH, n) for n in GRAPH_CLEAN], 3),
+    "opentelemetry": (TESTS.parent / "examples" / "pydantic-agent" / "target.yaml",
+                      lambda: [tree(HARBOR, n) for n in HARBOR_SEEDS[:4]], 3),
+    "openai-agents": (None, lambda: [tree(AGENTS, n) for n in AGENTS_TURNS], 3),
+}
+ROLE_KEYS = ("vocabulary.hub_span", "vocabulary.guardrail_span", "vocabulary.guardrail_allowed_field",
+             "vocabulary.guardrail_allowed_values", "vocabulary.specialists", "vocabulary.specialist_span",
+             "vocabulary.specialist_type")
+
+
+def roles_of(vocabulary, span: dict) -> tuple:
+    name = span.get("name")
+    return (vocabulary.is_hub(name), vocabulary.guardrail.matches(name),
+            vocabulary.specialist_name(name, span.get("type")))
+
+
+@pytest.mark.parametrize("target", list(SHIPPED))
+def test_adopt_on_each_shipped_target_needs_no_edit_of_hub_guardrail_or_specialists(tmp_path, target):
+    """The draft's own check passes on every trace, nothing about the hub, the guardrail or the
+    specialists is left open, and the draft reads every span as the target's own configuration does."""
+    shipped, samples, refusal = SHIPPED[target]
+    summary = run(tmp_path, samples(), refusal_exit_code=refusal)
+    assert {v for v, _ in verdicts(summary).values()} == {"pass"}, verdicts(summary)
+    assert all(r["unread"] == [] for r in summary["checked"]), summary["checked"]
+    assert not {u["key"] for u in summary["undecided"]} & set(ROLE_KEYS), summary["undecided"]
+    if shipped is None:
+        return
+    drafted, own = load_target_config(Path(summary["target"])).vocabulary, load_target_config(shipped).vocabulary
+    for s in samples():
+        for span in s.spans:
+            assert roles_of(drafted, span) == roles_of(own, span), (span["name"], span.get("type"))

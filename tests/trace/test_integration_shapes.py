@@ -3,7 +3,9 @@ tests/examples/graph_data/record.py), read through the example's target.yaml.
 
 No root span (no hub), specialists found by span type, a tool's text behind the
 integration's own ``{"output": ...}``, error text that only the traceback carries, the
-answer on stdout as JSON Lines, and correlation by thread.
+answer on stdout as JSON Lines, and correlation by thread. Then spans exported over
+OpenTelemetry (harbor-desk, tests/examples/harbor_data/record.py) read through its target.yaml:
+attribute keys with dots as one pointer step, an exception recorded on every span it passed.
 """
 from __future__ import annotations
 
@@ -102,3 +104,30 @@ def test_thread_correlation_searches_the_turns_thread_and_window():
     # An earlier turn of the same session (an async job's first answer) is not this turn's trace.
     assert not exact({"thread_id": "e2e-run-T1-abc", "start_time": "2026-06-12T09:59:50Z"})
     assert not exact({"thread_id": "another", "start_time": "2026-06-12T10:00:01Z"})
+
+
+HARBOR = REPO / "tests" / "examples" / "harbor_data"
+HARBOR_CONFIG = load_target_config(REPO / "examples" / "pydantic-agent" / "target.yaml")
+
+
+def harbor(name: str):
+    t = json.loads((HARBOR / f"{name}.trace.json").read_text())
+    return curate(t["trace"], t["spans"], HARBOR_CONFIG.vocabulary).digest
+
+
+def test_opentelemetry_attribute_keys_with_dots_are_one_step_of_a_pointer():
+    """harbor-desk's spans came over OTLP: each attribute is kept under its whole key."""
+    d = harbor("tariff_eta")
+    assert (d.guardrail.decision, d.guardrail.refused) == ("clear", False)  # /output/output.verdict
+    assert [c.name for c in d.specialist_calls] == ["vessel_eta", "berth_tariff"]  # execute_tool {name}
+    assert d.specialist_calls[1].output_text.endswith("pays 16280.00 EUR for 2 days at berth.")
+    assert d.final_response.startswith("MV Kestrel is due at berth 7")  # /output/output.answer of the trace
+    down = harbor("cargo_manifest_down").specialist_calls[0]
+    assert (down.is_error, down.error_text) == (True, "manifest service unavailable")  # the declared shape
+
+
+def test_an_exception_recorded_on_opentelemetry_spans_is_their_error():
+    d = harbor("eta_raises")
+    assert [e.name for e in d.error_spans][:1] == ["harbor turn"]
+    assert "execute_tool vessel_eta" in [e.name for e in d.error_spans]
+    assert all("arrivals feed timed out for aurora" in (e.message or "") for e in d.error_spans)

@@ -107,6 +107,28 @@ def test_adopting_from_a_project_nobody_wrote_to_says_there_is_no_trace(trace_st
         sample(_backend(trace_store, project), limit=3)
 
 
+@pytest.mark.parametrize("stored", ["flat", "nested"])
+def test_a_metadata_key_with_dots_finds_its_turn_whether_stored_flat_or_nested(trace_store, api, stored):
+    """An OpenTelemetry attribute ``opik.metadata.run_tag`` is stored under that one key; the SDK may
+    nest it. Either way the metadata correlation picks the turn's trace, and only it."""
+    project = project_name(f"dotted-{stored}")
+    key = "opik.metadata.run_tag"
+    now = datetime.now(timezone.utc)
+    query = "What is the latest price of AAPL?"
+
+    def meta(tag: str) -> dict:
+        return {key: tag} if stored == "flat" else {"opik": {"metadata": {"run_tag": tag}}}
+    mine, other = (trace_payload(project, id=_id_at(now), start_time=iso(now), input={"question": query},
+                                 metadata=meta(tag), end_time=iso(now + timedelta(seconds=1)))
+                   for tag in ("run-a", "run-b"))
+    api.batch("traces", [mine, other])
+    c = _config(project)
+    c = dataclasses.replace(c, correlation=dataclasses.replace(c.correlation, match="metadata", metadata_key=key))
+    res = resolve(_backend(trace_store, project), c, dataclasses.replace(
+        _turn("run-a", now, now + timedelta(seconds=1)), query=query), deadline_s=10)
+    assert (res.status, res.method, res.trace_id) == (RESOLVED, "metadata", mine["id"])
+
+
 def _refused_export(trace_store, project: str, caplog) -> str:
     """A real OTLP exporter sending one span to a path the store does not serve; returns what it logged."""
     import logging

@@ -1,24 +1,53 @@
-"""The starter cases.yaml as text: one case per sampled question, expecting what the agent did then."""
+"""The starter cases.yaml as text: one case per sampled question, expecting what the agent did then.
+
+Everything a trace put here (the question, names, the comment naming where a case came
+from) is written as escaped data: nothing in it can add a line, a key or a case.
+"""
 from __future__ import annotations
 
-import json
+import unicodedata
 
+from ..base.schema import control_character
 from ..trace.digest import TraceDigest
+from .choices import Findings
 from .sample import Sampled
+from .yamltext import case_name, feature, scalar, shown
+
+KEYS = ("id", "feature", "query", "expect_rejection", "expected_skills", "expected_tools", "expected_sequence")
 
 
-def starter_cases(samples: list[Sampled], digests: list[TraceDigest], queries: list[str | None]) -> list[dict]:
+def _usable(query: str | None, s: Sampled, f: Findings) -> bool:
+    """A question cases.yaml can hold: not empty, and no control character but tab and newline."""
+    if not query or not query.strip():
+        return False
+    if any(unicodedata.category(ch) in ("Cc", "Cs") and ch not in "\t\n" for ch in query):
+        f.leave("cases", f"the question of trace {s.short()} {control_character(query)}",
+                "write that case by hand, or leave it out")
+        return False
+    return True
+
+
+def _expected(d: TraceDigest) -> tuple[list[str], list[str], list[str]]:
+    """The tools and skills of a trace that cases.yaml can name, and those it cannot."""
+    tools = list(dict.fromkeys(c.name for c in d.specialist_calls))
+    skills = list(dict.fromkeys(s_.skill for s_ in d.skill_loads))
+    odd = [n for n in tools + skills if not case_name(n)]
+    return [t for t in tools if case_name(t)], [s_ for s_ in skills if case_name(s_)], odd
+
+
+def starter_cases(samples: list[Sampled], digests: list[TraceDigest], queries: list[str | None],
+                  f: Findings | None = None) -> list[dict]:
     """One case per distinct question, with the trace it came from (``_from``) and what it showed (``_note``)."""
+    f = f if f is not None else Findings()
     out, seen = [], set()
     for s, d, query in zip(samples, digests, queries):
-        if not query or query in seen:
+        if query in seen or not _usable(query, s, f):
             continue
         seen.add(query)
         case: dict = {"id": f"T{len(out) + 1}", "query": query}
         refused = d.guardrail is not None and d.guardrail.refused
-        tools = list(dict.fromkeys(c.name for c in d.specialist_calls))
-        skills = list(dict.fromkeys(s_.skill for s_ in d.skill_loads))
-        case["feature"] = "refusal" if refused else (tools[0] if tools else "general")
+        tools, skills, odd = _expected(d)
+        case["feature"] = "refusal" if refused else (feature(tools[0]) if tools else "general")
         if refused:
             case["expect_rejection"] = True
         else:
@@ -30,21 +59,19 @@ def starter_cases(samples: list[Sampled], digests: list[TraceDigest], queries: l
                 case["expected_sequence"] = tools
         seen_in = f"trace {s.short()} ({(s.trace.get('start_time') or '')[:19]})"
         note = "refused" if refused else f"skills {', '.join(skills) or '(none)'}; tools {', '.join(tools) or '(none)'}"
+        if odd:
+            note += f"; left out, names a case cannot hold: {', '.join(map(repr, odd))}"
         if d.error_spans:
-            note += f"; error_info in span {d.error_spans[0].name}: fix these expectations"
+            note += f"; error_info in span {d.error_spans[0].name!r}: fix these expectations"
         case["_from"], case["_note"], case["_trace"] = seen_in, note, s.id
         out.append(case)
     return out
 
 
 def render(cases: list[dict], header: list[str]) -> str:
-    lines = [f"# {h}" for h in header] + ["version: 1", "cases:"]
+    lines = [f"# {shown(h)}" for h in header] + ["version: 1", "cases:"]
     for case in cases:
-        lines.append(f"  # from {case['_from']}: {case['_note']}")
-        first = True
-        for key in ("id", "feature", "query", "expect_rejection", "expected_skills", "expected_tools",
-                    "expected_sequence"):
-            if key in case:
-                lines.append(f"  {'- ' if first else '  '}{key}: {json.dumps(case[key], ensure_ascii=False)}")
-                first = False
+        lines.append(f"  # from {shown(case['_from'] + ': ' + case['_note'], limit=400)}")
+        keys = [k for k in KEYS if k in case]
+        lines += [f"  {'- ' if i == 0 else '  '}{key}: {scalar(case[key])}" for i, key in enumerate(keys)]
     return "\n".join(lines) + "\n"

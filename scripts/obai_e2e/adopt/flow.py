@@ -6,12 +6,15 @@ with the span it came from, what could not be decided, and the check of each tra
 """
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 
 from ..base import jsonptr
 from ..base.clock import iso, utc_now
-from ..base.errors import UsageError
+from ..base.errors import ConfigError, UsageError
 from ..base.fsutil import atomic_write_text
 from ..config.cases import load_cases_for
 from ..config.target import load_target_config
@@ -78,20 +81,48 @@ def draft(samples: list[Sampled], settings: Settings, out_dir: Path, *, backend:
           force: bool = False) -> dict:
     """Write target.yaml and cases.yaml from ``samples`` and check them on the same traces.
 
+    The draft is written to a staging folder inside ``out_dir`` first, loaded and checked
+    there, and moved into place only then: a draft that does not load leaves nothing behind.
     Without a backend the traces are curated and judged but not resolved.
     """
     _writable(out_dir, force)
-    target_path, cases_path = out_dir / "target.yaml", out_dir / "cases.yaml"
     f, query_at = read_shape(samples, settings)
+    made = not out_dir.exists()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=".adopt-draft-", dir=out_dir))
+    try:
+        summary = _draft_in(stage, samples, settings, f, query_at, backend)
+        for name in ("target.yaml", "cases.yaml"):
+            os.replace(stage / name, out_dir / name)
+    except ConfigError as exc:
+        raise ConfigError(f"adopt wrote nothing: the draft does not load ({str(exc).replace(str(stage), str(out_dir))})"
+                          f"{_open_questions(f)}") from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+        if made and not any(out_dir.iterdir()):
+            out_dir.rmdir()
+    summary.update(target=str(out_dir / "target.yaml"), cases=str(out_dir / "cases.yaml"))
+    return summary
+
+
+def _open_questions(f: Findings) -> str:
+    return "".join(f"; {u.key}: {u.why}" for u in f.undecided if u.key == "cases")
+
+
+def _draft_in(stage: Path, samples: list[Sampled], settings: Settings, f: Findings, query_at: str | None,
+              backend: Backend | None) -> dict:
+    """Write the draft into ``stage``, load it back and check it on the traces."""
+    target_path, cases_path = stage / "target.yaml", stage / "cases.yaml"
     header = [f"Drafted by `obai-e2e adopt` from {len(samples)} trace(s) of project {settings.project!r} "
               f"({settings.kind}) on {iso(utc_now())[:19]}Z.",
               "Each value says which span or trace it was read from; the command printed what it could not decide."]
-    out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(target_path, target_text.render(f, settings, header))
     config = load_target_config(target_path)
     curated = [curate(s.trace, s.spans, config.vocabulary) for s in samples]
     queries = [_query(s, query_at) for s in samples]
-    starters = cases_text.starter_cases(samples, [c.digest for c in curated], queries)
+    starters = cases_text.starter_cases(samples, [c.digest for c in curated], queries, f)
+    if not starters:
+        raise ConfigError(f"{cases_path}: no case: no sampled trace has a question adopt could read")
     atomic_write_text(cases_path, cases_text.render(starters, [
         "Starter cases drafted by `obai-e2e adopt`: one per sampled question, expecting what the agent did then.",
         "Edit the expectations to what it should do, and add the cases that matter to you."]))
@@ -99,8 +130,8 @@ def draft(samples: list[Sampled], settings: Settings, out_dir: Path, *, backend:
     by_trace = {c["_trace"]: c["id"] for c in starters}
     rows = [validate.check(backend, config, cases, s, cur, by_trace.get(s.id), q or "")
             for s, cur, q in zip(samples, curated, queries)]
-    return {"status": "drafted", "target": str(target_path), "cases": str(cases_path),
-            "traces": [s.id for s in samples], "choices": [c.to_json() for c in f.choices.values()],
+    return {"status": "drafted", "traces": [s.id for s in samples],
+            "choices": [c.to_json() for c in f.choices.values()],
             "undecided": [u.to_json() for u in f.undecided], "checked": rows}
 
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from .yamltext import has_control
+
 MAX_DEPTH = 6
 
 
@@ -15,7 +17,8 @@ def leaves(value: Any, prefix: str = "", depth: int = 0) -> Iterator[tuple[str, 
     if isinstance(value, dict):
         if depth < MAX_DEPTH:
             for k, v in value.items():
-                yield from leaves(v, f"{prefix}/{escape(str(k))}", depth + 1)
+                if not has_control(str(k)):  # a key target.yaml could not hold in a pointer
+                    yield from leaves(v, f"{prefix}/{escape(str(k))}", depth + 1)
     elif isinstance(value, list):
         if depth < MAX_DEPTH:
             for i, v in enumerate(value):
@@ -25,7 +28,9 @@ def leaves(value: Any, prefix: str = "", depth: int = 0) -> Iterator[tuple[str, 
 
 
 def last_key(pointer: str) -> str:
-    return pointer.rsplit("/", 1)[-1].lower()
+    """The last key of a pointer, lower case; of an OpenTelemetry attribute key (``output.verdict``,
+    ``gen_ai.tool.call.result``) its last dotted part."""
+    return pointer.rsplit("/", 1)[-1].rsplit(".", 1)[-1].lower()
 
 
 def common(pointer_sets: list[dict[str, Any]]) -> list[str]:

@@ -14,7 +14,7 @@ from .roles import Roles, visible, where
 from .sample import Sampled
 
 DECISION_KEYS = ("allowed", "allow", "decision", "verdict", "action", "outcome", "passed", "pass", "approved",
-                 "blocked", "flagged", "safe", "status", "result")
+                 "blocked", "flagged", "safe", "triggered", "tripwire_triggered", "status", "result")
 TEXT_KEYS = ("text", "body", "content", "result", "answer", "message", "output", "summary")
 ANSWER_KEYS = ("answer", "response", "reply", "text", "final", "result", "output", "content")
 QUERY_KEYS = ("question", "query", "message", "prompt", "input", "text", "content")
@@ -43,16 +43,22 @@ def refused(s: Sampled, f: Findings, roles: Roles) -> bool:
         return False
     for sp in visible(s):
         if sp.get("name") == roles.guardrail:
-            value = dict(leaves(sp.get("output"), "/output")).get(pointer)
+            value = decision_leaves(sp).get(pointer)
             return any(value == v and type(value) is type(v) for v in values)
     return False
+
+
+def decision_leaves(span: dict) -> dict[str, Any]:
+    """The values a guardrail's decision can be: its output's, then its metadata's (the OpenAI Agents SDK
+    records a guardrail with no output and ``triggered`` in its metadata)."""
+    return {**dict(leaves(span.get("output"), "/output")), **dict(leaves(span.get("metadata"), "/metadata"))}
 
 
 def find_decision(samples: list[Sampled], f: Findings, roles: Roles) -> None:
     pairs = [(sp, s) for s in samples for sp in visible(s) if sp.get("name") == roles.guardrail]
     if not pairs:
         return
-    docs = [{p: v for p, v in leaves(sp.get("output"), "/output")
+    docs = [{p: v for p, v in decision_leaves(sp).items()
              if isinstance(v, bool) or (isinstance(v, str) and 0 < len(v) <= 24 and " " not in v)} for sp, _ in pairs]
     found = sorted(common(docs), key=lambda p: (_rank(p, DECISION_KEYS), -len({repr(d[p]) for d in docs})))
     if not found:
@@ -140,12 +146,22 @@ def _strings(value: Any, prefix: str) -> dict[str, str]:
 
 
 def find_query(samples: list[Sampled], f: Findings) -> str | None:
-    docs = [_strings(s.trace.get("input"), "") for s in samples]
+    """The pointer of the question in a trace's input, read from the traces whose input has text.
+
+    A trace without one (the OpenAI Agents SDK records no input for a turn its guardrail
+    stopped before the model ran) gets no case, and the draft says so.
+    """
+    docs = [d for d in (_strings(s.trace.get("input"), "") for s in samples) if d]
     found = sorted(common(docs), key=lambda p: (_rank(p, QUERY_KEYS), -len({d[p] for d in docs})))
     if not found:
         f.leave("cases", "no text common to every trace's input holds the question", "write the queries by hand")
         return None
-    f.choose("adopt.query", found[0], f"the input of trace {samples[0].short()}, {found[0]}")
+    without = [s for s in samples if not _strings(s.trace.get("input"), "")]
+    if without:
+        f.leave("cases", f"{len(without)} trace(s) have no text in their input (as trace {without[0].short()}): "
+                "no case is drafted from them", "write those questions as cases by hand")
+    first = next(s for s in samples if _strings(s.trace.get("input"), ""))
+    f.choose("adopt.query", found[0], f"the input of trace {first.short()}, {found[0]}")
     return found[0]
 
 

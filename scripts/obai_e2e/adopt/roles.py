@@ -12,10 +12,12 @@ from dataclasses import dataclass
 from .choices import Findings
 from .leaves import common, last_key, leaves
 from .sample import Sampled
+from .yamltext import has_control, literal_span, shown, template_span
 
 GUARD_NAME = re.compile(r"guard|polic|screen|moderat|safety|filter|complian|topic|gate", re.I)
 SKILL_NAME = re.compile(r"skill|playbook|toolkit|mount|load", re.I)
-PREFIXED = re.compile(r"^(.+?[:/.])([A-Za-z0-9_-]+)$")
+PREFIXED = re.compile(r"^(.+?[:/. ])([A-Za-z0-9_-]+)$")
+OTEL_TOOL = "execute_tool "  # OpenTelemetry's GenAI conventions: a tool call's span is "execute_tool <name>"
 SKILL_KEYS = ("skill", "playbook", "toolkit", "name", "loaded", "id")
 
 
@@ -48,16 +50,42 @@ class Roles:
         return span.get("name") in self.skill_names
 
 
+def guard_typed(span: dict) -> bool:
+    """A span that says it is a guardrail: of type guardrail, or a ``tool`` span whose metadata says
+    ``type: guardrail`` (as Opik's processor for the OpenAI Agents SDK records one)."""
+    meta = span.get("metadata") if isinstance(span.get("metadata"), dict) else {}
+    return span.get("type") == "guardrail" or meta.get("type") == "guardrail"
+
+
+def _wrapper(span: dict, children: list[dict]) -> bool:
+    """A span that only wraps the turn: no input, no output, one child (the OpenAI Agents SDK's ``Task``)."""
+    return span.get("input") is None and span.get("output") is None and len(children) == 1
+
+
+def _hub_of(s: Sampled) -> dict | None:
+    """The span that runs the turn: the one root, or the first span under a root that only wraps it."""
+    ids = {sp.get("id") for sp in s.spans}
+    roots = [sp for sp in visible(s) if sp.get("parent_span_id") not in ids]
+    if len(roots) != 1:
+        return None
+    hub = roots[0]
+    for _ in range(len(s.spans)):
+        children = [sp for sp in s.spans if sp.get("parent_span_id") == hub.get("id")]
+        if not _wrapper(hub, children):
+            break
+        hub = children[0]
+    return hub
+
+
 def find_hub(samples: list[Sampled], f: Findings, roles: Roles) -> None:
-    names = []
-    for s in samples:
-        ids = {sp.get("id") for sp in s.spans}
-        roots = [sp for sp in visible(s) if sp.get("parent_span_id") not in ids]
-        names.append((roots[0], s) if len(roots) == 1 else None)
-    if names and all(n is not None for n in names) and len({n[0].get("name") for n in names}) == 1:
-        span, s = names[0]
+    hubs = [_hub_of(s) for s in samples]
+    if hubs and all(h is not None for h in hubs) and len({h.get("name") for h in hubs}) == 1:
+        span, s = hubs[0], samples[0]
         roles.hub = span.get("name")
-        f.choose("vocabulary.hub_span", roles.hub, "the one root " + where(span, s) + " (and of every other trace)")
+        ids = {sp.get("id") for sp in s.spans}
+        how = "the one root " if span.get("parent_span_id") not in ids else "the first span under the root that " \
+            "only wraps the turn, "
+        f.choose("vocabulary.hub_span", literal_span(roles.hub), how + where(span, s) + " (and of every other trace)")
     else:
         f.choose("vocabulary.hub_span", None, "the traces have no single root span (as Opik's integrations write "
                                               "them): the trace itself is the turn, so no hub span is named")
@@ -77,7 +105,7 @@ def find_skills(samples: list[Sampled], f: Findings, roles: Roles) -> None:
         prefix = prefixes.pop()
         roles.skill_span, roles.skill_names = prefix + "{name}", tuple(names)
         sp, s = spans[0]
-        f.choose("vocabulary.skill_load_span", roles.skill_span, where(sp, s) + f" and {len(names) - 1} other "
+        f.choose("vocabulary.skill_load_span", template_span(prefix), where(sp, s) + f" and {len(names) - 1} other "
                  "name(s) of that form")
         f.choose("vocabulary.skill_name_field", "name", "the {name} part of the span's name")
         return
@@ -87,7 +115,8 @@ def find_skills(samples: list[Sampled], f: Findings, roles: Roles) -> None:
                                      bool(re.search(r"load|mount", n or "", re.I)), names[n]))
     own = [(sp, s) for sp, s in spans if sp.get("name") == name]
     roles.skill_span, roles.skill_names = name, (name,)
-    f.choose("vocabulary.skill_load_span", name, where(*own[0]) + f" ({len(own)} load(s) in {len(samples)} traces)")
+    f.choose("vocabulary.skill_load_span", literal_span(name),
+             where(*own[0]) + f" ({len(own)} load(s) in {len(samples)} traces)")
     found = fields[name]
     if found:
         value = next(v for p, v in _texts(own[0][0]) if p == found[0])
@@ -119,7 +148,13 @@ def _skill_fields(spans: list[dict]) -> list[str]:
 
 
 def find_specialists(samples: list[Sampled], f: Findings, roles: Roles) -> None:
-    spans = [(sp, s) for s in samples for sp in visible(s) if sp.get("type") == "tool" and not roles.is_skill(sp)]
+    spans = [(sp, s) for s in samples for sp in visible(s) if sp.get("type") == "tool" and not roles.is_skill(sp)
+             and not guard_typed(sp) and sp.get("name") != roles.hub]
+    odd = list(dict.fromkeys(sp.get("name") for sp, _ in spans if has_control(sp.get("name") or "")))
+    if odd:
+        f.leave("vocabulary.specialists", f"tool span name(s) {', '.join(shown(repr(n), 80) for n in odd)} hold "
+                "control characters, which target.yaml cannot list", "rename those tools in the agent")
+    spans = [(sp, s) for sp, s in spans if sp.get("name") not in odd]
     names = list(dict.fromkeys(sp.get("name") for sp, _ in spans))
     if not spans:
         f.choose("vocabulary.specialist_type", "tool", "no span of type tool in the traces: a guess")
@@ -129,10 +164,11 @@ def find_specialists(samples: list[Sampled], f: Findings, roles: Roles) -> None:
     matches = [PREFIXED.match(n or "") for n in names]
     prefixes = {m.group(1) for m in matches if m}
     first = where(*spans[0])
-    if len(names) > 1 and all(matches) and len(prefixes) == 1:
+    if all(matches) and len(prefixes) == 1 and (len(names) > 1 or prefixes == {OTEL_TOOL}):
         prefix = prefixes.pop()
         roles.specialists = tuple(m.group(2) for m in matches)
-        f.choose("vocabulary.specialist_span", prefix + "{name}", first + f"; every tool span is named {prefix}<name>")
+        f.choose("vocabulary.specialist_span", template_span(prefix),
+                 first + f"; every tool span is named {prefix}<name>")
     else:
         roles.specialists = tuple(names)
         f.choose("vocabulary.specialist_type", "tool", first + "; any span of type tool is a specialist, listed "
@@ -150,9 +186,9 @@ def find_guardrail(samples: list[Sampled], f: Findings, roles: Roles) -> None:
             name = sp.get("name")
             if name in taken or not name:
                 continue
-            if sp.get("type") == "guardrail":
+            if guard_typed(sp):
                 typed.add(name)
-            if sp.get("type") == "guardrail" or GUARD_NAME.search(name):
+            if guard_typed(sp) or GUARD_NAME.search(name):
                 seen[name] += 1
     if not seen:
         f.choose("vocabulary.guardrail_span", "guardrail", "no span of type guardrail or named like one: a guess")
@@ -162,5 +198,6 @@ def find_guardrail(samples: list[Sampled], f: Findings, roles: Roles) -> None:
     name = max(seen, key=lambda n: (n in typed, seen[n]))
     roles.guardrail = name
     span, s = next((sp, s) for s in samples for sp in visible(s) if sp.get("name") == name)
-    f.choose("vocabulary.guardrail_span", name, where(span, s) + (" (type guardrail)" if name in typed else "")
+    f.choose("vocabulary.guardrail_span", literal_span(name),
+             where(span, s) + (" (a guardrail by its type or metadata)" if name in typed else "")
              + f", in {seen[name]} of {len(samples)} traces")

@@ -1,11 +1,10 @@
 """The draft target.yaml as text: every value with the span it came from in a comment above it."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any
 
 from .choices import Findings
+from .yamltext import scalar, shown
 
 DEFAULT_CATALOG = "{bundle}/catalogs/loss-catalog.v1.json"
 
@@ -22,28 +21,24 @@ class Settings:
     version_command: list[str] | None = None
 
 
-def _v(value: Any) -> str:
-    """A value as YAML (JSON is YAML's flow style: strings always quoted, lists in brackets)."""
-    return json.dumps(value, ensure_ascii=False)
-
-
 class _Lines:
     def __init__(self) -> None:
         self.out: list[str] = []
 
-    def add(self, indent: int, key: str, value: Any, comment: str | None = None) -> None:
+    def add(self, indent: int, key: str, value: object, comment: str | None = None) -> None:
         pad = "  " * indent
         if comment:
             self.out += [f"{pad}# {line}" for line in _wrap(comment, 100 - len(pad))]
-        self.out.append(f"{pad}{key}: {_v(value)}" if value is not ... else f"{pad}{key}:")
+        self.out.append(f"{pad}{key}: {scalar(value)}" if value is not ... else f"{pad}{key}:")
 
     def text(self, *lines: str) -> None:
         self.out += list(lines)
 
 
 def _wrap(text: str, width: int) -> list[str]:
+    """``text`` as comment lines of at most ``width`` characters, anything a trace put in it shown escaped."""
     lines, cur = [], ""
-    for word in text.split():
+    for word in [w for w in shown(text, limit=1000).split(" ") if w]:
         if cur and len(cur) + 1 + len(word) > width:
             lines.append(cur)
             cur = word
@@ -54,7 +49,7 @@ def _wrap(text: str, width: int) -> list[str]:
 
 def render(f: Findings, s: Settings, header: list[str]) -> str:
     out = _Lines()
-    out.text(*[f"# {h}" for h in header], "version: 1", "", "target:")
+    out.text(*[f"# {shown(h, limit=400)}" for h in header], "version: 1", "", "target:")
     out.add(1, "name", s.name)
     out.add(1, "command", s.command or ["your-agent", "--session", "{session}", "{query}"],
             "given to adopt (--command)" if s.command else "a placeholder: write the argv of one turn")

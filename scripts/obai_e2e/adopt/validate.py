@@ -15,7 +15,7 @@ from ..drive.turn import TurnResult
 from ..judge.rubric.check import check_packet
 from ..trace.backend import Backend
 from ..trace.curate import Curated
-from ..trace.resolve import RESOLVED, TurnKey, resolve
+from ..trace.resolve import RESOLVED, TurnKey, metadata_text, resolve
 from ..trace.values import dumps
 from .roles import visible
 from .sample import Sampled
@@ -37,7 +37,7 @@ def resolves(backend: Backend, config: TargetConfig, s: Sampled, query: str) -> 
     corr, t = config.correlation, s.trace
     tag = None
     if corr.match == "metadata":
-        tag = str((t.get("metadata") or {}).get(corr.metadata_key))
+        tag = metadata_text(t.get("metadata"), corr.metadata_key)
     elif corr.match == "tag":
         tag = next(iter(t.get("tags") or []), None)
     key = TurnKey(query=query, started_at=t.get("start_time"), ended_at=t.get("end_time") or t.get("start_time"),
@@ -53,7 +53,7 @@ def unread(config: TargetConfig, s: Sampled, curated: Curated) -> list[str]:
     v, d, out = config.vocabulary, curated.digest, []
     for span in visible(s):
         if span.get("type") == "tool" and v.specialist_name(span.get("name"), "tool") is None \
-                and not v.skill_load.matches(span.get("name")):
+                and not v.skill_load.matches(span.get("name")) and not v.guardrail.matches(span.get("name")):
             out.append(f"tool span {span.get('name')!r} is no specialist")
     if d.guardrail is None:
         out.append("no guardrail span")

@@ -10,7 +10,8 @@ from ._common import count
 
 EPILOG = """exit codes:
   0   drafted (the summary lists what could not be decided, and the check of every trace)
-  2   bad arguments, or the output files exist (--force replaces them)
+  2   bad arguments, the output files exist (--force replaces them), or the draft would not
+      load (no question found, say): nothing is written
   9   the trace backend is unreachable, or the local store is not running
   10  no trace matched"""
 

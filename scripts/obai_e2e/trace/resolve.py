@@ -20,6 +20,7 @@ from typing import Callable
 from ..base.clock import iso, parse_iso
 from ..base.errors import Interrupted
 from ..base.procs import STOPPING
+from ..config.sections import Correlation
 from ..config.target import TargetConfig
 from . import refused
 from .backend import Backend, client, is_unreachable_error, settle_s
@@ -101,8 +102,33 @@ def build_search(config: TargetConfig, key: TurnKey) -> tuple[str, str, Callable
         return "tag", f"tags contains {_quote(key.tag)}", lambda t: key.tag in (t.get("tags") or [])
     if key.tag and corr.match == "metadata":
         mk = corr.metadata_key
-        return ("metadata", f"metadata.{mk} = {_quote(key.tag)}",
-                lambda t: str((t.get("metadata") or {}).get(mk)) == key.tag)
+
+        def exact(t: dict) -> bool:
+            return metadata_text(t.get("metadata"), mk) == key.tag
+        # A key with dots is found stored flat (an OpenTelemetry attribute such as opik.metadata.run_tag)
+        # or nested along the path its dots name, by the backend's filter as by the exact check; the
+        # filter language wants such a key quoted.
+        field = mk if re.fullmatch(r"\w+", mk) else '"' + mk.replace('"', '""') + '"'
+        return "metadata", f"metadata.{field} = {_quote(key.tag)}", exact
+    return "window", window_filter(corr, key), lambda t: _input_has_query(t, key.query)
+
+
+def metadata_text(metadata: object, key: str) -> str | None:
+    """The text of ``metadata[key]``: a key of its own (dots and all), else the path its dots name."""
+    if not isinstance(metadata, dict):
+        return None
+    if key in metadata:
+        return str(metadata[key])
+    node: object = metadata
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return str(node)
+
+
+def window_filter(corr: Correlation, key: TurnKey) -> str:
+    """The turn's time window, widened by the slack, and a fragment of its question."""
     slack = timedelta(seconds=corr.window_slack_s)
     lo = iso(parse_iso(key.started_at) - slack)
     hi = iso(parse_iso(key.ended_at) + slack)
@@ -110,7 +136,7 @@ def build_search(config: TargetConfig, key: TurnKey) -> tuple[str, str, Callable
     fragment = safe_fragment(key.query)
     if fragment:
         parts.append(f"input contains {_quote(fragment)}")
-    return "window", " AND ".join(parts), lambda t: _input_has_query(t, key.query)
+    return " AND ".join(parts)
 
 
 def time_bounds(config: TargetConfig, key: TurnKey) -> tuple[datetime, datetime]:

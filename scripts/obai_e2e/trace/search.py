@@ -21,11 +21,23 @@ PAGE_SIZE = 50
 MAX_SPANS = 10_000
 
 
+PAYLOADS = ("input", "output", "metadata")
+
+
 def as_dict(obj: Any) -> dict:
-    """A TracePublic/SpanPublic (or plain dict) as JSON-ready data."""
+    """A TracePublic/SpanPublic (or plain dict) as JSON-ready data.
+
+    pydantic refuses to serialise a value nested deeper than its limit (a few hundred levels);
+    the payloads, already plain JSON values as the SDK parsed them, are then taken as they are.
+    """
     if isinstance(obj, dict):
         return obj
-    return obj.model_dump(mode="json")
+    try:
+        return obj.model_dump(mode="json")
+    except ValueError:  # PydanticSerializationError: "Maximum serialization depth exceeded"
+        out = obj.model_dump(mode="json", exclude=set(PAYLOADS))
+        out.update({k: getattr(obj, k, None) for k in PAYLOADS if k in type(obj).model_fields})
+        return out
 
 
 def is_project_missing(exc: BaseException) -> bool:
