@@ -146,7 +146,7 @@ def test_preflight_promises_attack_questions_only_when_a_judge_must_decide_them(
 
     from obai_e2e.config.cases import load_cases_for
     from obai_e2e.loss.catalog import load_catalog
-    from obai_e2e.run.preflight import panel_info, undecidable_attacks
+    from obai_e2e.run.panel_info import panel_info, undecidable_attacks
 
     config = load_target_config(home / "cases" / "target.yaml")
     cases = [c for c in load_cases_for(config).cases if not c.disabled]
@@ -167,7 +167,7 @@ def test_a_catalog_whose_only_model_judged_category_is_never_asked_runs_no_panel
 
     from obai_e2e.config.cases import load_cases_for
     from obai_e2e.loss.catalog import load_catalog
-    from obai_e2e.run.preflight import panel_info
+    from obai_e2e.run.panel_info import panel_info
 
     config = load_target_config(home / "cases" / "target.yaml")
     cases = [c for c in load_cases_for(config).cases if not c.disabled]
