@@ -1,11 +1,11 @@
 """obai-e2e record-verdict: validate a judge's verdict(s) and record each with its report row."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from ..base import jsonio
 from ..base.errors import UsageError
+from ..base.safe_read import read_stdin, read_text
 from ..base.output import emit, emit_compact
 from ._common import add_config_args, load_plan
 
@@ -28,13 +28,17 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+# What one file of verdicts may hold: far more than any suite's verdicts, far less than memory.
+MAX_INPUT_BYTES = 16_000_000
+
+
 def read_text_arg(value: str, what: str) -> str:
     if value == "-":
-        return sys.stdin.read()
+        return read_stdin(limit=MAX_INPUT_BYTES, what=f"{what} on standard input")
     try:
-        return Path(value).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{what}: cannot read {value} ({getattr(exc, 'strerror', None) or exc})") from None
+        return read_text(value, limit=MAX_INPUT_BYTES, what=what)
+    except OSError as exc:
+        raise UsageError(f"{what}: cannot read {value} ({exc.strerror or exc})") from None
 
 
 def read_json_arg(value: str, what: str) -> dict:
