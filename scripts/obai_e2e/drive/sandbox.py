@@ -32,6 +32,7 @@ from ..base.fsutil import atomic_write_json
 from ..base.paths import runs_root
 from ..base.procs import STOPPING, alive
 from ..config.target import TargetConfig
+from .containment import Jail, turn_jail
 from .turn import fill, kill_live_groups
 
 _ACTIVE: dict[str, "Sandbox"] = {}
@@ -66,8 +67,9 @@ class Sandbox:
     """A fresh folder and environment for one case; use as a context manager."""
 
     def __init__(self, config: TargetConfig, token: str, base_env: Mapping[str, str], *,
-                 defer_removal: bool = False):
+                 defer_removal: bool = False, protect: tuple[Path, ...] = ()):
         self.defer_removal = defer_removal
+        self.protect = protect  # folders its turns may read but never write (the run directory)
         self.config = config
         self.spec = config.sandbox
         self.dir = sandboxes_root() / token
@@ -106,6 +108,10 @@ class Sandbox:
         if self.spec.enabled and self.spec.fresh_workdir:
             return self.dir / "work"
         return self.config.target.workdir
+
+    def jail(self) -> Jail:
+        """What a turn of this sandbox may write: its own folder, nothing else of the runs folder."""
+        return turn_jail([self.folder], protect=self.protect)
 
     def env(self) -> dict[str, str]:
         env = dict(self.base_env)
