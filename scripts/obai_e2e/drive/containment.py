@@ -9,7 +9,7 @@ kernel allows unprivileged ones). Whether it works is tried once per process, wi
 that checks both from the inside; when it does not, turns run as before (process group,
 session, environment mark and folder sweep, see base.procs) and :func:`containment` says so:
 preflight reports it as the check ``turn_containment``. ``OBAI_E2E_TURN_CONTAINMENT=none``
-turns it off on purpose (references/sandbox.md).
+turns it off on purpose (references/run-layout.md, Turn containment).
 """
 from __future__ import annotations
 

@@ -21,6 +21,7 @@ from ..config.cases import CaseSet, load_cases_for
 from ..config.selection import Filters
 from ..config.target import TargetConfig, load_target_config
 from ..drive.agent_env import agent_environ
+from ..drive.containment import containment
 from ..drive.sandbox import clear_leftovers
 from ..rundir.meta import is_empty_dir
 from ..trace.backend import connect, ping
@@ -213,6 +214,12 @@ def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *,
             cleared = clear_leftovers(config)
             return f"mode {config.mode}; cleared {len(cleared)} leftover sandbox(es)" if cleared else f"mode {config.mode}"
         _check(report, "sandbox", sandbox_ok, "enable the sandbox (sandbox.enabled: true) or use mode B")
+
+        def containment_ok():
+            chosen = containment()
+            report.info["turn_containment"] = chosen.kind
+            return chosen.describe()
+        _check(report, "turn_containment", containment_ok, "see references/run-layout.md, Turn containment")
 
         def ui_ok():
             if filters is not None:
