@@ -148,6 +148,11 @@ def signal_ours(pid: int, start_ticks: int | None, marker: bytes, sig: int) -> b
         os.close(fd)
 
 
+def carries_mark(pid: int, mark: str) -> bool:
+    """Whether ``pid``'s environment holds a turn mark starting with ``mark`` (see MARK_VAR)."""
+    return _environ_has(pid, f"{MARK_VAR}={mark}".encode())
+
+
 def _environ_has(pid: int, entry_prefix: bytes) -> bool:
     data = _read(f"/proc/{pid}/environ")
     if data is None:

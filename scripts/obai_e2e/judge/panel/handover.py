@@ -75,7 +75,11 @@ def _folders(rnd) -> dict[str, Path]:
         raise UsageError(f"round {rnd.name!r} was not handed over by file (no {MANIFEST}); store each reply with "
                          "judge-response --file instead")
     text = read_text(path, limit=MANIFEST_MAX_BYTES, what=f"the hand-over manifest of round {rnd.name!r}")
-    return {j: Path(f) for j, f in json.loads(text)["judges"].items()}
+    try:
+        return {str(j): Path(f) for j, f in json.loads(text)["judges"].items()}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise UsageError(f"{path}: field /judges: expected an object of judge label → hand-over folder, as "
+                         "hand-over wrote it") from None
 
 
 def _reply(folder: Path) -> str | None:
