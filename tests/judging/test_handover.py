@@ -140,3 +140,20 @@ def test_a_fifo_or_an_oversized_reply_is_refused_without_waiting_or_reading_it(h
     assert got["J2"]["status"] == "not read" and "419430400 bytes, more than the 2000000" in got["J2"]["error"]
     assert got["J3"]["status"] == "no reply"
     assert load_responses(load_round(run, "r1")) == {}
+
+
+def test_judge_response_refuses_a_fifo_or_a_link_given_as_its_file(handed, tmp_path, capsys):
+    import os
+
+    from obai_e2e.cli import main
+
+    run, _, _ = handed
+    fifo, link = tmp_path / "reply.fifo", tmp_path / "reply.link"
+    os.mkfifo(fifo)
+    link.symlink_to(run / "run.json")
+    for path, words in ((fifo, "is a FIFO"), (link, "is a symbolic link")):
+        code = main(["judge-response", "--run-dir", str(run), "--round", "r1", "--judge", "J1", "--model", "m",
+                     "--file", str(path)])
+        out = json.loads(capsys.readouterr().out)
+        assert code == 2 and out["error"] == "unsafe_file" and words in out["message"], out
+    assert load_responses(load_round(run, "r1")) == {}

@@ -118,7 +118,10 @@ def own_start_ticks() -> int:
 def is_ours(pid: int, start_ticks: int | None, marker: bytes) -> bool:
     """Whether ``pid`` is still the live process that was recorded with it: started at ``start_ticks``
     (when recorded) and with ``marker`` in its command line. A zombie, a process started later with
-    the same pid, or one that is not the harness's own is not."""
+    the same pid, or one that is not the harness's own is not. Without a process table (no
+    /proc) only whether ``pid`` exists can be known."""
+    if not has_table():
+        return alive(pid)
     entry = stat(pid)
     if entry is None or entry.state in ("Z", "X"):
         return False
@@ -133,6 +136,12 @@ def signal_ours(pid: int, start_ticks: int | None, marker: bytes, sig: int) -> b
 
     The process is held by a pidfd while it is checked, so it cannot be replaced by another
     one between the check and the signal."""
+    if not has_table():  # nothing to check the pid against: signalled as before
+        try:
+            os.kill(pid, sig)
+            return True
+        except OSError:
+            return False
     try:
         fd = os.pidfd_open(pid)
     except (AttributeError, OSError):
