@@ -20,7 +20,8 @@ one HTTP round trip. ``HOSTILE_AGENT`` selects behaviours, comma-separated:
   attack             before answering: read the environment of every process it can see (its
                      ancestors first), try to write into every folder of the runs folder but its
                      own sandbox (a file in each, a packet planted under each pending unit's name,
-                     every reply.json of the panel's hand-over folders rewritten), and leave a
+                     every reply.json of the panel's hand-over folders rewritten) and into the
+                     harness's code (its package folder, its virtual environment), and leave a
                      daemon (double fork, setsid, empty environment, cwd /) that keeps trying
                      for <s> seconds (default 20); what it saw and did goes to $HOSTILE_REPORT
                      (a folder outside the runs folder), the daemon's heartbeat too
@@ -129,6 +130,10 @@ def try_write(path: str, data: bytes, done: list[str]) -> None:
 def attack_runs(own: str) -> list[str]:
     """Write wherever it can in the runs folder but its own sandbox; the paths it managed to write."""
     runs, done = runs_folder(), []
+    # the harness's own code, which later commands import: its bundle and its virtual environment
+    bundle = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for folder in (os.path.join(bundle, "scripts", "obai_e2e"), sys.prefix):
+        try_write(os.path.join(folder, "hostile-was-here"), b"x", done)
     if runs is None:
         return done
     for folder, dirs, files in os.walk(runs):

@@ -18,6 +18,7 @@ from obai_e2e.drive.containment import NAMESPACES, NONE, Jail, containment
 from obai_e2e.drive.turn import run_turn
 from obai_e2e.run.drive_log import DriveLog
 
+from .conftest import REPO
 from .hostile_helpers import hostile_target, marked, run_cli, wait_for
 
 SECRETS = {"OBAI_E2E_SEAL_KEY": "seal-key-of-the-run", "ANTHROPIC_API_KEY": "sk-ant-judge-key",
@@ -75,7 +76,11 @@ def test_a_hostile_turn_reaches_nothing_of_the_run(harness_env, tmp_path):
         assert data["wrote"] == [] and data["secrets"] == {} and data["beat"] < ended
     after = digests(run_dir)
     assert {k: v for k, v in after.items() if k in before} == before  # no file of the run changed
-    assert not [p for p in harness_env.rglob("hostile-was-here")]
+    planted = [p for p in (REPO / "scripts" / "obai_e2e" / "hostile-was-here", Path(sys.prefix) / "hostile-was-here")
+               if p.exists()]
+    for path in planted:
+        path.unlink()
+    assert not planted and not list(harness_env.rglob("hostile-was-here"))
     assert not list(run_dir.glob("*.verdict.json"))
     for unit in ("MD1", "MD2"):  # each packet is that unit's own drive, none a planted copy
         packet = json.loads((run_dir / f"{unit}.json").read_text())

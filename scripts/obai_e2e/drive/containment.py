@@ -2,8 +2,9 @@
 
 A turn runs through ``turn_jail.py`` (see there) when the machine allows it: in a PID namespace
 of its own (everything it starts ends with it; it sees no process of the harness, so no
-harness environment), and a mount namespace where the runs folder, the run directory and the
-local trace store's folder are read-only and only its sandbox is writable. As root that
+harness environment), and a mount namespace where the runs folder, the run directory, the
+local trace store's folder and the harness's own code (bundle, virtual environment) are
+read-only and only its sandbox is writable. As root that
 needs nothing more; a harness that is not root makes a user namespace first (where the
 kernel allows unprivileged ones). Whether it works is tried once per process, with a turn
 that checks both from the inside; when it does not, turns run as before (process group,
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..base.errors import NotReady
-from ..base.paths import runs_root, store_dir
+from ..base.paths import bundle_root, runs_root, store_dir
 
 JAIL = Path(__file__).resolve().with_name("turn_jail.py")
 SWITCH_ENV = "OBAI_E2E_TURN_CONTAINMENT"
@@ -104,9 +105,11 @@ def wrap(argv: list[str], jail: Jail, *, user: bool | None = None) -> list[str]:
 
 
 def turn_jail(rw: Iterable[Path | None], protect: Iterable[Path | None] = ()) -> Jail:
-    """The jail of a turn writing in ``rw`` (its sandbox): the runs folder, the local store's folder and
-    ``protect`` (the run directory) read-only. Folders that do not exist are left out."""
-    ro = _existing([runs_root(), store_dir(), *protect])
+    """The jail of a turn writing in ``rw`` (its sandbox): read-only are the runs folder, the local store's
+    folder, ``protect`` (the run directory), and the harness's own code (the bundle, and the virtual
+    environment it runs from), which later commands import. Folders that do not exist are left out."""
+    venv = Path(sys.prefix) if sys.prefix != sys.base_prefix else None
+    ro = _existing([runs_root(), store_dir(), bundle_root(), venv, *protect])
     writable = tuple(p for p in _existing(rw) if any(p == r or p.is_relative_to(r) for r in ro))
     return Jail(ro=_outermost(ro), rw=writable)
 
