@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from ..base.errors import NotReady
 from ..base.paths import bundle_root, runs_root, store_dir
 
 JAIL = Path(__file__).resolve().with_name("turn_jail.py")
@@ -128,18 +127,18 @@ def _outermost(paths: list[Path]) -> tuple[Path, ...]:
     return tuple(p for p in paths if not any(p != q and p.is_relative_to(q) for q in paths))
 
 
-def contained_argv(argv: list[str], jail: Jail | None, env: dict[str, str], cwd: Path) -> tuple[list[str], bool]:
-    """(the argv to start, whether it is contained). The command is looked up first, so that a missing
-    one is the same NotReady as without the jail."""
+def contained_argv(argv: list[str], jail: Jail | None, env: dict[str, str], cwd: Path | str | None) -> tuple[list[str], bool]:
+    """(the argv to start, whether it is contained). The command is looked up first and a missing or
+    non-executable one raises FileNotFoundError or PermissionError, as starting it without the jail would."""
     if jail is None or containment().kind != NAMESPACES:
         return argv, False
     exe = argv[0]
     if os.sep in exe:
-        path = exe if os.path.isabs(exe) else os.path.join(cwd, exe)
+        path = exe if os.path.isabs(exe) or cwd is None else os.path.join(cwd, exe)
         if not os.path.exists(path):
-            raise NotReady(f"target command not found: {exe!r} (not on PATH, or the path does not exist)")
+            raise FileNotFoundError(exe)
         if not os.access(path, os.X_OK) or os.path.isdir(path):
-            raise NotReady(f"target command is not executable: {exe!r}")
+            raise PermissionError(exe)
     elif shutil.which(exe, path=env.get("PATH", os.defpath)) is None:
-        raise NotReady(f"target command not found: {exe!r} (not on PATH, or the path does not exist)")
+        raise FileNotFoundError(exe)
     return wrap(argv, jail), True

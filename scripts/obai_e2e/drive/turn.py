@@ -250,8 +250,8 @@ def run_turn(
         env[procs.MARK_VAR] = mark
     started = utc_now()
     t0 = time.monotonic()
-    launched, contained = contained_argv(list(argv), jail, env, Path(cwd))
     try:
+        launched, contained = contained_argv(list(argv), jail, env, Path(cwd))
         proc = subprocess.Popen(
             launched,
             cwd=str(cwd),

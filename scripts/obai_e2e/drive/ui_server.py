@@ -56,7 +56,7 @@ class UiServer:
             self.proc = subprocess.Popen(argv, cwd=str(self.box.workdir), env=env,
                                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
                                          start_new_session=True)
-        except (OSError, NotReady) as exc:
+        except OSError as exc:
             log.close()
             self.box.teardown()
             raise NotReady(f"the web UI server {self.spec.command[0]!r} could not start ({exc}); check "

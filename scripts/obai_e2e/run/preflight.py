@@ -21,7 +21,7 @@ from ..config.cases import CaseSet, load_cases_for
 from ..config.selection import Filters
 from ..config.target import TargetConfig, load_target_config
 from ..drive.agent_env import agent_environ
-from ..drive.containment import containment
+from ..drive.containment import contained_argv, containment, turn_jail
 from ..drive.sandbox import clear_leftovers
 from ..rundir.meta import is_empty_dir
 from ..trace.backend import connect, ping
@@ -256,10 +256,11 @@ def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *,
                 return "no version_command configured"
             workdir = config.target.workdir if config.target.workdir.is_dir() else None
             where = f"{config.where('target', 'version_command')}: field /target/version_command"
-            try:
-                done = subprocess.run(cmd, capture_output=True, text=True, timeout=config.target.version_timeout_s,
-                                      cwd=str(workdir) if workdir else None, env=agent_environ(config, os.environ, {}),
-                                      stdin=subprocess.DEVNULL)
+            env = agent_environ(config, os.environ, {})
+            try:  # the agent's own command: contained as its turns are
+                argv, _ = contained_argv(list(cmd), turn_jail([]), env, workdir)
+                done = subprocess.run(argv, capture_output=True, text=True, timeout=config.target.version_timeout_s,
+                                      cwd=str(workdir) if workdir else None, env=env, stdin=subprocess.DEVNULL)
             except FileNotFoundError:
                 _fail(f"{where}: the target version command {cmd[0]!r} was not found")
             except PermissionError:
