@@ -140,3 +140,21 @@ def test_a_missing_command_is_refused_before_the_jail_starts(tmp_path):
     with pytest.raises(NotReady, match="target command not found: 'no-such-agent'"):
         run_turn(["no-such-agent"], env={"PATH": os.environ["PATH"]}, cwd=tmp_path, timeout_s=5,
                  jail=Jail(ro=(tmp_path,)))
+
+
+@needs_namespaces
+def test_the_user_namespace_way_for_a_harness_that_is_not_root(tmp_path):
+    """What a harness that is not root uses (tried here as root): the same walls, made in a user namespace."""
+    import subprocess
+
+    (tmp_path / "box").mkdir()
+    probe = ("import os\n"
+             "open('box/ok', 'w').close()\n"
+             "try:\n    open('planted', 'w').close()\nexcept OSError as exc:\n    print('refused', exc.strerror)\n"
+             "print(len([p for p in os.listdir('/proc') if p.isdigit()]))\n")
+    argv = contain.wrap([sys.executable, "-c", probe], Jail(ro=(tmp_path,), rw=(tmp_path / "box",)), user=True)
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    refused, pids = done.stdout.splitlines()
+    assert refused == "refused Read-only file system" and int(pids) <= 3
+    assert (tmp_path / "box" / "ok").exists() and not (tmp_path / "planted").exists()
