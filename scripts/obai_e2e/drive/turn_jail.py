@@ -12,7 +12,8 @@ folder read-only over itself and each ``rw`` folder writable over itself, then f
   nothing the turn started can outlive it, however it detached (double fork, ``setsid``,
   an empty environment, ``cwd /``).
 * the second child mounts a ``/proc`` of the new namespace (the agent sees its own processes
-  only, not the harness's, nor their environments), drops the capabilities that could undo
+  only, not the harness's, nor their environments), makes the machine's own knobs (``/sys``,
+  ``/proc/sys``, ``/proc/sysrq-trigger``) read-only, drops the capabilities that could undo
   this (mounting, tracing, opening files by handle, …) from its bounding, inheritable and
   ambient sets, and executes ARGV. It is pid 2, not pid 1, so signals reach it as they
   would outside (pid 1 ignores every signal it has no handler for).
@@ -132,8 +133,20 @@ def _init():
         signal.sigtimedwait({signal.SIGCHLD}, 60)
 
 
+def _read_only_if_there(path):
+    """Best effort: the machine's own knobs (/sys, /proc/sys, /proc/sysrq-trigger) read-only; not every
+    machine has each of them, and the turn's own walls do not depend on them."""
+    if not os.path.exists(path):
+        return
+    target = os.fsencode(path)
+    if _libc.mount(target, target, None, ctypes.c_ulong(MS_BIND | MS_REC), None) == 0:
+        _libc.mount(None, target, None, ctypes.c_ulong(MS_BIND | MS_REMOUNT | MS_RDONLY | _kept_flags(path)), None)
+
+
 def _target(argv):
     _mount("proc", "/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mounting /proc")
+    for path in ("/sys", "/proc/sys", "/proc/sysrq-trigger"):
+        _read_only_if_there(path)
     _drop_capabilities()
     for sig in (*FORWARDED, signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_DFL)
