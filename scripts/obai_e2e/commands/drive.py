@@ -37,12 +37,18 @@ def _take_held_environ() -> None:
     import os
     import sys
 
+    from ..base.errors import UsageError
     from ..base.safe_read import read_stdin
 
     if sys.stdin is None or sys.stdin.isatty():
         return
     text = read_stdin(limit=1_000_000, what="the drive worker's input")
-    held = json.loads(text) if text.strip() else {}
+    try:
+        held = json.loads(text) if text.strip() else {}
+    except ValueError:
+        held = None
+    if not isinstance(held, dict):
+        raise UsageError("drive --worker: its standard input is not the JSON object a poll writes there")
     os.environ.update({str(k): str(v) for k, v in held.items()})
 
 
