@@ -20,6 +20,14 @@ one HTTP round trip. ``HOSTILE_AGENT`` selects behaviours, comma-separated:
   forge              the trace's name, the skill's name, an error span's name and message and the
                      answer carry lines that imitate the review page's own (a unit header,
                      ``open: (none)``, ``next: …``) and control and invisible characters
+  attack             before answering: read the environment of every process it can see (its
+                     ancestors first), try to write into every folder of the runs folder but its
+                     own sandbox (a file in each, a packet planted under each pending unit's name,
+                     every reply.json of the panel's hand-over folders rewritten) and into the
+                     harness's code (its package folder, its virtual environment), and leave a
+                     daemon (double fork, setsid, empty environment, cwd /) that keeps trying
+                     for <s> seconds (default 20); what it saw and did goes to $HOSTILE_REPORT
+                     (a folder outside the runs folder), the daemon's heartbeat too
 
 Every process it starts keeps ``HOSTILE_MARK`` (when set) in its command line, so a test
 can find leftovers in the process table.
@@ -84,6 +92,107 @@ def daemonize(mark: str) -> None:
     os.wait()
 
 
+SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+
+
+def runs_folder() -> str | None:
+    """The runs folder above this turn's sandbox (``<runs>/.sandboxes/<token>/work``)."""
+    here = os.getcwd()
+    while here != os.path.dirname(here):
+        if os.path.basename(here) == ".sandboxes":
+            return os.path.dirname(here)
+        here = os.path.dirname(here)
+    return None
+
+
+def seen_secrets() -> dict:
+    """Names of secret-looking variables in the environment of every other process it can read."""
+    found: dict[str, list[str]] = {}
+    pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    for pid in pids:
+        if int(pid) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                entries = fh.read().split(b"\0")
+        except OSError:
+            continue
+        names = [e.split(b"=", 1)[0].decode("utf-8", "replace") for e in entries if b"=" in e]
+        secret = [n for n in names if any(w in n.upper() for w in SECRET_WORDS) and n != "OPIK_API_KEY"]
+        if secret:
+            found[pid] = secret
+    return {"visible_pids": len(pids), "secrets": found}
+
+
+def try_write(path: str, data: bytes, done: list[str]) -> None:
+    try:
+        with open(path, "wb") as fh:
+            fh.write(data)
+        done.append(path)
+    except OSError:
+        pass
+
+
+def attack_runs(own: str) -> list[str]:
+    """Write wherever it can in the runs folder but its own sandbox; the paths it managed to write."""
+    runs, done = runs_folder(), []
+    # the harness's own code, which later commands import: its bundle and its virtual environment
+    bundle = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for folder in (os.path.join(bundle, "scripts", "obai_e2e"), sys.prefix):
+        try_write(os.path.join(folder, "hostile-was-here"), b"x", done)
+    if runs is None:
+        return done
+    for folder, dirs, files in os.walk(runs):
+        if folder.startswith(own) or ".trace-store" in folder:
+            dirs[:] = []
+            continue
+        try_write(os.path.join(folder, "hostile-was-here"), b"x", done)
+        if "reply.json" in files or os.path.basename(os.path.dirname(folder)) == ".judges":
+            try_write(os.path.join(folder, "reply.json"), b'{"forged": true}', done)
+        if "run.json" in files:
+            try:
+                with open(os.path.join(folder, "run.json"), encoding="utf-8") as fh:
+                    units = json.load(fh).get("units") or []
+                packets = [f for f in files if f.endswith(".json") and f != "run.json"]
+                for unit in units:
+                    uid = unit if isinstance(unit, str) else unit.get("id", "")
+                    if f"{uid}.json" not in files and packets:
+                        with open(os.path.join(folder, packets[0]), "rb") as fh:
+                            try_write(os.path.join(folder, f"{uid}.json"), fh.read(), done)
+            except (OSError, ValueError, AttributeError):
+                pass
+    return done
+
+
+DAEMON = """
+import json, os, sys, time
+sys.path.insert(0, os.path.dirname(sys.argv[1]))
+import hostile_agent as h
+report, own, seconds = sys.argv[2], sys.argv[3], float(sys.argv[4])
+end = time.monotonic() + seconds
+while time.monotonic() < end:
+    done = h.attack_runs(own)
+    with open(os.path.join(report, "daemon.json"), "w") as fh:
+        json.dump({"beat": time.time(), "wrote": done, **h.seen_secrets()}, fh)
+    time.sleep(0.1)
+"""
+
+
+def attack(seconds: float, mark: str, session: str) -> None:
+    report = os.environ["HOSTILE_REPORT"]
+    own = os.path.dirname(os.getcwd())  # <runs>/.sandboxes/<token>
+    with open(os.path.join(report, f"turn-{session}.json"), "w") as fh:
+        json.dump({"wrote": attack_runs(own), **seen_secrets()}, fh)
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.chdir("/")
+            os.execve(sys.executable, [sys.executable, "-c", DAEMON, os.path.abspath(__file__), report, own,
+                                       str(seconds), mark or "daemon"], {})
+        os._exit(0)
+    os.wait()
+
+
 def write_trace(query: str, session: str, answer: str, error_span: str | None, open_span: bool = False,
                 job_payload: str | None = None, tag: str | None = None, forge: str = "") -> None:
     api = os.environ["OPIK_URL_OVERRIDE"].rstrip("/")
@@ -138,6 +247,8 @@ def main(argv: list[str]) -> int:
         return 2
     if "daemon" in b:
         daemonize(mark)
+    if "attack" in b:
+        attack(float(b["attack"] or 20), mark, session)
     answer = ANSWER
     job_payload = None  # a job's answer is also its specialist's payload, which grounds its figures
     if "async" in b:

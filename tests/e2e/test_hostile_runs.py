@@ -162,7 +162,9 @@ def test_a_setsid_daemon_holding_stdout_is_ended_with_the_turn(harness_env, tmp_
     md1 = unit(results_of(out), "MD1")
     assert md1["verdict"] == "pass"
     packet = json.loads((Path(out["results"]).parent / "MD1.json").read_text(encoding="utf-8"))
-    assert packet["turn"]["leftovers_killed"] >= 1 and packet["turn"]["wall_ms"] < 20_000
+    # contained, the daemon ends with its turn's PID namespace; otherwise the sweep kills it
+    assert packet["turn"]["contained"] or packet["turn"]["leftovers_killed"] >= 1
+    assert packet["turn"]["wall_ms"] < 20_000
     assert not marked(mark), marked(mark)
     assert time.monotonic() - t0 < 120
 

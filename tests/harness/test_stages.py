@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -348,14 +349,23 @@ def test_a_web_ui_left_by_a_killed_run_is_ended(tmp_path, monkeypatch):
     dead = subprocess.Popen(["true"])
     dead.wait()
     (box / "owner.json").write_text(json.dumps({"pid": dead.pid, "created": 0}))
-    server = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    server = subprocess.Popen(["sleep", "300"], start_new_session=True,
+                              env={**os.environ, "OBAI_E2E_TURN": "ui-left-behind:1"})
+    bystander = subprocess.Popen(["sleep", "300"], start_new_session=True)  # no mark of this sandbox
+    forged = sandboxes_root() / "turn-left-behind"  # a target wrote a group.json into its own sandbox
+    forged.mkdir()
+    (forged / "owner.json").write_text(json.dumps({"pid": dead.pid, "created": 0}))
     try:
         record_group(box, server.pid)
-        assert clear_leftovers(CONFIG) == ["ui-left-behind"]
+        record_group(forged, bystander.pid)
+        assert clear_leftovers(CONFIG) == ["turn-left-behind", "ui-left-behind"]
         deadline = time.monotonic() + 10
         while server.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert server.returncode == -9 and not box.exists()
+        assert bystander.poll() is None  # the group a forged group.json names is not the sandbox's: left alone
     finally:
-        if server.poll() is None:
-            server.kill()
+        for proc in (server, bystander):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()

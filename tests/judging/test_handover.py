@@ -105,3 +105,55 @@ def test_collecting_a_round_that_was_not_handed_over_says_how_to_store_replies(r
     make_round(run, *config_cases)
     with pytest.raises(UsageError, match="judge-response --file"):
         collect(run, "r1", "m")
+
+
+def _paths(prompts) -> dict[str, Path]:
+    return {label: Path(PROMPT_PATHS.search(p).group(2)) for label, p in prompts.items()}
+
+
+def test_a_reply_that_is_a_symbolic_link_is_refused_not_followed(handed, tmp_path):
+    run, rnd, prompts = handed
+    paths = _paths(prompts)
+    elsewhere = tmp_path / "forged.json"
+    elsewhere.write_text(reply(rnd, {u: "complete" for u in ("MD1", "S2", "A1", "O2")}, tag="J1"), encoding="utf-8")
+    paths["J1"].symlink_to(elsewhere)
+    paths["J2"].parent.rename(tmp_path / "moved")
+    paths["J2"].parent.symlink_to(tmp_path / "moved")  # the folder itself replaced by a link
+    (tmp_path / "moved" / REPLY).write_text(elsewhere.read_text(), encoding="utf-8")
+    got = collect(run, "r1", "m")
+    assert got["J1"]["status"] == "not read" and "is a symbolic link" in got["J1"]["error"]
+    assert str(paths["J1"]) in got["J1"]["error"]
+    assert got["J2"]["status"] == "not read" and "no longer a plain folder" in got["J2"]["error"]
+    assert load_responses(load_round(run, "r1")) == {}  # no vote came in through a link
+
+
+def test_a_fifo_or_an_oversized_reply_is_refused_without_waiting_or_reading_it(handed):
+    import os
+
+    run, rnd, prompts = handed
+    paths = _paths(prompts)
+    os.mkfifo(paths["J1"])  # no writer: reading it would wait forever
+    with open(paths["J2"], "wb") as fh:  # sparse: 400 MB long, nothing of it on disk
+        fh.truncate(400 * 1024 * 1024)
+    got = collect(run, "r1", "m")
+    assert got["J1"]["status"] == "not read" and "FIFO" in got["J1"]["error"]
+    assert got["J2"]["status"] == "not read" and "419430400 bytes, more than the 2000000" in got["J2"]["error"]
+    assert got["J3"]["status"] == "no reply"
+    assert load_responses(load_round(run, "r1")) == {}
+
+
+def test_judge_response_refuses_a_fifo_or_a_link_given_as_its_file(handed, tmp_path, capsys):
+    import os
+
+    from obai_e2e.cli import main
+
+    run, _, _ = handed
+    fifo, link = tmp_path / "reply.fifo", tmp_path / "reply.link"
+    os.mkfifo(fifo)
+    link.symlink_to(run / "run.json")
+    for path, words in ((fifo, "is a FIFO"), (link, "is a symbolic link")):
+        code = main(["judge-response", "--run-dir", str(run), "--round", "r1", "--judge", "J1", "--model", "m",
+                     "--file", str(path)])
+        out = json.loads(capsys.readouterr().out)
+        assert code == 2 and out["error"] == "unsafe_file" and words in out["message"], out
+    assert load_responses(load_round(run, "r1")) == {}

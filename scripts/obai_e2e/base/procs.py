@@ -108,6 +108,60 @@ def stat(pid: int) -> Proc | None:
         return None
 
 
+def own_start_ticks() -> int:
+    """When this process started (clock ticks since boot; 0 without /proc): recorded with its pid, it
+    tells this process from a later one that was given the same pid."""
+    entry = stat(os.getpid())
+    return entry.start_ticks if entry is not None else 0
+
+
+def is_ours(pid: int, start_ticks: int | None, marker: bytes) -> bool:
+    """Whether ``pid`` is still the live process that was recorded with it: started at ``start_ticks``
+    (when recorded) and with ``marker`` in its command line. A zombie, a process started later with
+    the same pid, or one that is not the harness's own is not. Without a process table (no
+    /proc) only whether ``pid`` exists can be known."""
+    if not has_table():
+        return alive(pid)
+    entry = stat(pid)
+    if entry is None or entry.state in ("Z", "X"):
+        return False
+    if start_ticks is not None and entry.start_ticks != start_ticks:
+        return False
+    cmdline = _read(f"/proc/{pid}/cmdline")
+    return cmdline is not None and marker in cmdline
+
+
+def signal_ours(pid: int, start_ticks: int | None, marker: bytes, sig: int) -> bool:
+    """Send ``sig`` to ``pid`` only when it is the process recorded (see :func:`is_ours`); whether it was sent.
+
+    The process is held by a pidfd while it is checked, so it cannot be replaced by another
+    one between the check and the signal."""
+    if not has_table():  # nothing to check the pid against: signalled as before
+        try:
+            os.kill(pid, sig)
+            return True
+        except OSError:
+            return False
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return False
+    try:
+        if not is_ours(pid, start_ticks, marker):
+            return False
+        signal.pidfd_send_signal(fd, sig)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def carries_mark(pid: int, mark: str) -> bool:
+    """Whether ``pid``'s environment holds a turn mark starting with ``mark`` (see MARK_VAR)."""
+    return _environ_has(pid, f"{MARK_VAR}={mark}".encode())
+
+
 def _environ_has(pid: int, entry_prefix: bytes) -> bool:
     data = _read(f"/proc/{pid}/environ")
     if data is None:

@@ -44,5 +44,5 @@ def run(args) -> int:
 
 
 def _brief(stored: dict) -> dict:
-    keep = ("status", "parse_ok", "parse_error", "valid", "repaired", "refused", "absent", "refusals", "expected_at")
+    keep = ("status", "parse_ok", "parse_error", "valid", "repaired", "refused", "absent", "refusals", "expected_at", "error")
     return {k: stored[k] for k in keep if stored.get(k) not in (None, {}, [])}

@@ -30,12 +30,35 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def _take_held_environ() -> None:
+    """The worker's share of the secret-looking variables, which the poll that started it writes to its
+    standard input (run.drive_poll.worker_environ): into this process's memory, never its environment block."""
+    import json
+    import os
+    import sys
+
+    from ..base.errors import UsageError
+    from ..base.safe_read import read_stdin
+
+    if sys.stdin is None or sys.stdin.isatty():
+        return
+    text = read_stdin(limit=1_000_000, what="the drive worker's input")
+    try:
+        held = json.loads(text) if text.strip() else {}
+    except ValueError:
+        held = None
+    if not isinstance(held, dict):
+        raise UsageError("drive --worker: its standard input is not the JSON object a poll writes there")
+    os.environ.update({str(k): str(v) for k, v in held.items()})
+
+
 def run(args) -> int:
     run_dir = Path(args.run_dir).resolve()
     if args.worker:
         from ..run.batch_drive import drive_run
         from ._common import load
 
+        _take_held_environ()
         config, cases = load(args)
         drive_run(config, cases, run_dir, args.jobs)
         return 0

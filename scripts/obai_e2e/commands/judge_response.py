@@ -1,12 +1,12 @@
 """obai-e2e judge-response: store one judge's raw reply, write-once, with its validation."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from ..base.errors import UsageError
 from ..base.output import emit
-from ..judge.panel.responses import store
+from ..base.safe_read import read_stdin, read_text
+from ..judge.panel.responses import MAX_RAW_BYTES, store
 from ..judge.panel.rounds import judging_lock
 
 
@@ -29,12 +29,12 @@ def register(sub) -> None:
 
 def run(args) -> int:
     if args.stdin == "-" or args.file == "-":
-        raw = sys.stdin.read()
+        raw = read_stdin(limit=MAX_RAW_BYTES, what="the reply on standard input")
     else:
         try:
-            raw = Path(args.file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"--file {args.file}: cannot read it ({exc})") from None
+            raw = read_text(args.file, limit=MAX_RAW_BYTES, what="--file")
+        except OSError as exc:
+            raise UsageError(f"--file {args.file}: cannot read it ({exc.strerror or exc})") from None
     with judging_lock(args.run_dir):
         emit(store(args.run_dir, args.round, args.judge, args.model, raw))
     return 0

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..base import procs
+from ..base.child_env import public_environ
 from ..base.errors import NotReady
 from ..config.ui import UiConfig
 from .turn import track, untrack
@@ -123,7 +124,7 @@ class BrowserThread(threading.Thread):
         try:
             browser = manager.chromium.launch(executable_path=str(self.ui.browser_executable), headless=True,
                                               args=list(self.ui.browser_args), timeout=LAUNCH_TIMEOUT_S * 1000,
-                                              env={**os.environ, procs.MARK_VAR: self.mark})
+                                              env={**public_environ(os.environ), procs.MARK_VAR: self.mark})
         except Exception as exc:  # noqa: BLE001
             raise NotReady(f"the ui channel could not start Chromium: {exc}") from None
         self.launches += 1

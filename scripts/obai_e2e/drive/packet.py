@@ -113,7 +113,7 @@ def _one_turn(config: TargetConfig, backend: Backend, box: Sandbox, query: str, 
             turn = run_turn(argv, env=env, cwd=box.workdir, timeout_s=timeout_s,
                             kill_grace_s=config.target.kill_grace_s,
                             stderr_tail_bytes=config.target.stderr_tail_bytes,
-                            mark=box.next_mark(), under=box.folder, on_swept=box.turn_swept)
+                            mark=box.next_mark(), under=box.folder, on_swept=box.turn_swept, jail=box.jail())
     except NotReady as exc:
         raise NotReady(f"{config.where('target', 'command')}: field /target/command: {exc}") from None
     turn.correlation_tag = tag
@@ -232,7 +232,7 @@ def _build_packet(config: TargetConfig, backend: Backend, run_dir: Path, meta: R
     target_ms = 0
     planted = Planted()
     traces: list[dict] = []  # each resolved turn's trace, for the run's own trace pages
-    with Sandbox(config, token, base_env, defer_removal=defer_removal) as box:
+    with Sandbox(config, token, base_env, defer_removal=defer_removal, protect=(Path(run_dir),)) as box:
         try:
             if case.adversarial and config.canaries:
                 planted = (channel_for(config, backend).planted if unit.channel == "ui"

@@ -30,8 +30,10 @@ from ..base import interrupts, procs
 from ..base.errors import NotReady
 from ..base.fsutil import atomic_write_json
 from ..base.paths import runs_root
+from ..base.safe_read import UnsafeFile, read_bytes
 from ..base.procs import STOPPING, alive
 from ..config.target import TargetConfig
+from .containment import Jail, turn_jail
 from .turn import fill, kill_live_groups
 
 _ACTIVE: dict[str, "Sandbox"] = {}
@@ -39,6 +41,7 @@ _ACTIVE_LOCK = threading.Lock()
 _FINISHED: list[Future] = []  # removals of restored sandboxes, deferred to the removal thread
 _REMOVER: ThreadPoolExecutor | None = None
 DONE_PREFIX = ".done-"
+MARKER_MAX_BYTES = 4096  # owner.json, group.json: a few numbers (read back with the safe reader: the turns write here)
 
 
 def sandboxes_root() -> Path:
@@ -66,8 +69,9 @@ class Sandbox:
     """A fresh folder and environment for one case; use as a context manager."""
 
     def __init__(self, config: TargetConfig, token: str, base_env: Mapping[str, str], *,
-                 defer_removal: bool = False):
+                 defer_removal: bool = False, protect: tuple[Path, ...] = ()):
         self.defer_removal = defer_removal
+        self.protect = protect  # folders its turns may read but never write (the run directory)
         self.config = config
         self.spec = config.sandbox
         self.dir = sandboxes_root() / token
@@ -106,6 +110,10 @@ class Sandbox:
         if self.spec.enabled and self.spec.fresh_workdir:
             return self.dir / "work"
         return self.config.target.workdir
+
+    def jail(self) -> Jail:
+        """What a turn of this sandbox may write: its own folder, nothing else of the runs folder."""
+        return turn_jail([self.folder], protect=self.protect)
 
     def env(self) -> dict[str, str]:
         env = dict(self.base_env)
@@ -220,9 +228,9 @@ def clear_leftovers(config: TargetConfig) -> list[str]:
         if not box.is_dir():
             continue
         try:
-            owner = json.loads((box / "owner.json").read_text())
+            owner = json.loads(read_bytes(box / "owner.json", limit=MARKER_MAX_BYTES, what="the sandbox's owner"))
             owned = alive(int(owner["pid"]))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, UnsafeFile):
             owner, owned = {}, False
         if owned:
             continue
@@ -245,13 +253,17 @@ def record_group(box_dir: Path, pgid: int) -> None:
 
 
 def _end_leftover_group(box: Path) -> None:
-    """Kill the process group a crashed run left running in ``box`` (it still leads its own group)."""
+    """Kill the process group a crashed run left running in ``box`` (it still leads its own group).
+
+    The sandbox is writable by the target, so the group named there is killed only when its
+    leader carries this sandbox's turn mark: a forged ``group.json`` names no other process."""
     try:
-        pgid = int(json.loads((box / GROUP_FILE).read_text())["pgid"])
-    except (OSError, ValueError, KeyError, TypeError):
+        pgid = int(json.loads(read_bytes(box / GROUP_FILE, limit=MARKER_MAX_BYTES, what="the sandbox's group"))["pgid"])
+    except (OSError, ValueError, KeyError, TypeError, UnsafeFile):
         return
+    mark = f"{box.name.removeprefix(DONE_PREFIX)}:"
     try:
-        if os.getpgid(pgid) == pgid:
+        if os.getpgid(pgid) == pgid and procs.carries_mark(pgid, mark):
             os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass

@@ -25,6 +25,7 @@ from ..base.clock import iso, utc_now
 from ..base.errors import Interrupted, NotReady
 from ..base.procs import STOPPING, alive
 from ..base.record import Record
+from .containment import Jail, contained_argv
 
 MAX_STDOUT_BYTES = 1_000_000
 PIPE_DRAIN_GRACE_S = 1.0
@@ -69,6 +70,7 @@ class TurnResult(Record):
     stdout_truncated: bool = False
     stdout_bytes: int = 0
     leftovers_killed: int = 0
+    contained: bool = False                             # ran in namespaces of its own (drive.containment)
     correlation_tag: str | None = None
     timeout_s: float | None = None                      # the timeout this turn ran under
     env: dict[str, str] = field(default_factory=dict)   # the case's own environment (secrets redacted)
@@ -226,6 +228,7 @@ def run_turn(
     on_swept: Callable[[], None] | None = None,
     stdin: bytes | None = None,
     stdout_limit: int = MAX_STDOUT_BYTES,
+    jail: Jail | None = None,
 ) -> TurnResult:
     """Run ``argv`` to completion or to ``timeout_s``; never raises for the target's own failures.
 
@@ -234,8 +237,8 @@ def run_turn(
     ``on_swept`` is called when the last look for them found none left. ``stdin`` is
     written to the process's input (then closed), on a thread of its own, so a process
     that does not read it cannot stall the turn; stdout keeps its first ``stdout_limit``
-    bytes. Raises Interrupted when the runner is stopping, before the turn or after it
-    was cut short.
+    bytes. ``jail``: run it contained (drive.containment) when this machine allows it.
+    Raises Interrupted when the runner is stopping, before the turn or after it was cut short.
     """
     if STOPPING.is_set():
         raise Interrupted("the run is stopping; this turn was not started")
@@ -248,8 +251,9 @@ def run_turn(
     started = utc_now()
     t0 = time.monotonic()
     try:
+        launched, contained = contained_argv(list(argv), jail, env, Path(cwd))
         proc = subprocess.Popen(
-            argv,
+            launched,
             cwd=str(cwd),
             env=env,
             stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
@@ -276,6 +280,7 @@ def run_turn(
             _LIVE.pop(pgid, None)
     if STOPPING.is_set():
         raise Interrupted("the run was stopped during this turn; it will be driven again on resume")
+    result.contained = contained
     if clean and on_swept is not None:
         on_swept()
     return result

@@ -23,7 +23,9 @@ from ..base.errors import NotReady
 from ..config.target import TargetConfig
 from ..trace.backend import Backend
 from .agent_env import agent_environ
+from ..base.safe_read import UnsafeFile, read_tail
 from .canaries import Planted, plant
+from .containment import contained_argv
 from .sandbox import Sandbox, record_group
 from .turn import track, untrack
 
@@ -50,7 +52,8 @@ class UiServer:
         env = {**self.box.env(), **self.planted.env, procs.MARK_VAR: self.mark}
         log = open(self.box.dir / "ui-server.log", "wb")
         try:
-            self.proc = subprocess.Popen(list(self.spec.command), cwd=str(self.box.workdir), env=env,
+            argv, _ = contained_argv(list(self.spec.command), self.box.jail(), env, self.box.workdir)
+            self.proc = subprocess.Popen(argv, cwd=str(self.box.workdir), env=env,
                                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
                                          start_new_session=True)
         except OSError as exc:
@@ -85,9 +88,9 @@ class UiServer:
             found.set_exception(RuntimeError("the server's stdout ended"))
 
     def _log_tail(self) -> str:
-        try:
-            return (self.box.dir / "ui-server.log").read_text(errors="replace").strip()[-400:]
-        except OSError:
+        try:  # the server's own folder: read as a regular file only, its end only
+            return read_tail(self.box.dir / "ui-server.log", 4000).decode("utf-8", "replace").strip()[-400:]
+        except (OSError, UnsafeFile):
             return ""
 
     def stop(self) -> None:

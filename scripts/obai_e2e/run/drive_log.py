@@ -5,6 +5,11 @@ seal): ``state.json.tmp`` (the worker's pid, status and jobs), ``units.jsonl.tmp
 :class:`UnitLine` per driven unit, appended as each unit's packet is stored) and
 ``shown.tmp`` (how many of those lines a poll has printed already). The packets are the
 record; these files only report on them, and a lost one is rebuilt from the packets.
+
+Every one of them is read back with the safe reader (a regular file of a bounded size: a
+link or a FIFO planted in their place is no state), and none is ever written into a run
+directory that is gone: the folder ``.drive/`` is made inside an existing run directory
+only, so a run deleted under its worker is not brought back as a stray ``.drive/``.
 """
 from __future__ import annotations
 
@@ -13,13 +18,19 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..base import procs
 from ..base.clock import iso, utc_now
 from ..base.errors import ConfigError
 from ..base.fsutil import append_text, atomic_write_json, trim_torn_tail
 from ..base.modeltext import inline, listing
 from ..base.record import Record
+from ..base.safe_read import UnsafeFile, read_bytes, read_tail, read_text
 
 DRIVE_DIR = ".drive"
+STATE_MAX_BYTES = 64_000
+SHOWN_MAX_BYTES = 64
+UNITS_MAX_BYTES = 256_000_000  # one line per unit, a few hundred bytes each
+LOG_TAIL_BYTES = 16_000
 
 RUNNING, DONE, FAILED, INTERRUPTED = "running", "done", "failed", "interrupted"
 
@@ -60,13 +71,19 @@ class DriveState(Record):
     ended_at: str | None = None
     pending_at_start: int = 0
     error: str | None = None
+    start_ticks: int | None = None   # when the worker started (/proc/<pid>/stat): tells it from a reused pid
+
+    def worker_marker(self, run_dir: Path) -> bytes:
+        """What the worker of ``run_dir`` has in its command line (see commands.drive)."""
+        return b"\0drive\0--worker\0--run-dir\0" + str(Path(run_dir)).encode() + b"\0"
 
 
 class DriveLog:
     """The drive's scratch files of one run directory."""
 
     def __init__(self, run_dir: Path):
-        self.dir = Path(run_dir) / DRIVE_DIR
+        self.run_dir = Path(run_dir)
+        self.dir = self.run_dir / DRIVE_DIR
         self.state_path = self.dir / "state.json.tmp"
         self.units_path = self.dir / "units.jsonl.tmp"
         self.shown_path = self.dir / "shown.tmp"
@@ -74,21 +91,35 @@ class DriveLog:
 
     # -- the worker's state ---------------------------------------------------------------
 
+    def _make_dir(self) -> None:
+        """``.drive/`` inside the run directory, which must exist (FileNotFoundError when it is gone)."""
+        self.dir.mkdir(exist_ok=True)
+
     def state(self) -> DriveState | None:
         try:
-            return DriveState.from_json(json.loads(self.state_path.read_text(encoding="utf-8")))
-        except (OSError, ValueError, ConfigError):
+            return DriveState.from_json(json.loads(read_bytes(self.state_path, limit=STATE_MAX_BYTES,
+                                                              what="the drive state")))
+        except (OSError, ValueError, ConfigError, UnsafeFile):
             return None
 
+    def worker_alive(self, state: DriveState | None) -> bool:
+        """Whether ``state`` names a worker that runs: its own process (same start time, a worker of
+        this run by its command line), not a zombie, not another process given the same pid."""
+        if state is None or state.status != RUNNING:
+            return False
+        return procs.is_ours(state.pid, state.start_ticks, state.worker_marker(self.run_dir))
+
     def start(self, jobs: int, pending: int) -> DriveState:
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self._make_dir()
         state = DriveState(pid=os.getpid(), status=RUNNING, jobs=jobs, started_at=iso(utc_now()),
-                           pending_at_start=pending)
+                           pending_at_start=pending, start_ticks=procs.own_start_ticks() or None)
         atomic_write_json(self.state_path, state.to_json(), durable=False)
         return state
 
     def end(self, state: DriveState, status: str, error: str | None = None) -> None:
         state.status, state.error, state.ended_at = status, error, iso(utc_now())
+        if not self.run_dir.is_dir():
+            return  # the run directory was deleted: nothing to report to
         atomic_write_json(self.state_path, state.to_json(), durable=False)
 
     # -- the unit lines -------------------------------------------------------------------
@@ -96,8 +127,8 @@ class DriveLog:
     def lines(self) -> list[UnitLine]:
         """Every unit line so far (a torn last line, from a kill mid-append, is left out)."""
         try:
-            text = self.units_path.read_text(encoding="utf-8")
-        except OSError:
+            text = read_text(self.units_path, limit=UNITS_MAX_BYTES, what="the drive's unit lines", errors="replace")
+        except (OSError, UnsafeFile):
             return []
         out = []
         for raw in text.splitlines():
@@ -108,7 +139,7 @@ class DriveLog:
         return out
 
     def add(self, line: UnitLine) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self._make_dir()
         if self.units_path.exists():
             trim_torn_tail(self.units_path)
         append_text(self.units_path, json.dumps(line.to_json(), ensure_ascii=False) + "\n", durable=False,
@@ -118,18 +149,21 @@ class DriveLog:
 
     def shown(self) -> int:
         try:
-            return int(self.shown_path.read_text(encoding="utf-8").strip() or 0)
-        except (OSError, ValueError):
+            return int(read_text(self.shown_path, limit=SHOWN_MAX_BYTES, what="the drive's count").strip() or 0)
+        except (OSError, ValueError, UnsafeFile):
             return 0
 
     def mark_shown(self, count: int) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self._make_dir()
+        except FileNotFoundError:
+            return  # the run directory is gone: nothing to keep
         atomic_write_json(self.shown_path, count, durable=False)
 
     def log_tail(self, lines: int = 6) -> str:
         try:
-            text = self.log_path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            text = read_tail(self.log_path, LOG_TAIL_BYTES).decode("utf-8", errors="replace")
+        except (OSError, UnsafeFile):
             return ""
         kept = [line for line in text.strip().splitlines() if line.strip() and not line.startswith("Bytecode")]
         return " | ".join(kept[-lines:])

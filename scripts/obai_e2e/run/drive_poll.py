@@ -5,9 +5,18 @@ foreground. So the drive runs as a detached worker process (batch_drive.drive_ru
 poll waits at most ``wait_s`` for it, then prints the units finished since the previous
 poll. The same command again continues where it left off: a worker that died (killed,
 machine restarted) is started again and resumes with the units that have no packet.
+
+A worker is trusted as running only while its pid is still that worker (the start time
+recorded with it and a worker's command line for this run, not a zombie), and is signalled
+only then. It starts with the public part of the environment (base.child_env); what looks
+secret and the worker may need (the trace backend's key, a key the target declares) is
+written to its standard input and read at its start, so no secret sits in its environment
+block, which the agent under test could otherwise read; the seal key and the judges' keys
+do not reach it at all: a drive records no verdict and seals nothing.
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -17,6 +26,9 @@ from pathlib import Path
 
 from ..base import procs
 from ..base.modeltext import inline
+from ..base.child_env import split_environ
+from ..base.seal_key import KEY_ENV as SEAL_KEY_ENV
+from ..drive.agent_env import judge_keys
 from ..rundir.meta import load_run
 from .drive_log import DONE, FAILED, RUNNING, DriveLog, DriveState, tally
 
@@ -28,21 +40,28 @@ STOP_WAIT_S = 60
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]
 
 
-def _alive(state: DriveState | None) -> bool:
-    if state is None or state.status != RUNNING:
-        return False
-    found = procs.stat(state.pid)
-    return found is not None and found.state != "Z"
+def worker_environ(environ) -> tuple[dict[str, str], dict[str, str]]:
+    """(the worker's environment, what it reads from its standard input): see the module's note."""
+    env, held = split_environ(environ)
+    for name in (SEAL_KEY_ENV, *judge_keys()):
+        held.pop(name, None)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_PARENT), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env, held
 
 
 def _spawn(log: DriveLog, argv: list[str]) -> subprocess.Popen:
-    log.dir.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_PARENT), env.get("PYTHONPATH", "")) if p)
-    env["PYTHONUNBUFFERED"] = "1"
+    log.dir.mkdir(exist_ok=True)
+    env, held = worker_environ(os.environ)
     with open(log.log_path, "ab") as err:
-        return subprocess.Popen([sys.executable, "-m", "obai_e2e", *argv], stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen([sys.executable, "-m", "obai_e2e", *argv], stdin=subprocess.PIPE,
                                 stdout=subprocess.DEVNULL, stderr=err, env=env, start_new_session=True)
+    try:
+        proc.stdin.write(json.dumps(held).encode("utf-8"))
+        proc.stdin.close()
+    except OSError:
+        pass  # it ended before reading: the poll reports its exit
+    return proc
 
 
 def poll(run_dir: Path, worker_argv: list[str], wait_s: float) -> tuple[int, dict]:
@@ -53,7 +72,7 @@ def poll(run_dir: Path, worker_argv: list[str], wait_s: float) -> tuple[int, dic
     t0 = time.monotonic()
     state = log.state()
     proc = None
-    if not _alive(state) and (state is None or state.status != DONE):
+    if not log.worker_alive(state) and (state is None or state.status != DONE):
         proc = _spawn(log, worker_argv)
     code = 0
     while True:
@@ -65,7 +84,7 @@ def poll(run_dir: Path, worker_argv: list[str], wait_s: float) -> tuple[int, dic
                     state = DriveState(pid=proc.pid, status=FAILED, jobs=0, started_at="",
                                        error=log.log_tail() or f"the drive worker exited with {code}")
                 break
-        elif not _alive(state):
+        elif not log.worker_alive(state):
             break
         if time.monotonic() - t0 >= wait_s:
             if proc is not None and (state is None or state.pid != proc.pid):  # still starting
@@ -93,7 +112,7 @@ def report(run_dir: Path, log: DriveLog, state: DriveState | None, *, total: int
     new = _unshown(lines, shown)
     log.mark_shown(shown + len(new))
     status = state.status if state is not None else RUNNING
-    if status == RUNNING and not _alive(state):
+    if status == RUNNING and not log.worker_alive(state):
         status = "stopped"
     out: dict = {"status": status, "run_dir": str(run_dir), "units": new,
                  "driven": f"{len(lines)} of {total} units have a packet and a check"}
@@ -121,10 +140,10 @@ def stop(run_dir: Path) -> tuple[int, dict]:
     meta = load_run(run_dir)
     log = DriveLog(run_dir)
     state = log.state()
-    if _alive(state):
-        os.kill(state.pid, signal.SIGTERM)
+    if log.worker_alive(state) and procs.signal_ours(state.pid, state.start_ticks,
+                                                     state.worker_marker(log.run_dir), signal.SIGTERM):
         t0 = time.monotonic()
-        while _alive(log.state()) and time.monotonic() - t0 < STOP_WAIT_S:
+        while log.worker_alive(log.state()) and time.monotonic() - t0 < STOP_WAIT_S:
             time.sleep(POLL_S)
     return report(Path(run_dir), log, log.state(), total=len(meta.units))
 

@@ -20,6 +20,7 @@ from ..config.selection import Filters, Selection
 from ..config.target import TargetConfig
 from ..config.units import Unit, units_of
 from ..drive.agent_env import agent_environ
+from ..drive.containment import contained_argv, turn_jail
 from ..protocol.holdout import is_holdout_file, open_holdout
 from ..report.report_md import ensure_header, judged_ids
 from ..rundir.meta import (
@@ -45,10 +46,11 @@ def target_version(config: TargetConfig) -> str | None:
     cmd = config.target.version_command
     if not cmd:
         return None
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=config.target.version_timeout_s,
-                              cwd=str(config.target.workdir),
-                              env=agent_environ(config, os.environ, {}), stdin=subprocess.DEVNULL)
+    env = agent_environ(config, os.environ, {})
+    try:  # the agent's own command: contained as its turns are (drive.containment)
+        argv, _ = contained_argv(list(cmd), turn_jail([]), env, config.target.workdir)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=config.target.version_timeout_s,
+                              cwd=str(config.target.workdir), env=env, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return (done.stdout or done.stderr).strip()[:200] or None

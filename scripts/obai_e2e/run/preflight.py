@@ -24,6 +24,7 @@ from ..config.cases import CaseSet, load_cases_for
 from ..config.selection import Filters, Selection
 from ..config.target import TargetConfig, default_target_path, load_target_config
 from ..drive.agent_env import agent_environ
+from ..drive.containment import contained_argv, containment, turn_jail
 from ..drive.sandbox import clear_leftovers
 from ..rundir.meta import is_empty_dir
 from ..trace.backend import connect, ping
@@ -248,6 +249,12 @@ def sandbox(s: State) -> str:
     return f"mode {config.mode}; cleared {len(cleared)} leftover sandbox(es)" if cleared else f"mode {config.mode}"
 
 
+def turn_containment(s: State) -> str:
+    chosen = containment()
+    s.report.info["turn_containment"] = chosen.kind
+    return chosen.describe()
+
+
 def ui_channel(s: State) -> str:
     chosen = s.report.selection
     if chosen is not None:
@@ -281,10 +288,11 @@ def target_runs(s: State) -> str:
         return "no version_command configured"
     workdir = config.target.workdir if config.target.workdir.is_dir() else None
     where = f"{config.where('target', 'version_command')}: field /target/version_command"
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=config.target.version_timeout_s,
-                              cwd=str(workdir) if workdir else None, env=agent_environ(config, os.environ, {}),
-                              stdin=subprocess.DEVNULL)
+    env = agent_environ(config, os.environ, {})
+    try:  # the agent's own command: contained as its turns are
+        argv, _ = contained_argv(list(cmd), turn_jail([]), env, workdir)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=config.target.version_timeout_s,
+                              cwd=str(workdir) if workdir else None, env=env, stdin=subprocess.DEVNULL)
     except FileNotFoundError:
         _fail(f"{where}: the target version command {cmd[0]!r} was not found")
     except PermissionError:
@@ -338,6 +346,7 @@ CHECKS = (
           applies=lambda s: s.baseline is not None),
     Check("target_workdir", target_workdir, "create the folder or fix target.workdir"),
     Check("sandbox", sandbox, "enable the sandbox (sandbox.enabled: true) or use mode B"),
+    Check("turn_containment", turn_containment, "see references/run-layout.md, Turn containment"),
     Check("ui_channel", ui_channel,
           "install the ui extra (uv sync --extra ui, or pip install 'obai-e2e-regression[ui]') and Chromium "
           "(apt-get install -y chromium), or run without ui units (--channel cli)"),

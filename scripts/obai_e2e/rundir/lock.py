@@ -10,6 +10,7 @@ from filelock import FileLock, Timeout
 from ..base.clock import iso, utc_now
 from ..base.errors import RunLocked
 from ..base.fsutil import atomic_write_json
+from ..base.safe_read import UnsafeFile, read_bytes
 
 LOCK_NAME = ".runner.lock"
 OWNER_NAME = ".runner.owner.json"
@@ -29,8 +30,9 @@ class RunLock:
         except Timeout:
             holder = ""
             try:
-                holder = f" (held by pid {json.loads(self.owner.read_text())['pid']})"
-            except (OSError, ValueError, KeyError):
+                owner = json.loads(read_bytes(self.owner, limit=4096, what="the runner's owner file"))
+                holder = f" (held by pid {int(owner['pid'])})"
+            except (OSError, ValueError, KeyError, TypeError, UnsafeFile):
                 pass
             raise RunLocked(f"another runner is working on {self.run_dir}{holder}; wait for it or use another "
                             "run directory") from None

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from ..base.child_env import public_environ
 from ..base.errors import StoreError, UsageError
 from .db import Store
 from .probe import live
@@ -222,7 +223,7 @@ def _spawn(store_dir: Path, port: int, delay_ms: int | None,
         cmd += ["--visibility-delay-ms", str(delay_ms)]
     if strict is not None:
         cmd += ["--strict-opik" if strict else "--no-strict-opik"]
-    env = dict(os.environ)
+    env = public_environ(os.environ)  # a long-lived process: nothing secret in its environment block
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_PACKAGE_PARENT), env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     with open(log_path, "ab") as log:

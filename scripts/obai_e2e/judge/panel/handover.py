@@ -6,7 +6,10 @@ file only; write the reply to ``reply.json`` beside it) followed by the round's
 ``bundle.md``, byte for byte. Neither the path nor the folder names the run, the round, a
 unit or another judge, and no judge can see another's reply. The round keeps
 ``handover.json`` (judge → folder), which no judge sees. Collecting stores each reply as
-judge-response does (same checks, write-once) and removes that judge's folder.
+judge-response does (same checks, write-once) and removes that judge's folder. A reply is
+read only when it is a regular file of at most the size a response may have, in a folder
+that is no symbolic link: a link, a FIFO or a device is that judge's refusal, not a hang
+or a read of some other file.
 """
 from __future__ import annotations
 
@@ -18,12 +21,14 @@ from pathlib import Path
 from ...base.errors import UsageError
 from ...base.fsutil import atomic_write_text, write_once_json
 from ...base.paths import runs_root
-from .responses import store
+from ...base.safe_read import UnsafeFile, read_text
+from .responses import MAX_RAW_BYTES, store
 from .rounds import load_round
 
 BUNDLE = "bundle.md"
 REPLY = "reply.json"
 MANIFEST = "handover.json"
+MANIFEST_MAX_BYTES = 64_000
 
 
 def note(reply: Path) -> str:
@@ -69,7 +74,23 @@ def _folders(rnd) -> dict[str, Path]:
     if not path.exists():
         raise UsageError(f"round {rnd.name!r} was not handed over by file (no {MANIFEST}); store each reply with "
                          "judge-response --file instead")
-    return {j: Path(f) for j, f in json.loads(path.read_text(encoding="utf-8"))["judges"].items()}
+    text = read_text(path, limit=MANIFEST_MAX_BYTES, what=f"the hand-over manifest of round {rnd.name!r}")
+    try:
+        return {str(j): Path(f) for j, f in json.loads(text)["judges"].items()}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise UsageError(f"{path}: field /judges: expected an object of judge label → hand-over folder, as "
+                         "hand-over wrote it") from None
+
+
+def _reply(folder: Path) -> str | None:
+    """The reply a judge wrote in ``folder``, or None when there is none yet; UnsafeFile when the folder
+    or the reply is not what the hand-over made (a symbolic link, a FIFO, a device, too large)."""
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise UnsafeFile(f"the hand-over folder {folder} is no longer a plain folder; expected the folder it was given")
+    try:
+        return read_text(folder / REPLY, limit=MAX_RAW_BYTES, what="the reply", errors="replace")
+    except FileNotFoundError:
+        return None
 
 
 def collect(run_dir: Path, round_name: str, model: str) -> dict[str, dict]:
@@ -78,14 +99,15 @@ def collect(run_dir: Path, round_name: str, model: str) -> dict[str, dict]:
     stored_already = {p.stem for p in rnd.response_files()}
     out: dict[str, dict] = {}
     for judge, folder in _folders(rnd).items():
-        reply = folder / REPLY
-        if judge in stored_already and not reply.exists():
-            out[judge] = {"status": "stored before"}
+        try:
+            raw = _reply(folder)
+        except UnsafeFile as exc:
+            out[judge] = {"status": "not read", "error": str(exc)}
             continue
-        if not reply.exists():
-            out[judge] = {"status": "no reply", "expected_at": str(reply)}
+        if raw is None:
+            out[judge] = {"status": "stored before"} if judge in stored_already else \
+                {"status": "no reply", "expected_at": str(folder / REPLY)}
             continue
-        raw = reply.read_text(encoding="utf-8", errors="replace")
         out[judge] = store(run_dir, round_name, judge, model, raw)
         shutil.rmtree(folder, ignore_errors=True)
     return out
