@@ -3,6 +3,7 @@ without a trace backend (no OTLP endpoint: no trace), and a refused export named
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from harbor_desk import cli
@@ -16,8 +17,15 @@ def no_backend(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
+def main(argv: list[str]) -> int:
+    """The CLI as its own process runs it: in a thread with no event loop (a browser test earlier in the same
+    test process can leave one running in the main thread, and PydanticAI's run_sync refuses to nest in it)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(cli.main, argv).result()
+
+
 def ask(capsys, question: str, *args: str) -> tuple[int, dict]:
-    code = cli.main(["ask", *args, question])
+    code = main(["ask", *args, question])
     out = capsys.readouterr().out
     return code, json.loads(out) if out.strip() else {}
 
@@ -49,17 +57,17 @@ def test_each_fault(capsys, monkeypatch, fault, code, check):
 
 
 def test_usage_errors_exit_2(capsys, monkeypatch):
-    assert cli.main(["ask", "  "]) == 2
+    assert main(["ask", "  "]) == 2
     monkeypatch.setenv("HARBOR_FAULTS", "nope")
-    assert cli.main(["ask", "When is the Aurora due?"]) == 2
+    assert main(["ask", "When is the Aurora due?"]) == 2
     assert "unknown fault(s) nope" in capsys.readouterr().err
     monkeypatch.delenv("HARBOR_FAULTS")
-    assert cli.main(["faults"]) == 0 and json.loads(capsys.readouterr().out) == FAULTS
+    assert main(["faults"]) == 0 and json.loads(capsys.readouterr().out) == FAULTS
 
 
 def test_a_refused_export_is_named_on_stderr(capsys, monkeypatch, trace_store):
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", trace_store.api_url + "/v1/private/otel/v1/traces")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "projectName=harbor-refused,Authorization=wrong-token")
-    code = cli.main(["ask", "When is the Aurora due?"])
+    code = main(["ask", "When is the Aurora due?"])
     assert code == 0
     assert "the trace backend refused 1 export(s)" in capsys.readouterr().err
