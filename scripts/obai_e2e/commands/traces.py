@@ -82,6 +82,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = parser.add_subparsers(dest="traces_command", metavar="ACTION")
     sub.required = True
 
+    _add_serve(sub)
+    _add_start(sub)
+    _add_stop(sub)
+    _add_status(sub)
+    _add_sample(sub)
+
+
+def _add_serve(sub: argparse._SubParsersAction) -> None:
+    """``traces serve``: the store in the foreground."""
     serve = sub.add_parser(
         "serve",
         help="serve in the foreground until Ctrl-C or SIGTERM",
@@ -96,6 +105,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     serve.set_defaults(func=cmd_serve)
 
+
+def _add_start(sub: argparse._SubParsersAction) -> None:
+    """``traces start``: the store in the background."""
     start = sub.add_parser(
         "start",
         help="start the store in the background (or find the running one)",
@@ -111,6 +123,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     start.set_defaults(func=cmd_start)
 
+
+def _add_stop(sub: argparse._SubParsersAction) -> None:
+    """``traces stop``: stop the background store."""
     stop = sub.add_parser(
         "stop",
         help="stop the background store",
@@ -122,6 +137,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_store_dir(stop)
     stop.set_defaults(func=cmd_stop)
 
+
+def _add_status(sub: argparse._SubParsersAction) -> None:
+    """``traces status``: whether the store runs, and where."""
     status = sub.add_parser(
         "status",
         help="tell whether the store runs, and where",
@@ -135,6 +153,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "Authorization entry of OTEL_EXPORTER_OTLP_HEADERS")
     status.set_defaults(func=cmd_status)
 
+
+def _add_sample(sub: argparse._SubParsersAction) -> None:
+    """``traces sample``: one trace's raw span tree."""
     sample = sub.add_parser(
         "sample",
         help="print the raw span tree of one trace (default: the newest of the project)",
@@ -155,7 +176,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sample.add_argument("--trace-id", default=None, help="this trace instead of the project's newest")
     sample.add_argument("--json", action="store_true", help="print the tree as JSON (values not cut)")
     sample.set_defaults(func=cmd_sample)
-
 
 SAMPLE_EXIT_CODES = """exit codes (sample):
   0   printed

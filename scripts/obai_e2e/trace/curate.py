@@ -72,26 +72,26 @@ def _cut_values(trace: dict, ordered: list[dict], v: Vocabulary) -> list[CutValu
     return out
 
 
-def curate(trace: dict, spans: list[dict], vocabulary: Vocabulary, *, complete: bool = True) -> Curated:
-    v = vocabulary
-    origin = parse_iso(trace["start_time"]) if trace.get("start_time") else None
-    ordered = sorted(spans, key=lambda s: (s.get("start_time") or "", s.get("id") or ""))
+def _span_rows(ordered: list[dict], origin) -> list[SpanRow]:
+    return [SpanRow(id=s.get("id"), name=s.get("name"), type=s.get("type"),
+                    parent_span_id=s.get("parent_span_id"), offset_ms=ms_since(s.get("start_time"), origin),
+                    duration_ms=span_ms(s), has_error=bool(s.get("error_info")))
+            for s in ordered]
 
-    span_rows = [SpanRow(id=s.get("id"), name=s.get("name"), type=s.get("type"),
-                         parent_span_id=s.get("parent_span_id"), offset_ms=ms_since(s.get("start_time"), origin),
-                         duration_ms=span_ms(s), has_error=bool(s.get("error_info")))
-                 for s in ordered]
 
-    hub = next((s for s in ordered if v.is_hub(s.get("name"))), None)
+def _guardrail(ordered: list[dict], v: Vocabulary, origin) -> Guardrail | None:
+    """The first guardrail span's decision, or None when the trace has no guardrail span."""
     guard = next((s for s in ordered if v.guardrail.matches(s.get("name"))), None)
-    guardrail = None
-    if guard is not None:
-        value = dig(guard, v.guardrail_allowed_field)
-        allowed = guardrail_decision(value, v)
-        guardrail = Guardrail(span_id=guard.get("id"), offset_ms=ms_since(guard.get("start_time"), origin),
-                              allowed=allowed, refused=allowed is False, output=dumps(guard.get("output")),
-                              decision=value)
+    if guard is None:
+        return None
+    value = dig(guard, v.guardrail_allowed_field)
+    allowed = guardrail_decision(value, v)
+    return Guardrail(span_id=guard.get("id"), offset_ms=ms_since(guard.get("start_time"), origin),
+                     allowed=allowed, refused=allowed is False, output=dumps(guard.get("output")),
+                     decision=value)
 
+
+def _skill_loads(ordered: list[dict], v: Vocabulary, origin) -> list[SkillLoad]:
     skill_loads = []
     for s in ordered:
         hit, captured = v.skill_load.match(s.get("name"))
@@ -99,7 +99,10 @@ def curate(trace: dict, spans: list[dict], vocabulary: Vocabulary, *, complete: 
             name = captured if v.skill_name_field == "name" else dig(s, v.skill_name_field)
             skill_loads.append(SkillLoad(skill=name if isinstance(name, str) else dumps(name),
                                          span_id=s.get("id"), offset_ms=ms_since(s.get("start_time"), origin)))
+    return skill_loads
 
+
+def _specialist_calls(ordered: list[dict], v: Vocabulary, origin) -> list[SpecialistCall]:
     calls = []
     for s in ordered:
         name = v.specialist_name(s.get("name"), s.get("type"))
@@ -115,14 +118,20 @@ def curate(trace: dict, spans: list[dict], vocabulary: Vocabulary, *, complete: 
                 span_name=s.get("name") if s.get("name") != name else None,
                 error_shape=env["error_shape"], suspect_error=env["suspect_error"],
             ))
+    return calls
 
-    strategy_input = None
+
+def _strategy_input(ordered: list[dict], v: Vocabulary) -> StrategyInput | None:
+    """What the first call of the strategy specialist was given, or None when there is none."""
     span = next((s for s in ordered if v.strategy_specialist
                  and v.specialist_name(s.get("name"), s.get("type")) == v.strategy_specialist), None)
-    if span is not None:
-        raw = dig(span, v.strategy_input_field) if v.strategy_input_field else span.get("input")
-        strategy_input = StrategyInput(span_id=span.get("id"), text=dumps(raw) if raw is not None else "")
+    if span is None:
+        return None
+    raw = dig(span, v.strategy_input_field) if v.strategy_input_field else span.get("input")
+    return StrategyInput(span_id=span.get("id"), text=dumps(raw) if raw is not None else "")
 
+
+def _error_spans(ordered: list[dict]) -> list[ErrorSpan]:
     error_spans = []
     for s in ordered:
         info = s.get("error_info")
@@ -130,11 +139,25 @@ def curate(trace: dict, spans: list[dict], vocabulary: Vocabulary, *, complete: 
             kind, text = error_text(info)
             error_spans.append(ErrorSpan(span_id=s.get("id"), name=s.get("name"), exception_type=kind,
                                          message=cut(text, 500)))
+    return error_spans
 
-    usage, cost = usage_and_cost(trace, spans)
+
+def _final_text(trace: dict, v: Vocabulary) -> str | None:
     final = dig(trace, v.final_response_field)
-    final_text = final if isinstance(final, str) else (None if final is None else dumps(final))
+    return final if isinstance(final, str) else (None if final is None else dumps(final))
 
+
+def curate(trace: dict, spans: list[dict], vocabulary: Vocabulary, *, complete: bool = True) -> Curated:
+    v = vocabulary
+    origin = parse_iso(trace["start_time"]) if trace.get("start_time") else None
+    ordered = sorted(spans, key=lambda s: (s.get("start_time") or "", s.get("id") or ""))
+    span_rows = _span_rows(ordered, origin)
+    hub = next((s for s in ordered if v.is_hub(s.get("name"))), None)
+    guardrail, skill_loads = _guardrail(ordered, v, origin), _skill_loads(ordered, v, origin)
+    calls, strategy_input = _specialist_calls(ordered, v, origin), _strategy_input(ordered, v)
+    error_spans = _error_spans(ordered)
+    usage, cost = usage_and_cost(trace, spans)
+    final_text = _final_text(trace, v)
     digest = TraceDigest(
         trace_id=trace.get("id"),
         name=trace.get("name"),

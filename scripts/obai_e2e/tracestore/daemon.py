@@ -29,7 +29,7 @@ from ..base.errors import StoreError, UsageError
 from .db import Store
 from .probe import live
 from .process import is_store_process, pid_alive, terminate
-from .server import DEFAULT_MAX_BODY_BYTES, SERVICE, make_server
+from .server import DEFAULT_MAX_BODY_BYTES, SERVICE, StoreServer, make_server
 from .state import (
     DB_FILE,
     HOST,
@@ -121,65 +121,69 @@ def _check_wanted(state: dict, port: int | None, delay_ms: int | None, strict: b
 # --- foreground -----------------------------------------------------------------------------
 
 
-def serve(
-    store_dir: Path | str | None = None,
-    port: int = 0,
-    visibility_delay_ms: int | None = None,
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-    on_ready: Callable[[dict], None] | None = None,
-    strict_opik: bool | None = None,
-) -> dict:
-    """Serve in this process until SIGTERM or Ctrl-C; returns the state it ran with.
-
-    ``strict_opik`` (default: ``OBAI_TRACE_STORE_STRICT_OPIK``) hides what arrives from every
-    read until the ingestion delay has passed (default then :data:`STRICT_DELAY_MS`).
-    """
-    store_dir = resolve_dir(store_dir)
+def _delay_and_strict(visibility_delay_ms: int | None, strict_opik: bool | None) -> tuple[int, bool]:
+    """The visibility delay (ms) and strict mode to serve with: the arguments, else the environment."""
     strict = strict_from_env() if strict_opik is None else strict_opik
     delay = delay_from_env() if visibility_delay_ms is None else visibility_delay_ms
     if strict and visibility_delay_ms is None and not os.environ.get(DELAY_ENV, "").strip():
         delay = STRICT_DELAY_MS
     if delay < 0:
         raise UsageError(f"the visibility delay must be a non-negative number of milliseconds, got {delay}")
-    with locked(store_dir):
-        previous = read_state(store_dir)
-        if previous is not None:
-            if live(previous):
-                raise StoreError(
-                    f"a trace store is already running for {store_dir} (pid {previous['pid']}, "
-                    f"{previous['url']}); use it, or stop it first with `obai-e2e traces stop`"
-                )
-            if pid_alive(previous["pid"]) and is_store_process(previous["pid"], store_dir):
-                terminate(previous["pid"], STOP_TIMEOUT_S)
-        db_path = store_dir / DB_FILE
-        try:
-            store = Store(db_path, delay, strict=strict)
-        except Exception as exc:
-            raise StoreError(f"cannot open the trace database {db_path}: {exc}") from exc
-        started_at = now_ts()
-        token = new_token()
-        info = {"service": SERVICE, "data_dir": str(store_dir), "visibility_delay_ms": delay, "strict_opik": strict,
-                "started_at": started_at}
-        try:
-            server = make_server(store, HOST, port, max_body_bytes, info, token=token)
-        except OSError as exc:
-            store.close()
-            raise StoreError(
-                f"cannot listen on {HOST}:{port}: {exc.strerror or exc}; choose another --port, or 0 for a free one"
-            ) from exc
-        bound_port = server.server_address[1]
-        state = {
-            "pid": os.getpid(),
-            "port": bound_port,
-            **urls(bound_port),
-            "data_dir": str(store_dir),
-            "db": str(db_path),
-            "visibility_delay_ms": delay,
-            "strict_opik": strict,
-            "started_at": started_at,
-            "token": token,
-        }
-        write_state(store_dir, state)
+    return delay, strict
+
+
+def _replace_previous(store_dir: Path) -> None:
+    """Refuse when a store already serves ``store_dir``; end a recorded one that no longer answers."""
+    previous = read_state(store_dir)
+    if previous is None:
+        return
+    if live(previous):
+        raise StoreError(
+            f"a trace store is already running for {store_dir} (pid {previous['pid']}, "
+            f"{previous['url']}); use it, or stop it first with `obai-e2e traces stop`"
+        )
+    if pid_alive(previous["pid"]) and is_store_process(previous["pid"], store_dir):
+        terminate(previous["pid"], STOP_TIMEOUT_S)
+
+
+def _listen(store_dir: Path, port: int, delay: int, strict: bool,
+            max_body_bytes: int) -> tuple[Store, StoreServer, dict]:
+    """Open the database, bind the server and record it in ``store.json``: (store, server, state)."""
+    db_path = store_dir / DB_FILE
+    try:
+        store = Store(db_path, delay, strict=strict)
+    except Exception as exc:
+        raise StoreError(f"cannot open the trace database {db_path}: {exc}") from exc
+    started_at = now_ts()
+    token = new_token()
+    info = {"service": SERVICE, "data_dir": str(store_dir), "visibility_delay_ms": delay, "strict_opik": strict,
+            "started_at": started_at}
+    try:
+        server = make_server(store, HOST, port, max_body_bytes, info, token=token)
+    except OSError as exc:
+        store.close()
+        raise StoreError(
+            f"cannot listen on {HOST}:{port}: {exc.strerror or exc}; choose another --port, or 0 for a free one"
+        ) from exc
+    bound_port = server.server_address[1]
+    state = {
+        "pid": os.getpid(),
+        "port": bound_port,
+        **urls(bound_port),
+        "data_dir": str(store_dir),
+        "db": str(db_path),
+        "visibility_delay_ms": delay,
+        "strict_opik": strict,
+        "started_at": started_at,
+        "token": token,
+    }
+    write_state(store_dir, state)
+    return store, server, state
+
+
+def _serve_until_stopped(store_dir: Path, store: Store, server: StoreServer, state: dict,
+                         on_ready: Callable[[dict], None] | None) -> None:
+    """Serve until SIGTERM or Ctrl-C (handled only in the main thread); then close and forget the state."""
 
     def on_signal(signum: int, frame: Any) -> None:
         # shutdown() waits for the serving loop, so it must run outside the thread that serves.
@@ -204,6 +208,27 @@ def serve(
             pass
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def serve(
+    store_dir: Path | str | None = None,
+    port: int = 0,
+    visibility_delay_ms: int | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    on_ready: Callable[[dict], None] | None = None,
+    strict_opik: bool | None = None,
+) -> dict:
+    """Serve in this process until SIGTERM or Ctrl-C; returns the state it ran with.
+
+    ``strict_opik`` (default: ``OBAI_TRACE_STORE_STRICT_OPIK``) hides what arrives from every
+    read until the ingestion delay has passed (default then :data:`STRICT_DELAY_MS`).
+    """
+    store_dir = resolve_dir(store_dir)
+    delay, strict = _delay_and_strict(visibility_delay_ms, strict_opik)
+    with locked(store_dir):
+        _replace_previous(store_dir)
+        store, server, state = _listen(store_dir, port, delay, strict, max_body_bytes)
+    _serve_until_stopped(store_dir, store, server, state, on_ready)
     return state
 
 

@@ -61,6 +61,95 @@ def _record(rnd: Round, judge: Judge, batch: dict, n_batches: int, key: dict, ke
             "raw": raw, "raw_sha256": sha256_bytes(raw.encode("utf-8")), "raw_keys_masked": masked}
 
 
+def _texts(rnd: Round, batches: list[dict]) -> list[str]:
+    """The bundle text of each batch, checked against the hash recorded when the panel was first asked."""
+    texts = batch_texts(rnd, [b["packets"] for b in batches])
+    for b, t in zip(batches, texts):
+        if sha256_bytes(t.encode("utf-8")) != b["bundle_sha256"]:
+            raise FrozenArtifactChanged(f"batch {b['index']} of round {rnd.name!r} no longer renders as it was "
+                                        "asked; generate a new round")
+    return texts
+
+
+def _queue(rnd: Round, cfg: PanelConfig, batches: list[dict], texts: list[str], prompt_sha: str, stored: set,
+           outcomes: dict) -> list[tuple]:
+    """The requests still to send; a request the cache answers (or failed for good) goes to ``outcomes``."""
+    queue = []
+    for b, text in zip(batches, texts):
+        for judge in cfg.judges:
+            if judge.name in stored:
+                continue
+            key, key_sha = cache.key(sha256_bytes(text.encode("utf-8")), judge.name, judge.model, prompt_sha,
+                                     wire.request_sha256(judge))
+            record = cache.load(cache.path(rnd.dir, key_sha))
+            if record is not None and cache.failed(record):
+                outcomes[(judge.name, b["index"])] = {"status": FAILED, "error": record["error"], "cached": True}
+            elif record is not None:
+                outcomes[(judge.name, b["index"])] = {"status": CACHED, "record": record}
+            else:
+                queue.append((b, text, judge, key, key_sha))
+    return queue
+
+
+class _Asking:
+    """The callbacks of one sending: reserve budget before a request, settle and store what comes back."""
+
+    def __init__(self, run_dir: Path, rnd: Round, cfg: PanelConfig, n_batches: int, keys: list[str],
+                 outcomes: dict, say: Callable[[str], None]):
+        self.rnd, self.n_batches, self.keys, self.outcomes, self.say = rnd, n_batches, keys, outcomes, say
+        self.ledger = Ledger(cfg, *cache.spent(run_dir))
+        self.spend = {"input": 0, "output": 0, "cost": Decimal(0), "priced": True, "requests": 0}
+        self.reservations: dict = {}
+
+    def count(self, usage: Usage, judge: Judge) -> None:
+        spend = self.spend
+        spend["input"] += usage.input_tokens
+        spend["output"] += usage.output_tokens
+        spend["priced"] &= usage.cost is not None or judge.provider == "command"
+        spend["cost"] += usage.cost or Decimal(0)
+
+    def admit(self, b: dict, text: str, judge: Judge) -> bool:
+        reservation = self.ledger.reserve(judge, text)
+        if reservation is not None:
+            self.reservations[(judge.name, b["index"])] = reservation
+        return reservation is not None
+
+    def before_retry(self, b: dict, text: str, judge: Judge, attempt: dict) -> bool:
+        return self.ledger.retry(self.reservations[(judge.name, b["index"])], judge, text, attempt)
+
+    def on_reply(self, b: dict, text: str, judge: Judge, key: dict, key_sha: str, result: CallResult) -> None:
+        self.spend["requests"] += len(result.attempts)
+        usage = self._settle(b, text, judge, result)
+        path = cache.path(self.rnd.dir, key_sha)
+        if not result.answered:
+            outcome = {"status": FAILED, "error": result.error, "attempts": result.attempts, "seconds": result.seconds}
+            if result.lasting:  # asking again would fail the same way: kept like a reply
+                cache.save(path, _record(self.rnd, judge, b, self.n_batches, key, key_sha, text, result, usage,
+                                         self.keys))
+                outcome["cached"] = True
+            self.outcomes[(judge.name, b["index"])] = outcome
+            self.say(f"judges: {judge.name} ({judge.model}) gave no answer for batch {b['index']}: {result.error}")
+            return
+        record = _record(self.rnd, judge, b, self.n_batches, key, key_sha, text, result, usage, self.keys)
+        cache.save(path, record)
+        self.outcomes[(judge.name, b["index"])] = {"status": ANSWERED,
+                                                   "record": {"schema_version": cache.RECORD_VERSION, **record}}
+
+    def _settle(self, b: dict, text: str, judge: Judge, result: CallResult) -> Usage:
+        """Settle the request's reservation; a failed billable attempt is charged and written to the cache."""
+        reservation = self.reservations.pop((judge.name, b["index"]))
+        usage = self.ledger.settle(reservation, judge, text, result.reply,
+                                   result.attempts[-1] if result.attempts else None)
+        for charged in reservation.charged:
+            cache.charge(self.rnd.dir, {"judge": judge.name, "model": judge.model, "batch": b["index"],
+                                        "at": iso(utc_now()), "usage": charged.to_json(),
+                                        "why": "a billable attempt failed (timeout or broken "
+                                        "connection): charged its reservation"})
+            self.count(charged, judge)
+        self.count(usage, judge)
+        return usage
+
+
 def ask_round(run_dir: Path, round_name: str, cfg: PanelConfig, *, env=None,
               say: Callable[[str], None] = lambda m: None) -> dict:
     """Ask every judge of ``cfg`` that has no stored response in the round; store what they answer."""
@@ -79,83 +168,22 @@ def ask_round(run_dir: Path, round_name: str, cfg: PanelConfig, *, env=None,
     if not rnd.packets:
         return {"round": round_name, "status": "nothing_to_judge", "calls": 0, "requests": 0, "cache_hits": 0}
     batches = panel["batches"]
-    texts = batch_texts(rnd, [b["packets"] for b in batches])
-    for b, t in zip(batches, texts):
-        if sha256_bytes(t.encode("utf-8")) != b["bundle_sha256"]:
-            raise FrozenArtifactChanged(f"batch {b['index']} of round {round_name!r} no longer renders as it was "
-                                        "asked; generate a new round")
-    prompt_sha = panel["prompt_sha256"]
+    texts = _texts(rnd, batches)
     stored = {p.stem for p in rnd.response_files()}
     redactor, keys = redactor_for(cfg, env), key_values(cfg, env)
-
     outcomes: dict[tuple[str, int], dict] = {}
-    queue = []
-    for b, text in zip(batches, texts):
-        for judge in cfg.judges:
-            if judge.name in stored:
-                continue
-            key, key_sha = cache.key(sha256_bytes(text.encode("utf-8")), judge.name, judge.model, prompt_sha,
-                                     wire.request_sha256(judge))
-            record = cache.load(cache.path(rnd.dir, key_sha))
-            if record is not None and cache.failed(record):
-                outcomes[(judge.name, b["index"])] = {"status": FAILED, "error": record["error"], "cached": True}
-            elif record is not None:
-                outcomes[(judge.name, b["index"])] = {"status": CACHED, "record": record}
-            else:
-                queue.append((b, text, judge, key, key_sha))
-
-    ledger = Ledger(cfg, *cache.spent(run_dir))
-    spend = {"input": 0, "output": 0, "cost": Decimal(0), "priced": True, "requests": 0}
-    reservations: dict = {}
-
-    def count(usage: Usage, judge: Judge) -> None:
-        spend["input"] += usage.input_tokens
-        spend["output"] += usage.output_tokens
-        spend["priced"] &= usage.cost is not None or judge.provider == "command"
-        spend["cost"] += usage.cost or Decimal(0)
-
-    def on_reply(b: dict, text: str, judge: Judge, key: dict, key_sha: str, result: CallResult) -> None:
-        spend["requests"] += len(result.attempts)
-        reservation = reservations.pop((judge.name, b["index"]))
-        usage = ledger.settle(reservation, judge, text, result.reply, result.attempts[-1] if result.attempts else None)
-        for charged in reservation.charged:
-            cache.charge(rnd.dir, {"judge": judge.name, "model": judge.model, "batch": b["index"], "at": iso(utc_now()),
-                                   "usage": charged.to_json(), "why": "a billable attempt failed (timeout or broken "
-                                   "connection): charged its reservation"})
-            count(charged, judge)
-        count(usage, judge)
-        if not result.answered:
-            outcome = {"status": FAILED, "error": result.error, "attempts": result.attempts, "seconds": result.seconds}
-            if result.lasting:  # asking again would fail the same way: kept like a reply
-                cache.save(cache.path(rnd.dir, key_sha), _record(rnd, judge, b, len(batches), key, key_sha, text,
-                                                                 result, usage, keys))
-                outcome["cached"] = True
-            outcomes[(judge.name, b["index"])] = outcome
-            say(f"judges: {judge.name} ({judge.model}) gave no answer for batch {b['index']}: {result.error}")
-            return
-        record = _record(rnd, judge, b, len(batches), key, key_sha, text, result, usage, keys)
-        cache.save(cache.path(rnd.dir, key_sha), record)
-        outcomes[(judge.name, b["index"])] = {"status": ANSWERED,
-                                              "record": {"schema_version": cache.RECORD_VERSION, **record}}
-
-    def admit(b: dict, text: str, judge: Judge) -> bool:
-        reservation = ledger.reserve(judge, text)
-        if reservation is not None:
-            reservations[(judge.name, b["index"])] = reservation
-        return reservation is not None
-
-    def before_retry(b: dict, text: str, judge: Judge, attempt: dict) -> bool:
-        return ledger.retry(reservations[(judge.name, b["index"])], judge, text, attempt)
-
-    unsent = send(cfg, Asker(cfg, redactor, env=env), queue, admit, on_reply, before_retry) if queue else []
+    queue = _queue(rnd, cfg, batches, texts, panel["prompt_sha256"], stored, outcomes)
+    asking = _Asking(run_dir, rnd, cfg, len(batches), keys, outcomes, say)
+    unsent = send(cfg, Asker(cfg, redactor, env=env), queue, asking.admit, asking.on_reply,
+                  asking.before_retry) if queue else []
     for b, _text, judge, _k, _ks in unsent:
-        outcomes[(judge.name, b["index"])] = {"status": BUDGET, "error": ledger.stopped}
+        outcomes[(judge.name, b["index"])] = {"status": BUDGET, "error": asking.ledger.stopped}
     if unsent:
-        say(f"judges: budget reached, {len(unsent)} request(s) not sent: {ledger.stopped}")
+        say(f"judges: budget reached, {len(unsent)} request(s) not sent: {asking.ledger.stopped}")
     summary = {
         "round": round_name, "status": "asked", "at": iso(utc_now()),
         "judges": _store_judges(run_dir, round_name, cfg, batches, outcomes, stored),
-        **_spending(outcomes, spend, cfg), "budget_stopped": ledger.stopped,
+        **_spending(outcomes, asking.spend, cfg), "budget_stopped": asking.ledger.stopped,
     }
     append_text(rnd.dir / ASKS_FILE, json.dumps(redactor.data(summary), sort_keys=True, ensure_ascii=False) + "\n")
     return summary

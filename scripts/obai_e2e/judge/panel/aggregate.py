@@ -63,118 +63,166 @@ def _no_vote(response: dict, pid: str) -> str:
     return v["packets"].get(pid, {"status": "absent"})["status"]
 
 
+class _Tally:
+    """What the round's figures need from every vote: kept while the packets are walked once."""
+
+    def __init__(self, judges: list[str]):
+        self.questions = 0
+        self.items: dict[str, list[list[str]]] = {}  # feeds → rows of every judge's choice
+        self.unit_ratings: dict[str, list[list[int | None]]] = {}
+        self.per_judge_ratings: dict[str, dict[str, list[int | None]]] = {}
+        self.pair_rows: list[dict[str, str]] = []  # applicable items: judge → choice, for pairwise agreement
+        self.stats = {j: {"questions": 0, "answered": 0, "applicable_answered": 0, "abstained": 0,
+                          "with_majority": 0, "majority_items": 0} for j in judges}
+
+
+def _cited(judge: str, answer: dict) -> dict | None:
+    """The evidence ``judge`` cited in ``answer``, or None when it cited none."""
+    ev = answer.get("evidence") or {"spans": [], "numbers": []}
+    if not (ev["spans"] or ev["numbers"] or ev.get("quotes")):
+        return None
+    cited = {"judge": judge, "spans": ev["spans"], "numbers": ev["numbers"]}
+    if ev.get("quotes"):
+        cited["quotes"] = ev["quotes"]
+    return cited
+
+
+def _votes(pid: str, q: dict, qdef: QuestionDef, applicable: bool, judges: list[str],
+           responses: dict[str, dict], tally: _Tally) -> dict:
+    """Each judge's vote on question ``q`` of packet ``pid`` (or why it cast none), with its evidence."""
+    choices, no_vote, ratings, evidence, rationale = {}, {}, [], [], []
+    for j in judges:
+        stats = tally.stats[j]
+        stats["questions"] += 1
+        record = responses[j]["validation"]["packets"].get(pid, {"status": "absent"})
+        if not responses[j]["validation"]["structure"]["ok"] or record["status"] not in VOTING:
+            no_vote[j] = _no_vote(responses[j], pid)
+            ratings.append(None)
+            continue
+        a = _answer(record, q["id"])
+        stats["answered"] += 1
+        choices[j] = a["choice"]
+        ratings.append(qdef.loss_of(a["choice"]) if applicable else None)
+        if applicable:
+            stats["applicable_answered"] += 1
+            stats["abstained"] += a["choice"] == ABSTAIN
+        cited = _cited(j, a)
+        if cited is not None:
+            evidence.append(cited)
+        if a.get("rationale"):
+            rationale.append({"judge": j, "text": a["rationale"]})
+    votes = Counter(c for c in choices.values() if c is not None)
+    return {"question": q["id"], "kind": qdef.kind, "categories": list(qdef.categories),
+            "applies": applicable, "choices": choices, "no_vote": no_vote, "votes": dict(votes),
+            "ratings": ratings, "evidence": evidence, "rationale": rationale}
+
+
+def _settle(entry: dict, feeds: str, qdef: QuestionDef, judges: list[str], n_panel: int, tally: _Tally) -> None:
+    """Add the majority of an applicable question to ``entry`` and count it for the round's figures."""
+    choices, ratings = entry["choices"], entry["ratings"]
+    top, decided = decide(choices.values(), n_panel)
+    entry["majority"] = top if decided else ABSTAIN
+    entry["decided"] = decided
+    entry["majority_loss"] = qdef.loss_of(top) if decided else None
+    entry["trips"] = bool(decided and qdef.loss_of(top) == 1)
+    tally.pair_rows.append({j: choices[j] for j in choices})
+    if len(choices) == n_panel and n_panel >= 2:
+        tally.items.setdefault(feeds, []).append([choices[j] for j in judges])
+    tally.unit_ratings.setdefault(feeds, []).append(ratings)
+    for j, r in zip(judges, ratings):
+        tally.per_judge_ratings.setdefault(feeds, {}).setdefault(j, []).append(r)
+    if decided:
+        for j in choices:
+            tally.stats[j]["majority_items"] += 1
+            tally.stats[j]["with_majority"] += choices[j] == top
+
+
+def _unit(rnd: Round, pid: str, qdefs: dict[str, QuestionDef], judges: list[str], n_panel: int,
+          responses: dict[str, dict], tally: _Tally) -> dict:
+    """The panel's result for packet ``pid``: every question's votes and majority."""
+    packet = rnd.packets[pid]
+    version = schema.context_version(packet)
+    out = {"round": rnd.name, "packet_id": pid, "judges": judges, "panel_size": n_panel,
+           "ratings": {}, "majority": {}, "questions": {}}
+    for q in packet["questions"]:
+        tally.questions += 1
+        qdef = qdefs[q["feeds"]]
+        applicable = schema.applies(q, version)
+        entry = _votes(pid, q, qdef, applicable, judges, responses, tally)
+        if applicable:
+            _settle(entry, q["feeds"], qdef, judges, n_panel, tally)
+        else:
+            entry.update(majority=None, decided=None, majority_loss=None, trips=False)
+        out["questions"][q["feeds"]] = entry
+        out["ratings"][q["feeds"]] = entry["ratings"]
+        out["majority"][q["feeds"]] = entry["majority"]
+    return out
+
+
+def _agreement(rows: list[list[str]]) -> dict:
+    f = fleiss(rows)
+    return {"items": f.items, "raters": f.raters, "percent_agreement": as_float(f.percent),
+            "chance_agreement": as_float(f.chance), "fleiss_kappa": as_float(f.kappa),
+            "exact": {"percent_agreement": _exact(f.percent), "chance_agreement": _exact(f.chance),
+                      "fleiss_kappa": _exact(f.kappa)},
+            "categories": sorted({c for r in rows for c in r})}
+
+
+def _agreements(tally: _Tally, judges: list[str]) -> dict:
+    """Fleiss agreement over the whole round and per question, and per pair of judges."""
+    items = tally.items
+    by_question = {k: _agreement(v) for k, v in sorted(items.items())}
+    overall = _agreement([r for k in sorted(items) for r in items[k]])
+    # Also per pair of judges, over the items both answered: useful when one judge gave no valid vote.
+    overall["pairs"] = {}
+    for a, b in combinations(judges, 2):
+        both = [r for r in tally.pair_rows if a in r and b in r]
+        overall["pairs"][f"{a}|{b}"] = {"items": len(both), "percent_agreement": as_float_ratio(
+            sum(r[a] == r[b] for r in both), len(both))}
+    return {"overall": overall, "by_question": by_question,
+            "note": "items are applicable questions every judge of the panel answered validly; "
+                    "categories are the choices, abstain included"}
+
+
+def _variance(tally: _Tally, judges: list[str]) -> dict:
+    """Rater variance of the losses per question, with its pairwise parts."""
+    variance = {}
+    for feeds, rows in sorted(tally.unit_ratings.items()):
+        value, m = rater_variance(rows)
+        variance[feeds] = {"sigma_r2": as_float(value), "exact": _exact(value), "m": m,
+                           "raters": len(judges), "pairs": pairwise(tally.per_judge_ratings[feeds])}
+    return variance
+
+
+def _judge_figures(tally: _Tally, judges: list[str], responses: dict[str, dict]) -> dict:
+    """Per judge: its stored response, valid share, abstain rate and agreement with the majority."""
+    figures = {}
+    for j in judges:
+        s = tally.stats[j]
+        figures[j] = {
+            "model": responses[j]["model"], "received_at": responses[j]["received_at"],
+            "raw_sha256": responses[j]["raw_sha256"], **summary(responses[j]["validation"]),
+            "valid_share": as_float_ratio(s["answered"], tally.questions),
+            "abstain_rate": as_float_ratio(s["abstained"], s["applicable_answered"]),
+            "agreement_with_majority": as_float_ratio(s["with_majority"], s["majority_items"]),
+            "majority_items": s["majority_items"],
+        }
+    return figures
+
+
 def aggregate(rnd: Round, responses: dict[str, dict]) -> dict:
     """The aggregate of ``responses`` (judge → stored response record) for round ``rnd``."""
     judges = sorted(responses)
     n_panel = max(rnd.panel_size, len(judges))
     qdefs = {k: QuestionDef.from_json(v) for k, v in rnd.manifest["questions"].items()}
-    units: dict[str, dict] = {}
-    items: dict[str, list[list[str]]] = {}
-    unit_ratings: dict[str, list[list[int | None]]] = {}
-    per_judge_ratings: dict[str, dict[str, list[int | None]]] = {}
-    stats = {j: {"questions": 0, "answered": 0, "applicable_answered": 0, "abstained": 0,
-                 "with_majority": 0, "majority_items": 0} for j in judges}
-    total_questions = 0
-    pair_rows: list[dict[str, str]] = []  # applicable items: judge → choice, for pairwise agreement
-    for pid in sorted(rnd.packets, key=lambda p: (rnd.mapping[p], p)):
-        packet, uid = rnd.packets[pid], rnd.mapping[pid]
-        version = schema.context_version(packet)
-        out = {"round": rnd.name, "packet_id": pid, "judges": judges, "panel_size": n_panel,
-               "ratings": {}, "majority": {}, "questions": {}}
-        for q in packet["questions"]:
-            total_questions += 1
-            qdef = qdefs[q["feeds"]]
-            applicable = schema.applies(q, version)
-            choices, no_vote, ratings, evidence, rationale = {}, {}, [], [], []
-            for j in judges:
-                stats[j]["questions"] += 1
-                record = responses[j]["validation"]["packets"].get(pid, {"status": "absent"})
-                if not responses[j]["validation"]["structure"]["ok"] or record["status"] not in VOTING:
-                    no_vote[j] = _no_vote(responses[j], pid)
-                    ratings.append(None)
-                    continue
-                a = _answer(record, q["id"])
-                stats[j]["answered"] += 1
-                choices[j] = a["choice"]
-                ratings.append(qdef.loss_of(a["choice"]) if applicable else None)
-                if applicable:
-                    stats[j]["applicable_answered"] += 1
-                    stats[j]["abstained"] += a["choice"] == ABSTAIN
-                ev = a.get("evidence") or {"spans": [], "numbers": []}
-                if ev["spans"] or ev["numbers"] or ev.get("quotes"):
-                    cited = {"judge": j, "spans": ev["spans"], "numbers": ev["numbers"]}
-                    if ev.get("quotes"):
-                        cited["quotes"] = ev["quotes"]
-                    evidence.append(cited)
-                if a.get("rationale"):
-                    rationale.append({"judge": j, "text": a["rationale"]})
-            votes = Counter(c for c in choices.values() if c is not None)
-            entry = {"question": q["id"], "kind": qdef.kind, "categories": list(qdef.categories),
-                     "applies": applicable, "choices": choices, "no_vote": no_vote, "votes": dict(votes),
-                     "ratings": ratings, "evidence": evidence, "rationale": rationale}
-            if applicable:
-                top, decided = decide(choices.values(), n_panel)
-                entry["majority"] = top if decided else ABSTAIN
-                entry["decided"] = decided
-                entry["majority_loss"] = qdef.loss_of(top) if decided else None
-                entry["trips"] = bool(decided and qdef.loss_of(top) == 1)
-                pair_rows.append({j: choices[j] for j in choices})
-                if len(choices) == n_panel and n_panel >= 2:
-                    items.setdefault(q["feeds"], []).append([choices[j] for j in judges])
-                unit_ratings.setdefault(q["feeds"], []).append(ratings)
-                for j, r in zip(judges, ratings):
-                    per_judge_ratings.setdefault(q["feeds"], {}).setdefault(j, []).append(r)
-                if decided:
-                    for j in choices:
-                        stats[j]["majority_items"] += 1
-                        stats[j]["with_majority"] += choices[j] == top
-            else:
-                entry.update(majority=None, decided=None, majority_loss=None, trips=False)
-            out["questions"][q["feeds"]] = entry
-            out["ratings"][q["feeds"]] = ratings
-            out["majority"][q["feeds"]] = entry["majority"]
-        units[uid] = out
-
-    def agreement(rows: list[list[str]]) -> dict:
-        f = fleiss(rows)
-        return {"items": f.items, "raters": f.raters, "percent_agreement": as_float(f.percent),
-                "chance_agreement": as_float(f.chance), "fleiss_kappa": as_float(f.kappa),
-                "exact": {"percent_agreement": _exact(f.percent), "chance_agreement": _exact(f.chance),
-                          "fleiss_kappa": _exact(f.kappa)},
-                "categories": sorted({c for r in rows for c in r})}
-
-    by_question = {k: agreement(v) for k, v in sorted(items.items())}
-    overall = agreement([r for k in sorted(items) for r in items[k]])
-    # Also per pair of judges, over the items both answered: useful when one judge gave no valid vote.
-    overall["pairs"] = {}
-    for a, b in combinations(judges, 2):
-        both = [r for r in pair_rows if a in r and b in r]
-        overall["pairs"][f"{a}|{b}"] = {"items": len(both), "percent_agreement": as_float_ratio(
-            sum(r[a] == r[b] for r in both), len(both))}
-    variance = {}
-    for feeds, rows in sorted(unit_ratings.items()):
-        value, m = rater_variance(rows)
-        variance[feeds] = {"sigma_r2": as_float(value), "exact": _exact(value), "m": m,
-                           "raters": len(judges), "pairs": pairwise(per_judge_ratings[feeds])}
-    figures = {}
-    for j in judges:
-        s = stats[j]
-        figures[j] = {
-            "model": responses[j]["model"], "received_at": responses[j]["received_at"],
-            "raw_sha256": responses[j]["raw_sha256"], **summary(responses[j]["validation"]),
-            "valid_share": as_float_ratio(s["answered"], total_questions),
-            "abstain_rate": as_float_ratio(s["abstained"], s["applicable_answered"]),
-            "agreement_with_majority": as_float_ratio(s["with_majority"], s["majority_items"]),
-            "majority_items": s["majority_items"],
-        }
+    tally = _Tally(judges)
+    units = {rnd.mapping[pid]: _unit(rnd, pid, qdefs, judges, n_panel, responses, tally)
+             for pid in sorted(rnd.packets, key=lambda p: (rnd.mapping[p], p))}
     return {
         "schema_version": AGGREGATE_VERSION, "round": rnd.name, "run_id": rnd.manifest["run_id"],
         "panel_size": n_panel, "judges": judges, "missing_judges": n_panel - len(judges),
-        "questions": total_questions,
-        "agreement": {"overall": overall, "by_question": by_question,
-                      "note": "items are applicable questions every judge of the panel answered validly; "
-                              "categories are the choices, abstain included"},
-        "judge_figures": figures, "rater_variance": variance,
+        "questions": tally.questions, "agreement": _agreements(tally, judges),
+        "judge_figures": _judge_figures(tally, judges, responses), "rater_variance": _variance(tally, judges),
         "calibration": calibration(units, judges, *round_gold(rnd.dir.parents[1], units)), "units": units,
     }
 
