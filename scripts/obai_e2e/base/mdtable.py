@@ -5,8 +5,9 @@ LOSS-HISTORY.md, the CI step summary). A value written with :func:`cell` cannot 
 of its cell nor render as anything but its text: pipes, newlines, raw HTML, ``&``, code
 spans and the brackets of links and images are escaped, control characters shown as
 pictures and invisible characters as ``<U+XXXX>``. Escapes are Markdown's own backslashes,
-so the raw file reads as the text (``P/E < 30``, ``\<b>``), never as HTML entities. Markdown the harness builds itself (a
-link to a trace page) is marked :class:`Md` and written as it is. :func:`table_rows` finds
+so the raw file reads as the text (``P/E < 30``, ``\\<b>``), never as HTML entities.
+Markdown the harness builds itself (a link to a trace page) is marked :class:`Md` and
+written as it is. :func:`table_rows` finds
 rows by parsing, so a row is never found by a substring that also occurs in a query or a
 reason.
 """
