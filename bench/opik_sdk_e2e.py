@@ -14,7 +14,8 @@ Tests whose name mentions attachments are deselected (the store has no attachmen
 unless the pytest arguments carry their own ``-k``. ``--checkout DIR`` reuses (or creates)
 the fetched tests there; ``--tests-dir DIR`` runs a copy already on disk instead of fetching
 (DIR is the ``sdks/python`` folder, or any folder holding ``tests/e2e`` and its
-``tests/testlib``); ``--keep`` leaves the store running and prints its directory. The tests' helpers import ``deepdiff`` (hence ``--with deepdiff``).
+``tests/testlib``); ``--keep`` leaves the store running and prints its directory. The tests'
+helpers import ``deepdiff`` (hence ``--with deepdiff``).
 """
 from __future__ import annotations
 
