@@ -92,10 +92,10 @@ def _known(conn: sqlite3.Connection, project_id: str, thread_ids: list[str]) -> 
 
 
 def close(conn: sqlite3.Connection, project_id: str, thread_ids: list[str], now: str) -> None:
-    """Close the threads; one the project has no trace of is a 404, as Opik answers."""
+    """Close the threads; one the project has no trace of is a 404, as Opik's closeThread answers."""
     missing = sorted(set(thread_ids) - _known(conn, project_id, thread_ids))
     if missing:
-        raise ApiError(404, f"Trace Thread id: {missing[0][:200]} not found", plain=True)
+        raise ApiError(404, f"Thread '{missing[0][:200]}' not found", plain=True)
     conn.executemany("INSERT INTO thread_states (project_id, thread_id, closed_at) VALUES (?, ?, ?) "
                      "ON CONFLICT (project_id, thread_id) DO UPDATE SET closed_at = excluded.closed_at",
                      [(project_id, thread_id, now) for thread_id in thread_ids])
