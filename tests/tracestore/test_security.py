@@ -196,10 +196,10 @@ def test_json_plain_or_gzipped_is_accepted(api, content_type, gzipped):
 
 
 @pytest.mark.parametrize("method, path", [
-    ("PUT", "/v1/private/traces/threads/feedback-scores"),
+    ("PUT", "/v1/private/traces/threads/comments"),
     ("GET", "/v1/private/traces/stats"),
     ("POST", "/v1/private/spans/delete"),
-    ("PUT", "/v1/private/traces/threads/close"),
+    ("POST", "/v1/private/traces/threads/delete"),
     ("POST", "/v1/private/traces/{id}/comments"),
     ("PUT", "/v1/private/spans/feedback-scores/names"),
 ])

@@ -46,3 +46,69 @@ def test_a_thread_filter_outside_the_subset_is_refused_by_name(api):
                         {"project_name": project, "filters": [{"field": "annotation_queue_ids", "operator": "=",
                                                                "value": "x"}]})
     assert response.status_code == 400 and "annotation_queue_ids" in response.json()["errors"][0]
+
+
+# --- a thread's life and scores (TraceThreadService, thread feedback scores) ----------------
+
+
+def _status(api, project: str) -> dict[str, str]:
+    response = api.send("POST", "/v1/private/traces/threads/search", {"project_name": project})
+    assert response.status_code == 200, response.text
+    return {t["id"]: t["status"] for t in map(__import__("json").loads, response.text.splitlines())}
+
+
+def test_a_closed_thread_is_inactive_until_a_trace_of_it_arrives_as_opik_reopens_it(api):
+    project = project_name("thread-close")
+    api.batch("traces", [trace_payload(project, thread_id="t1"), trace_payload(project, thread_id="t2")])
+    closed = api.send("PUT", "/v1/private/traces/threads/close", {"project_name": project, "thread_ids": ["t1", "t2"]})
+    assert closed.status_code == 204, closed.text
+    assert _status(api, project) == {"t1": "inactive", "t2": "inactive"}
+    api.batch("traces", [trace_payload(project, thread_id="t1")])        # a new turn reopens t1
+    assert _status(api, project) == {"t1": "active", "t2": "inactive"}
+    opened = api.send("PUT", "/v1/private/traces/threads/open", {"project_name": project, "thread_id": "t2"})
+    assert opened.status_code == 204 and _status(api, project) == {"t1": "active", "t2": "active"}
+    unknown = api.send("PUT", "/v1/private/traces/threads/close", {"project_name": project, "thread_id": "nope"})
+    assert unknown.status_code == 404 and "nope" in unknown.json()["message"]
+    bad = api.send("PUT", "/v1/private/traces/threads/close", {"project_name": project})
+    assert bad.status_code == 400 and "thread_id" in bad.json()["errors"][0]
+
+
+def test_thread_feedback_scores_are_kept_per_thread_and_filtered_by_name_ignoring_case(trace_store, api):
+    project = project_name("thread-scores")
+    api.batch("traces", [trace_payload(project, thread_id="scored"), trace_payload(project, thread_id="plain")])
+    client = sdk_client(trace_store, project)
+    try:
+        threads = client.get_threads_client()
+        threads.log_threads_feedback_scores(  # the thread is still active: Opik takes scores at any time
+            scores=[{"id": "scored", "name": "Helpful", "value": 0.75, "reason": "kind"}], project_name=project)
+        client.flush()
+        [scored] = threads.search_threads(project_name=project, filter_string='id = "scored"')
+        assert [(s.name, s.value, s.reason) for s in scored.feedback_scores] == [("Helpful", 0.75, "kind")]
+        for query, expected in (("feedback_scores.helpful is_not_empty", {"scored"}),
+                                ("feedback_scores.HELPFUL = 0.75", {"scored"}),
+                                ("feedback_scores.helpful is_empty", {"plain"}),
+                                ("feedback_scores.helpful > 0.8", set())):
+            assert {t.id for t in threads.search_threads(project_name=project, filter_string=query)} == expected
+    finally:
+        client.end()
+    deleted = api.send("POST", "/v1/private/traces/threads/feedback-scores/delete",
+                       {"project_name": project, "thread_id": "scored", "names": ["Helpful"]})
+    assert deleted.status_code == 204, deleted.text
+    one = api.send("POST", "/v1/private/traces/threads/retrieve", {"project_name": project, "thread_id": "scored"})
+    assert "feedback_scores" not in one.json()
+    refused = api.send("PUT", "/v1/private/traces/threads/feedback-scores", {"scores": [{"name": "x", "value": 1}]})
+    assert refused.status_code == 400 and "thread_id" in refused.json()["errors"][0]
+
+
+def test_deleting_a_project_removes_its_traces_spans_threads_and_scores_as_opik_does(api):
+    project, other = project_name("doomed"), project_name("kept")
+    trace = trace_payload(project, thread_id="t")
+    api.batch("traces", [trace, trace_payload(other)])
+    api.batch("spans", [span_payload(project, trace["id"])])
+    project_id = api.send("POST", "/v1/private/projects/retrieve", {"name": project}).json()["id"]
+    assert api.send("DELETE", f"/v1/private/projects/{project_id}").status_code == 204
+    assert api.get("traces", trace["id"]).status_code == 404
+    assert api.stored("traces", project) == [] and api.stored("spans", project) == []
+    assert api.send("GET", f"/v1/private/projects/{project_id}").status_code == 404
+    assert len(api.stored("traces", other)) == 1                        # other projects untouched
+    assert api.send("DELETE", f"/v1/private/projects/{project_id}").status_code == 204  # again: still 204

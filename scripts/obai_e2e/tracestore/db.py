@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from . import feedback, rows
+from . import feedback, rows, thread_life
 from .apierror import not_found, project_not_found
 from .enrich import add_derived
 from .filters import build_where
@@ -261,6 +261,20 @@ class Store:
         with self._connection() as conn:
             found_id = self._search_project(conn, request)
             return threads_of(conn, found_id, time.time(), thread_id)
+
+    def in_project(self, project_name: str | None, project_id: str | None, action: Any) -> Any:
+        """``action(conn, project_id, now)`` in one write transaction, on a project that exists (else 404)."""
+        with self._transaction() as conn:
+            found = self._search_project(conn, SearchRequest(project_name=project_name, project_id=project_id))
+            return action(conn, found, now_ts())
+
+    def write_thread_scores(self, scores: list[dict]) -> None:
+        with self._transaction() as conn:
+            thread_life.write_scores(conn, scores, now_ts())
+
+    def delete_project(self, project_id: str) -> None:
+        with self._transaction() as conn:
+            thread_life.delete_project(conn, project_id)
 
     def counts(self) -> dict[str, int]:
         with self._connection() as conn:

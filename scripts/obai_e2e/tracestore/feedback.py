@@ -101,7 +101,7 @@ def delete(conn: sqlite3.Connection, kind: Kind, entity_id: str, name: str) -> N
                  (kind.name, entity_id, name))
 
 
-def _public(row: sqlite3.Row) -> dict:
+def public(row: sqlite3.Row) -> dict:
     out = {
         "name": row["name"],
         "category_name": row["category_name"],
@@ -129,7 +129,7 @@ def scores_of(conn: sqlite3.Connection, kind: Kind, ids: list[str]) -> dict[str,
             [kind.name, *part],
         ).fetchall()
         for row in rows:
-            found.setdefault(row["entity_id"], []).append(_public(row))
+            found.setdefault(row["entity_id"], []).append(public(row))
     return found
 
 

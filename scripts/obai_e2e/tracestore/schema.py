@@ -10,6 +10,7 @@ Besides the entity tables, side tables serve reads:
   and then their owners, instead of reading every tag of every entity;
 - ``projects``: each project's name and times, for lookups by id or name;
 - ``feedback_scores``: one row per entity and score name;
+- ``thread_states``: when a project's thread was closed (no row: never closed, or reopened);
 - ``otel_trace_ids``: the Opik trace id given to each OTel trace id of a project, so that
   spans of one OTel trace exported in several batches share one Opik trace.
 """
@@ -19,7 +20,7 @@ import sqlite3
 
 from .timeutil import project_id_for
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS traces (
@@ -127,6 +128,13 @@ CREATE TABLE IF NOT EXISTS feedback_scores (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS feedback_scores_by_name ON feedback_scores (kind, name, value);
 
+CREATE TABLE IF NOT EXISTS thread_states (
+    project_id TEXT NOT NULL,
+    thread_id TEXT NOT NULL,
+    closed_at TEXT NOT NULL,
+    PRIMARY KEY (project_id, thread_id)
+) WITHOUT ROWID;
+
 CREATE TABLE IF NOT EXISTS otel_trace_ids (
     project_id TEXT NOT NULL,
     otel_trace_id TEXT NOT NULL,
@@ -181,7 +189,7 @@ def _rekey_projects(conn: sqlite3.Connection) -> None:
         new_id = project_id_for(name)
         if new_id == old_id:
             continue
-        for table in ("traces", "spans", "feedback_scores", "otel_trace_ids"):
+        for table in ("traces", "spans", "feedback_scores", "otel_trace_ids", "thread_states"):
             conn.execute(f"UPDATE {table} SET project_id = ? WHERE project_id = ?", (new_id, old_id))
         if conn.execute("SELECT 1 FROM projects WHERE id = ?", (new_id,)).fetchone():
             conn.execute("DELETE FROM projects WHERE id = ?", (old_id,))

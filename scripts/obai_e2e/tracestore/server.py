@@ -20,13 +20,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
 
-from . import feedback, guard, otlp, pages, threads
+from . import feedback, guard, otlp, pages
 from .apierror import ApiError
 from .bodies import DEFAULT_MAX_BODY_BYTES, MAX_DECODED_BYTES, BodyReader
 from .db import Store
 from .otlp_map import to_writes
 from .payloads import SPAN, TRACE, parse_batch, parse_search, parse_update, parse_write
 from .refusals import Refusals
+from .thread_routes import ThreadRoutes
 from .timeutil import DEFAULT_PROJECT, norm_ts, parse_uuid
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "MAX_DECODED_BYTES", "SERVICE", "StoreServer", "make_server"]
@@ -49,6 +50,10 @@ _ROUTES: list[tuple[re.Pattern[str], dict[str, str]]] = [
     (re.compile(r"/api/v1/private/traces/threads/search"), {"POST": "_thread_search"}),
     (re.compile(r"/api/v1/private/traces/threads/retrieve"), {"POST": "_thread_get"}),
     (re.compile(r"/api/v1/private/traces/threads"), {"GET": "_thread_page"}),
+    (re.compile(r"/api/v1/private/traces/threads/close"), {"PUT": "_thread_close"}),
+    (re.compile(r"/api/v1/private/traces/threads/open"), {"PUT": "_thread_open"}),
+    (re.compile(r"/api/v1/private/traces/threads/feedback-scores"), {"PUT": "_thread_scores"}),
+    (re.compile(r"/api/v1/private/traces/threads/feedback-scores/delete"), {"POST": "_thread_score_delete"}),
     (re.compile(_ENTITY + r"/batch"), {"POST": "_create_batch"}),
     (re.compile(_ENTITY + r"/search"), {"POST": "_search"}),
     (re.compile(_ENTITY + r"/feedback-scores"), {"PUT": "_score_batch"}),
@@ -59,7 +64,7 @@ _ROUTES: list[tuple[re.Pattern[str], dict[str, str]]] = [
     (re.compile(re.escape(OTLP_TRACES)), {"POST": "_otel_traces"}),
     (re.compile(r"/api/v1/private/otel/v1/metrics"), {"POST": "_otel_metrics"}),
     (re.compile(r"/api/v1/private/projects/retrieve"), {"POST": "_project_by_name"}),
-    (re.compile(r"/api/v1/private/projects/" + _ID), {"GET": "_project_by_id"}),
+    (re.compile(r"/api/v1/private/projects/" + _ID), {"GET": "_project_by_id", "DELETE": "_project_delete"}),
     (re.compile(r"/api/v1/private/attachment(/.*)?"), {m: "_attachments" for m in ("GET", "POST", "PUT", "DELETE")}),
     (re.compile(r"/|/traces"), {"GET": "_index_page", "HEAD": "_index_page"}),
     (re.compile(r"/traces/([^/]{1,200})"), {"GET": "_trace_page", "HEAD": "_trace_page"}),
@@ -87,7 +92,7 @@ class StoreServer(ThreadingHTTPServer):
         self.port = self.server_address[1]
 
 
-class Handler(BodyReader, BaseHTTPRequestHandler):
+class Handler(ThreadRoutes, BodyReader, BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = SERVICE
     # Idle keep-alive connections are closed after this many seconds.
@@ -248,39 +253,6 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
         )
         self._send(200, body, "application/x-ndjson")
 
-    def _thread_search(self) -> None:
-        body = self._json()
-        request = parse_search({k: v for k, v in body.items() if k not in ("filters", "last_retrieved_thread_model_id")}
-                               if isinstance(body, dict) else body, TRACE)
-        filters = threads.check_filters(body.get("filters"))
-        after = body.get("last_retrieved_thread_model_id")
-        found = [t for t in self.server.store.threads(request.project_name, request.project_id)
-                 if (after is None or t["thread_model_id"] < str(after)) and threads.matches(t, filters)]
-        self._send(200, b"".join(json.dumps(t, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
-                                 for t in found[:request.limit]), "application/x-ndjson")
-
-    def _thread_get(self) -> None:
-        body = self._json()
-        thread_id = body.get("thread_id") if isinstance(body, dict) else None
-        if not isinstance(thread_id, str) or not thread_id:
-            raise ApiError(400, "request body must be an object with the 'thread_id' to read")
-        request = parse_search({k: v for k, v in body.items() if k in ("project_name", "project_id")}, TRACE)
-        found = self.server.store.threads(request.project_name, request.project_id, thread_id)
-        if not found:
-            raise ApiError(404, f"Trace Thread id: {thread_id} not found", plain=True)
-        self._send_json(200, found[0])
-
-    def _thread_page(self) -> None:
-        try:
-            query = {k: v[0] for k, v in parse_qs(self.query, max_num_fields=20).items()}
-        except ValueError:
-            raise ApiError(400, "too many query parameters") from None
-        page, size = _positive(query.get("page", "1"), "page"), _positive(query.get("size", "10"), "size")
-        found = self.server.store.threads(query.get("project_name"), query.get("project_id") and
-                                          parse_uuid(query["project_id"], "project_id"))
-        self._send_json(200, {"page": page, "size": size, "total": len(found),
-                              "content": found[(page - 1) * size: page * size]})
-
     def _get(self, plural: str, raw_id: str) -> None:
         kind = _KINDS[plural]
         self._send_json(200, self.server.store.get(kind, parse_uuid(raw_id, f"{kind.name} id")))
@@ -339,6 +311,11 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
     def _project_by_id(self, raw_id: str) -> None:
         self._send_json(200, self.server.store.project(project_id=parse_uuid(raw_id, "project id")))
 
+    def _project_delete(self, raw_id: str) -> None:
+        # Opik deletes the project with its traces, spans, threads and scores; 204 whether or not it existed.
+        self.server.store.delete_project(parse_uuid(raw_id, "project id"))
+        self._send(204, b"", "")
+
     def _attachments(self, _rest: str | None = None) -> None:
         raise ApiError(
             501,
@@ -375,12 +352,6 @@ class Handler(BodyReader, BaseHTTPRequestHandler):
         trace_id = parse_uuid(raw_id, "trace id")
         trace, spans, total = self.server.store.trace_with_spans(trace_id, PAGE_MAX_SPANS)
         self._send(200, pages.trace_page(trace, spans, total, key=key), pages.CONTENT_TYPE, headers)
-
-
-def _positive(text: str, what: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise ApiError(400, f"{what} must be a whole number of 1 or more, got {text[:40]!r}")
-    return int(text)
 
 
 def make_server(store: Store, host: str, port: int, max_body_bytes: int, info: dict, *, token: str) -> StoreServer:

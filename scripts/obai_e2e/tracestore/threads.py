@@ -9,9 +9,9 @@ latest trace end, its duration the difference in milliseconds; its first message
 input of its earliest trace, its last message the output of the trace that ended last;
 ``number_of_messages`` is twice its trace count; usage and cost are its traces' spans'.
 ``thread_model_id`` is a UUIDv7 made of the thread's first trace time and its project and
-id, stable across reads; threads page by it, newest first. Every thread is ``active``
-(the store neither closes threads nor keeps their scores, comments or tags), and message
-values come back whole (``truncate`` is ignored).
+id, stable across reads; threads page by it, newest first. A thread's ``status`` and
+``feedback_scores`` come from :mod:`thread_life`; comments and tags are not kept, and
+message values come back whole (``truncate`` is ignored).
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import uuid
 from typing import Any
 
 from .apierror import bad_request
+from . import thread_life
 from .enrich import span_stats
 from .filters import DATE_OPS, NUMBER_OPS, STRING_OPS, number_or_none
 from .otlp import otel_id_to_uuid7
@@ -29,11 +30,13 @@ from .timeutil import duration_ms, norm_ts
 FILTER_FIELDS = {
     "id": STRING_OPS, "first_message": STRING_OPS, "last_message": STRING_OPS, "status": ("=", "!="),
     "start_time": DATE_OPS, "end_time": DATE_OPS, "duration": NUMBER_OPS, "number_of_messages": NUMBER_OPS,
+    "feedback_scores": NUMBER_OPS,
 }
 
 _THREADS = """
 SELECT thread_id, group_concat(id) AS ids, min(id) AS first_id, min(start_time) AS start_time,
        max(end_time) AS end_time, count(*) AS traces, min(created_at) AS created_at,
+       max(created_at) AS last_created_at,
        max(last_updated_at) AS last_updated_at,
        (SELECT input FROM traces f WHERE f.project_id = t.project_id AND f.thread_id = t.thread_id
           AND f.has_base = 1 ORDER BY f.start_time ASC, f.id ASC LIMIT 1) AS first_message,
@@ -53,6 +56,11 @@ def threads_of(conn: sqlite3.Connection, project_id: str, visible_before: float,
     all_ids = [trace_id for row in found for trace_id in row["ids"].split(",")]
     stats = span_stats(conn, all_ids, None) if all_ids else {}
     threads = [_thread(row, project_id, stats) for row in found]
+    closed, scores = thread_life.closed_at_of(conn, project_id), thread_life.scores_by_thread(conn, project_id)
+    for thread, row in zip(threads, found):
+        thread["status"] = thread_life.status(closed.get(row["thread_id"]), row["last_created_at"])
+        if scores.get(row["thread_id"]):
+            thread["feedback_scores"] = scores[row["thread_id"]]
     return sorted(threads, key=lambda thread: thread["thread_model_id"], reverse=True)
 
 
@@ -68,7 +76,6 @@ def _thread(row: sqlite3.Row, project_id: str, stats: dict[str, dict]) -> dict:
         "first_message": loads(row["first_message"]),
         "last_message": loads(row["last_message"]),
         "number_of_messages": 2 * row["traces"],
-        "status": "active",
         "created_at": row["created_at"],
         "last_updated_at": row["last_updated_at"],
     }
@@ -104,6 +111,8 @@ def check_filters(filters: Any) -> list[dict]:
         if op not in FILTER_FIELDS[name]:
             raise bad_request(f"{where}: operator {op!r} is not supported for thread field {name!r}; "
                               f"supported operators: {', '.join(FILTER_FIELDS[name])}")
+        if name == "feedback_scores" and (not isinstance(flt.get("key"), str) or not flt["key"]):
+            raise bad_request(f"{where}: a feedback score filter needs the score name (feedback_scores.NAME)")
         if op not in ("is_empty", "is_not_empty") and not isinstance(flt.get("value"), str):
             raise bad_request(f"{where}: value must be a string for operator {op!r}")
         if name in ("start_time", "end_time"):
@@ -120,7 +129,7 @@ def matches(thread: dict, filters: list[dict]) -> bool:
 
 def _matches(thread: dict, flt: dict) -> bool:
     name, op, value = flt["field"], flt["operator"], flt.get("value")
-    have = thread.get(name)
+    have = _score(thread, flt["key"]) if name == "feedback_scores" else thread.get(name)
     if FILTER_FIELDS[name] is NUMBER_OPS:
         if op in ("is_empty", "is_not_empty"):
             return (have is None) == (op == "is_empty")
@@ -129,6 +138,12 @@ def _matches(thread: dict, flt: dict) -> bool:
         return have is not None and _compare(have, op, value)
     text = have if isinstance(have, str) else ("" if have is None else _json_text(have))
     return _string_match(text.lower(), op, value.lower())
+
+
+def _score(thread: dict, name: str) -> float | None:
+    # Opik compares score names lower-cased.
+    wanted = name.lower()
+    return next((s["value"] for s in thread.get("feedback_scores", ()) if s["name"].lower() == wanted), None)
 
 
 def _json_text(value: Any) -> str:
