@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 SKILL_DIR = REPO / ".claude" / "skills" / "obai-e2e-regression"
-UNITS = ("MD1", "F5", "P3", "G1", "R1", "MD4")
+UNITS = ("MD1", "F5", "R1")  # a clean answer, the one the panel finds incomplete, a refusal
 Q = "hub.incomplete_answer"
 # Every judge of the panel: F5's answer (figures, no assessment) misses the ask; the rest is complete.
 PLAN = {label: {"valuation stretched": "incomplete"} for label in ("J1", "J2", "J3")}
