@@ -10,14 +10,12 @@ file. Ids and times change on every recording; the tests do not depend on them.
 """
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import subprocess
 import sys
-import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from record_turns import record  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 PROJECT = "desk-graph-recorded"
@@ -37,45 +35,13 @@ TURNS = {
 }
 
 
-def obai(args: list[str], env: dict) -> str:
-    done = subprocess.run([sys.executable, "-m", "obai_e2e", *args], env=env, capture_output=True, text=True,
-                          timeout=600)
-    if done.returncode != 0:
-        sys.exit(f"obai-e2e {' '.join(args)} failed ({done.returncode}): {done.stderr[-2000:]}")
-    return done.stdout
+def command(name: str, question: str, faults: str) -> tuple[list[str], dict]:
+    return ([shutil.which("desk-graph"), "ask", "--thread", f"rec-{name}", question],
+            {"DESK_GRAPH_PROJECT": PROJECT, "DESK_GRAPH_FAULTS": faults})
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        store = Path(tmp) / "store"
-        env = {**os.environ, "OBAI_E2E_RUNS": str(Path(tmp) / "runs"), "OBAI_TRACE_STORE_DIR": str(store)}
-        started = json.loads(obai(["traces", "start"], env))
-        agent_env = {**env, **started["env"], "DESK_GRAPH_PROJECT": PROJECT}
-        try:
-            def ask(item):
-                name, (question, faults) = item
-                done = subprocess.run([shutil.which("desk-graph"), "ask", "--thread", f"rec-{name}", question],
-                                      env={**agent_env, "DESK_GRAPH_FAULTS": faults}, capture_output=True, text=True,
-                                      timeout=300)
-                return name, done.stdout
-
-            with ThreadPoolExecutor(max_workers=2) as pool:
-                printed = dict(pool.map(ask, TURNS.items()))
-            os.environ["OBAI_TRACE_STORE_DIR"] = str(store)
-            from obai_e2e.trace import raw
-            from obai_e2e.trace.backend import client, connect_to
-            from obai_e2e.trace.resolve import as_dict, fetch
-
-            backend = connect_to("local", PROJECT, start_local=False)
-            for name in TURNS:
-                found = client(backend).search_traces(project_name=PROJECT, filter_string=f'thread_id = "rec-{name}"')
-                fetched = fetch(backend, as_dict(found[0])["id"])
-                tree = raw.tree(fetched.trace, fetched.spans)
-                (HERE / f"{name}.trace.json").write_text(json.dumps(tree, indent=1, ensure_ascii=False) + "\n")
-                (HERE / f"{name}.stdout.jsonl").write_text(printed[name])
-                print(f"recorded {name}")
-        finally:
-            obai(["traces", "stop", "--store-dir", str(store)], env)
+    record(HERE, PROJECT, TURNS, command, ".stdout.jsonl")
 
 
 if __name__ == "__main__":
