@@ -44,6 +44,15 @@ def _open(path: Path, what: str) -> int:
         raise
 
 
+def _regular(fd: int, path: Path, what: str) -> os.stat_result:
+    """The open file's status, refused (UnsafeFile) unless it is a regular file; the descriptor then blocks."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise UnsafeFile(f"{what} {path} is {_kind(info.st_mode)}; expected a regular file")
+    os.set_blocking(fd, True)
+    return info
+
+
 def read_bytes(path: Path | str, *, limit: int, what: str = "the file") -> bytes:
     """The whole content of ``path``, a regular file of at most ``limit`` bytes.
 
@@ -54,13 +63,10 @@ def read_bytes(path: Path | str, *, limit: int, what: str = "the file") -> bytes
     path = Path(path)
     fd = _open(path, what)
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise UnsafeFile(f"{what} {path} is {_kind(info.st_mode)}; expected a regular file")
+        info = _regular(fd, path, what)
         if info.st_size > limit:
             raise UnsafeFile(f"{what} {path} is {info.st_size} bytes, more than the {limit} bytes it may have; "
                              "it was not read")
-        os.set_blocking(fd, True)
         chunks, left = [], limit + 1  # one byte past the cap tells a file that grew after fstat
         while left > 0:
             chunk = os.read(fd, min(left, 1 << 20))
@@ -103,10 +109,7 @@ def read_tail(path: Path | str, size: int, *, what: str = "the log") -> bytes:
     path = Path(path)
     fd = _open(path, what)
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise UnsafeFile(f"{what} {path} is {_kind(info.st_mode)}; expected a regular file")
-        os.set_blocking(fd, True)
+        info = _regular(fd, path, what)
         return os.pread(fd, size, max(0, info.st_size - size))
     finally:
         os.close(fd)
