@@ -12,17 +12,16 @@ import json
 import re
 
 import pytest
-from obai_e2e.config.selection import Filters
 from obai_e2e.config.units import Unit
 from obai_e2e.judge.review.view import unit_view
 from obai_e2e.judge.rubric.check import check_packet
 from obai_e2e.report.chat_summary import chat_summary
 from obai_e2e.run.drive_log import LINE_CHARS, DriveLog, DriveState, UnitLine
 from obai_e2e.run.drive_poll import UNITS_CHARS, report
-from obai_e2e.run.plan import create_run, plan
+from obai_e2e.run.plan import plan
 from obai_e2e.run.review import MAX_CHARS, review
 from obai_e2e.trace.curate import curate
-from recorded import CLEAN, case, cases, clean_unit, config, packet_json, raw
+from recorded import CLEAN, case, cases, clean_unit, config, packet_json, raw, run_with_packets
 from obai_e2e.drive.packet_record import Packet
 
 # What a hostile value writes to pass as the harness's own lines.
@@ -109,12 +108,8 @@ def test_an_answer_with_3000_numbers_gives_a_view_within_a_page_with_each_bound_
 
 @pytest.fixture
 def numbers_run(tmp_path):
-    run_dir, _ = create_run(config(), cases(), Filters(ids=("MD1", "MD2")), root=tmp_path)
-    for unit in ("MD1", "MD2"):
-        data = hostile_packet(answer=numbers_answer(3000) + FORGED + HIDDEN)
-        data["unit_id"] = unit
-        (run_dir / f"{unit}.json").write_text(json.dumps(data), encoding="utf-8")
-    return run_dir
+    data = hostile_packet(answer=numbers_answer(3000) + FORGED + HIDDEN)
+    return run_with_packets(tmp_path, {"MD1": data, "MD2": data})
 
 
 def test_review_pages_and_review_id_stay_within_the_cap_and_forge_nothing(numbers_run):

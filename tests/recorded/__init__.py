@@ -113,3 +113,25 @@ def tripped(result: CheckResult) -> set[str]:
 def statuses(result: CheckResult) -> dict[str, str]:
     """Rule family → status (a family that runs twice, e.g. a follow-up contract, keeps its last)."""
     return {o.rule: o.status for o in result.outcomes}
+
+
+def run_with_packets(root: Path, packets: dict[str, dict]) -> Path:
+    """A new run of the recorded configuration and cases whose units (``unit id → packet JSON``) are
+    driven already: each packet stored as that unit's, under its id."""
+    from obai_e2e.config.selection import Filters
+    from obai_e2e.run.plan import create_run
+
+    ids = tuple(dict.fromkeys(u.split(".")[0] for u in packets))
+    run_dir, _ = create_run(config(), cases(), Filters(ids=ids), root=root)
+    for unit, data in packets.items():
+        (run_dir / f"{unit}.json").write_text(json.dumps({**data, "unit_id": unit}), encoding="utf-8")
+    return run_dir
+
+
+def verdict_json(unit: str, verdict: str, reasons=(), answers=None, **extra) -> dict:
+    """A verdict as a judge submits it (``answers`` only when given)."""
+    out = {"schema_version": 1, "unit_id": unit, "verdict": verdict, "reasons": list(reasons),
+           "judgment": "Checked against the trace.", "judged_by": "claude", **extra}
+    if answers is not None:
+        out["answers"] = answers
+    return out

@@ -12,22 +12,17 @@ from pathlib import Path
 import pytest
 from obai_e2e.base.errors import UsageError, VerdictInvalid
 from obai_e2e.commands.record_verdict import MAX_BATCH_BYTES, MAX_VERDICT_BYTES, read_json_arg
-from obai_e2e.config.selection import Filters
 from obai_e2e.report.record import verdict_path
 from obai_e2e.report.record_batch import MAX_DEPTH, REFUSED_SHOWN, record_batch, record_judged
-from obai_e2e.run.plan import create_run, plan
-from recorded import cases, clean_unit, config, packet_json
+from obai_e2e.run.plan import plan
+from recorded import cases, clean_unit, config, packet_json, run_with_packets
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def run(tmp_path):
-    run_dir, _ = create_run(config(), cases(), Filters(ids=("MD1", "R1")), root=tmp_path)
-    for unit in ("MD1", "R1"):
-        data = packet_json("clean", clean_unit(unit))
-        data["unit_id"] = unit
-        (run_dir / f"{unit}.json").write_text(json.dumps(data), encoding="utf-8")
+    run_dir = run_with_packets(tmp_path, {unit: packet_json("clean", clean_unit(unit)) for unit in ("MD1", "R1")})
     return run_dir, plan(run_dir, cases()).units
 
 

@@ -6,12 +6,12 @@ import json
 
 import pytest
 from obai_e2e.base.errors import VerdictInvalid
-from obai_e2e.config.selection import Filters
 from obai_e2e.report.record import verdict_path
 from obai_e2e.report.record_batch import record_batch, record_judged
 from obai_e2e.report.report_md import judged_ids
-from obai_e2e.run.plan import create_run, plan
-from recorded import cases, clean_unit, config, packet_json
+from obai_e2e.run.plan import plan
+from recorded import cases, clean_unit, config, packet_json, run_with_packets
+from recorded import verdict_json as v
 
 # unit of the run -> the recording whose packet it gets
 PACKETS = {"MD1": ("clean", clean_unit("MD1")), "O1": ("faults", "wrong_option_math"),
@@ -20,20 +20,8 @@ PACKETS = {"MD1": ("clean", clean_unit("MD1")), "O1": ("faults", "wrong_option_m
 
 @pytest.fixture
 def run(tmp_path):
-    run_dir, _ = create_run(config(), cases(), Filters(ids=tuple(PACKETS)), root=tmp_path)
-    for unit, (group, name) in PACKETS.items():
-        data = packet_json(group, name)
-        data["unit_id"] = unit
-        (run_dir / f"{unit}.json").write_text(json.dumps(data), encoding="utf-8")
+    run_dir = run_with_packets(tmp_path, {unit: packet_json(*rec) for unit, rec in PACKETS.items()})
     return run_dir, plan(run_dir, cases()).units
-
-
-def v(unit: str, verdict: str, reasons=(), answers=None, **extra) -> dict:
-    out = {"schema_version": 1, "unit_id": unit, "verdict": verdict, "reasons": list(reasons),
-           "judgment": "Checked against the trace.", "judged_by": "claude", **extra}
-    if answers is not None:
-        out["answers"] = answers
-    return out
 
 
 GOOD = {

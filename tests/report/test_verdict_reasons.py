@@ -10,15 +10,15 @@ import json
 
 import pytest
 from obai_e2e.base.errors import VerdictInvalid
-from obai_e2e.config.selection import Filters
 from obai_e2e.judge.verdict import validate
 from obai_e2e.report.record import load_verdict, record
 from obai_e2e.report.html_view import unit_view
 from obai_e2e.report.record_batch import record_batch
 from obai_e2e.report.results import unit_result
 from obai_e2e.rundir.meta import load_run
-from obai_e2e.run.plan import create_run, plan
-from recorded import cases, clean_unit, config, packet_json
+from obai_e2e.run.plan import plan
+from recorded import cases, clean_unit, config, packet_json, run_with_packets
+from recorded import verdict_json as v
 
 # unit of the run -> the recording whose packet it gets
 PACKETS = {"MD4": ("faults", "extra_specialist"), "MD5": ("faults", "ungrounded_number"),
@@ -30,20 +30,8 @@ Q = "hub.incomplete_answer"
 
 @pytest.fixture
 def run(tmp_path):
-    run_dir, _ = create_run(config(), cases(), Filters(ids=tuple(PACKETS)), root=tmp_path)
-    for unit, (group, name) in PACKETS.items():
-        data = packet_json(group, name)
-        data["unit_id"] = unit
-        (run_dir / f"{unit}.json").write_text(json.dumps(data), encoding="utf-8")
+    run_dir = run_with_packets(tmp_path, {unit: packet_json(*rec) for unit, rec in PACKETS.items()})
     return run_dir, plan(run_dir, cases()).units
-
-
-def v(unit: str, verdict: str, reasons=(), answers=None, **extra) -> dict:
-    out = {"schema_version": 1, "unit_id": unit, "verdict": verdict, "reasons": list(reasons),
-           "judgment": "Checked against the trace.", "judged_by": "claude", **extra}
-    if answers is not None:
-        out["answers"] = answers
-    return out
 
 
 def problems(run, *verdicts) -> dict[str, list[str]]:

@@ -10,7 +10,7 @@ from obai_e2e.config.selection import Filters
 from obai_e2e.report.record_batch import record_batch
 from obai_e2e.run.plan import create_run, plan
 from obai_e2e.run.review import review
-from recorded import cases, clean_units, config, packet_json
+from recorded import cases, clean_units, config, packet_json, run_with_packets
 
 SWAPPED = {"S4": ("faults", "zero_trades"), "MD5": ("faults", "ungrounded_number")}
 HEAD = re.compile(r"^## (\S+) ", re.M)
@@ -19,14 +19,7 @@ HEAD = re.compile(r"^## (\S+) ", re.M)
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
-    ids = tuple(dict.fromkeys(u.split(".")[0] for u in clean_units()))
-    run_dir, _ = create_run(config(), cases(), Filters(ids=ids), root=root)
-    for unit in clean_units():
-        group, name = SWAPPED.get(unit, ("clean", unit))
-        data = packet_json(group, name)
-        data["unit_id"] = unit
-        (run_dir / f"{unit}.json").write_text(json.dumps(data), encoding="utf-8")
-    return run_dir
+    return run_with_packets(root, {unit: packet_json(*SWAPPED.get(unit, ("clean", unit))) for unit in clean_units()})
 
 
 def pages_of(run_dir, **kw) -> list[str]:
