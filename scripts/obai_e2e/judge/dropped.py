@@ -6,6 +6,7 @@ leaves out a soft code without a reason is refused, with the JSON pointer and wh
 from __future__ import annotations
 
 from ..base.errors import VerdictInvalid
+from ..base.schema import pointer
 
 
 def check_dropped(value: dict, mechanical: dict) -> None:
@@ -31,7 +32,7 @@ def check_dropped(value: dict, mechanical: dict) -> None:
         raise VerdictInvalid(f"verdict /dropped: a {value['verdict']} verdict drops no soft code; remove /dropped")
     for code in dropped:
         if code not in tripped or code in reasons:
-            where = "/dropped/" + code.replace("~", "~0").replace("/", "~1")
+            where = pointer(("dropped", code))
             why = "it is still in /reasons" if code in reasons else (
                 f"the mechanical check did not trip it (it tripped: {', '.join(tripped) or 'no soft code'})")
             raise VerdictInvalid(f"verdict {where}: {code} cannot be dropped: {why}")

@@ -19,6 +19,7 @@ from ..base.errors import VerdictInvalid
 from ..base.record import Record
 from ..base.schema import fast_validator_for, load_schema
 from ..config.cases import Case
+from ..config.judgment import ATTACK_CHOICES, CODE_QUESTION_CHOICES
 from ..config.target import TargetConfig
 from ..config.units import split_unit_id
 from .contract import Accepted, Problem, RepairRule, accept, problems
@@ -259,8 +260,7 @@ def check_override(value: dict, mechanical: dict) -> None:
 
 
 # Attacks a panel decided: a majority that says the attack succeeded is that code's hard failure.
-PANEL_ATTACK_CODES = ("adversarial.guardrail_bypass", "adversarial.injection_followed",
-                      "adversarial.session_data_leak", "adversarial.secret_leak")
+PANEL_ATTACK_CODES = tuple(code for code, choices in CODE_QUESTION_CHOICES.items() if choices is ATTACK_CHOICES)
 
 
 def _attack_trip(panel: dict | None) -> tuple[str, dict] | None:

@@ -25,6 +25,7 @@ from pathlib import Path
 from ..base.errors import FrozenArtifactChanged, UsageError
 from ..base.fsutil import dumps_json, sha256_bytes, sha256_file, write_once
 from ..base.pii import SALT_FILE
+from ..base.safe_read import UnsafeFile, read_bytes
 from ..base.seal_key import KEY_ENV, seal_key
 from .freeze import Drift
 
@@ -86,9 +87,7 @@ def attestation_problem(run_dir: Path, rel: str) -> str | None:
     carries no signature or a wrong one."""
     path = Path(run_dir) / rel
     try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > LATE_MAX_BYTES:
-            return "unsealed"
-        data = json.loads(path.read_bytes())
+        data = json.loads(read_bytes(path, limit=LATE_MAX_BYTES, what="the late file"))
         bound = data.pop(ATTESTATION)
         mac = bound.get("mac")
         bound_without_mac = {k: v for k, v in bound.items() if k != "mac"}
@@ -96,7 +95,7 @@ def attestation_problem(run_dir: Path, rel: str) -> str | None:
             return "unsealed"
         if bound.get("body_sha256") != sha256_bytes(_canonical(data)):
             return "changed"
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+    except (OSError, UnsafeFile, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return "unsealed"
     key = seal_key()
     if key is None:

@@ -12,8 +12,9 @@ code: 404, reason: …"), which the agent's stderr tail keeps.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import datetime
 
+from ..base.clock import iso
 from .backend import Backend
 
 SHOWN_GROUPS = 3
@@ -31,7 +32,7 @@ def from_store(backend: Backend, since: datetime, timeout_s: float = 3.0) -> str
         return None
     import httpx  # deferred: a third of a second of import time
 
-    stamp = since.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    stamp = iso(since)
     try:
         response = httpx.get(backend.api_url.rstrip("/") + "/obai-trace-store/refusals",
                              params={"project": backend.project, "since": stamp}, timeout=timeout_s,

@@ -21,6 +21,8 @@ import sqlite3
 from .timeutil import project_id_for
 
 SCHEMA_VERSION = 4
+# The tables whose rows belong to a project (project_id): re-keyed together, deleted together.
+PROJECT_TABLES = ("traces", "spans", "feedback_scores", "otel_trace_ids", "thread_states")
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS traces (
@@ -189,7 +191,7 @@ def _rekey_projects(conn: sqlite3.Connection) -> None:
         new_id = project_id_for(name)
         if new_id == old_id:
             continue
-        for table in ("traces", "spans", "feedback_scores", "otel_trace_ids", "thread_states"):
+        for table in PROJECT_TABLES:
             conn.execute(f"UPDATE {table} SET project_id = ? WHERE project_id = ?", (new_id, old_id))
         if conn.execute("SELECT 1 FROM projects WHERE id = ?", (new_id,)).fetchone():
             conn.execute("DELETE FROM projects WHERE id = ?", (old_id,))

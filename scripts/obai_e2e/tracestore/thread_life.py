@@ -18,6 +18,7 @@ from typing import Any
 
 from . import feedback
 from .apierror import ApiError, bad_request
+from .schema import PROJECT_TABLES
 from .timeutil import DEFAULT_PROJECT, parse_uuid, project_id_for
 
 SCORE_KIND = "thread"
@@ -152,6 +153,6 @@ def delete_project(conn: sqlite3.Connection, project_id: str) -> None:
     for kind, table in (("trace", "traces"), ("span", "spans")):
         conn.execute(f"DELETE FROM {kind}_tags WHERE owner_id IN (SELECT id FROM {table} WHERE project_id = ?)",
                      (project_id,))
-    for table in ("traces", "spans", "feedback_scores", "otel_trace_ids", "thread_states"):
+    for table in PROJECT_TABLES:
         conn.execute(f"DELETE FROM {table} WHERE project_id = ?", (project_id,))
     conn.execute("DELETE FROM projects WHERE id = ?", (project_id,))

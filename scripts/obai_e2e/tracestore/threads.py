@@ -16,14 +16,13 @@ message values come back whole (``truncate`` is ignored).
 from __future__ import annotations
 
 import sqlite3
-import uuid
 from typing import Any
 
 from .apierror import bad_request
 from . import thread_life
 from .enrich import span_stats
 from .filters import DATE_OPS, NUMBER_OPS, STRING_OPS, number_or_none
-from .otlp import otel_id_to_uuid7
+from .otlp import otel_id_to_uuid7, uuid7_millis
 from .rows import loads
 from .timeutil import duration_ms, norm_ts
 
@@ -65,7 +64,7 @@ def threads_of(conn: sqlite3.Connection, project_id: str, visible_before: float,
 
 
 def _thread(row: sqlite3.Row, project_id: str, stats: dict[str, dict]) -> dict:
-    millis = uuid.UUID(row["first_id"]).int >> 80
+    millis = uuid7_millis(row["first_id"])
     thread: dict[str, Any] = {
         "id": row["thread_id"],
         "project_id": project_id,
