@@ -142,3 +142,15 @@ def contained_argv(argv: list[str], jail: Jail | None, env: dict[str, str], cwd:
     elif shutil.which(exe, path=env.get("PATH", os.defpath)) is None:
         raise FileNotFoundError(exe)
     return wrap(argv, jail), True
+
+
+def run_version_command(config, workdir: Path | None) -> subprocess.CompletedProcess:
+    """The target's version command, run as its turns run: contained, with the agent's environment.
+
+    Raises what ``subprocess.run`` raises (FileNotFoundError, PermissionError, TimeoutExpired)."""
+    from .agent_env import agent_environ
+
+    env = agent_environ(config, os.environ, {})
+    argv, _ = contained_argv(list(config.target.version_command), turn_jail([]), env, workdir)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=config.target.version_timeout_s,
+                          cwd=str(workdir) if workdir else None, env=env, stdin=subprocess.DEVNULL)

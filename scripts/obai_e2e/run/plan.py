@@ -6,7 +6,6 @@ handed to every later step.
 """
 from __future__ import annotations
 
-import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,8 +18,7 @@ from ..config.cases import CaseSet, load_cases_for
 from ..config.selection import Filters, Selection
 from ..config.target import TargetConfig
 from ..config.units import Unit, units_of
-from ..drive.agent_env import agent_environ
-from ..drive.containment import contained_argv, turn_jail
+from ..drive.containment import run_version_command
 from ..protocol.holdout import is_holdout_file, open_holdout
 from ..report.report_md import ensure_header, judged_ids
 from ..rundir.meta import (
@@ -46,11 +44,8 @@ def target_version(config: TargetConfig) -> str | None:
     cmd = config.target.version_command
     if not cmd:
         return None
-    env = agent_environ(config, os.environ, {})
-    try:  # the agent's own command: contained as its turns are (drive.containment)
-        argv, _ = contained_argv(list(cmd), turn_jail([]), env, config.target.workdir)
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=config.target.version_timeout_s,
-                              cwd=str(config.target.workdir), env=env, stdin=subprocess.DEVNULL)
+    try:
+        done = run_version_command(config, config.target.workdir)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return (done.stdout or done.stderr).strip()[:200] or None

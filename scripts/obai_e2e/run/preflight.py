@@ -24,7 +24,7 @@ from ..config.cases import CaseSet, load_cases_for
 from ..config.selection import Filters, Selection
 from ..config.target import TargetConfig, default_target_path, load_target_config
 from ..drive.agent_env import agent_environ
-from ..drive.containment import contained_argv, containment, turn_jail
+from ..drive.containment import containment, run_version_command
 from ..drive.sandbox import clear_leftovers
 from ..rundir.meta import is_empty_dir
 from ..trace.backend import connect, ping
@@ -65,17 +65,6 @@ class State:
     config: TargetConfig = None  # type: ignore[assignment]
     cases: CaseSet = None  # type: ignore[assignment]
     catalog: Any = None
-    freeze_looked_up: bool = False
-
-    def freeze_check(self) -> Callable[[], str | None] | None:
-        """The freeze check of this configuration (None when nothing is frozen), looked up once."""
-        if not self.freeze_looked_up:
-            self.freeze_looked_up = True
-            if self.verify_freeze is None:
-                from ..protocol.freeze import preflight_check
-
-                self.verify_freeze = preflight_check(self.config)
-        return self.verify_freeze
 
     def warn_window(self, chosen) -> None:
         warning = _window_warning(self.config, chosen) if self.config.correlation.window else None
@@ -172,7 +161,9 @@ def selection(s: State) -> str:
 
 
 def freeze(s: State) -> str | None:
-    return s.freeze_check()()
+    from ..protocol.freeze import preflight_check
+
+    return (s.verify_freeze or preflight_check(s.config))()
 
 
 def korpus(s: State) -> str:
@@ -288,11 +279,8 @@ def target_runs(s: State) -> str:
         return "no version_command configured"
     workdir = config.target.workdir if config.target.workdir.is_dir() else None
     where = f"{config.where('target', 'version_command')}: field /target/version_command"
-    env = agent_environ(config, os.environ, {})
-    try:  # the agent's own command: contained as its turns are
-        argv, _ = contained_argv(list(cmd), turn_jail([]), env, workdir)
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=config.target.version_timeout_s,
-                              cwd=str(workdir) if workdir else None, env=env, stdin=subprocess.DEVNULL)
+    try:
+        done = run_version_command(config, workdir)
     except FileNotFoundError:
         _fail(f"{where}: the target version command {cmd[0]!r} was not found")
     except PermissionError:
@@ -336,8 +324,7 @@ CHECKS = (
     Check("selection", selection, "select by the case ids, features and channels of the cases file named above",
           applies=lambda s: s.filters is not None),
     Check("freeze", freeze,
-          "undo the change to the frozen file, or re-freeze on purpose (freeze_audit.py freeze --reason …)",
-          applies=lambda s: s.freeze_check() is not None),
+          "undo the change to the frozen file, or re-freeze on purpose (freeze_audit.py freeze --reason …)"),
     Check("korpus", korpus, "add the privacy section to the target configuration"),
     Check("target_command", target_command, "install the target CLI or set target.command in the target configuration"),
     Check("loss_catalog", loss_catalog, "point run.catalog at a loss catalog ('{bundle}/catalogs/loss-catalog.v1.json')"),
