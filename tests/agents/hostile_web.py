@@ -5,7 +5,8 @@ It serves one page with the selectors of the bundled target.yaml's ui section (`
 agent answers, and writes the same trace (tests/agents/hostile_agent.py) under the tag of
 the page's URL. ``HOSTILE_WEB`` maps a piece of a question to a behaviour, as JSON:
 
-  stall         the page blocks its own event loop once the answer arrives (``while (true)``)
+  stall         the page blocks its own event loop once the answer arrives: a synchronous request
+                that the server never answers (blocked, not spinning: no core is burnt meanwhile)
   huge:<mb>     the answer is <mb> MB of text
   crash_once    the first time this question is asked, the server kills the harness's Chromium
   crash_always  every time it is asked, the same
@@ -22,6 +23,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -46,7 +48,11 @@ document.getElementById("send").addEventListener("click", async () => {
     {query, session: params.get("session"), tag: params.get("tag")})});
   const data = await r.json();
   answer.textContent = data.answer;
-  if (data.stall) { while (true) {} }
+  if (data.stall) {
+    const held = new XMLHttpRequest();
+    held.open("GET", "/held", false);
+    held.send();
+  }
   turn.setAttribute("data-exit-code", "0");
   turn.setAttribute("data-state", "done");
 });
@@ -117,8 +123,11 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self) -> None:
-        if urlparse(self.path).path == "/healthz":
+        path = urlparse(self.path).path
+        if path == "/healthz":
             self._send(200, b"ok", "text/plain")
+        elif path == "/held":
+            threading.Event().wait()  # never answered; the handler's thread is a daemon
         else:
             self._send(200, PAGE.encode(), "text/html; charset=utf-8")
 
