@@ -1,7 +1,7 @@
 """SIGINT and SIGTERM at random moments of a ``--jobs 2`` run, then resume: the same results.
 
-The agent is the tiny hostile one (a quick, traced answer), so that twenty interruptions
-fit in about a minute. After every interruption the runner must end promptly and leave no
+The agent is the tiny hostile one (a quick, traced answer), so that ten interruptions
+fit in half a minute. After every interruption the runner must end promptly and leave no
 process of any turn behind (read from the process table); at the end no sandbox is left,
 report.md holds each unit once, and results.json equals an uninterrupted run's (ignoring
 what differs between any two runs: timestamps, latencies, trace and session ids).
@@ -21,10 +21,10 @@ from obai_e2e.report.results import load_results
 
 from .hostile_helpers import cli, descendants, hostile_target, marked, sandboxes, wait_for
 
-pytestmark = [pytest.mark.slow, pytest.mark.heavy(31)]
+pytestmark = [pytest.mark.slow, pytest.mark.heavy(25)]
 
 IDS = "MD1,MD2,MD3,F1,R1,O1,MD4,MD5"
-INTERRUPTS = 20
+INTERRUPTS = 10
 VOLATILE = {"latency", "trace_ids", "trace_urls", "curated_trace", "followup_curated_trace", "judge_panel"}
 
 

@@ -28,10 +28,10 @@ from obai_e2e.report.results import load_results
 
 from .hostile_helpers import cli, hostile_target
 
-pytestmark = [pytest.mark.slow, pytest.mark.heavy(35)]
+pytestmark = [pytest.mark.slow, pytest.mark.heavy(18)]
 
 IDS = "MD1,F2,R1,A1,O2,M1"
-KILLS = 22
+KILLS = 10
 VOLATILE = {"latency", "trace_ids", "trace_urls", "curated_trace", "followup_curated_trace", "judge_panel"}
 # An async job's id is derived from the session, which is new in every run.
 JOB = re.compile(r"\b(job|Job ID:?)\s*\d+", re.IGNORECASE)
@@ -91,7 +91,7 @@ def test_random_kills_then_resume_equal_an_uninterrupted_run(harness_env, trace_
         out, err = proc.communicate(timeout=600)
         assert proc.returncode == ref.returncode, err.decode()[-2000:]
         finished = json.loads(out)
-    assert kills >= 20
+    assert kills >= KILLS - 2
     resumed = load_results(run_dir / "results.json")
     assert comparable(resumed) == comparable(reference)
     ids = [r["ID"] for r in read_rows(run_dir / "report.md")]
