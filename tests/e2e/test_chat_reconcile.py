@@ -20,7 +20,7 @@ import pytest
 from obai_e2e.drive.trace_snapshot import SNAPSHOT_DIR
 from obai_e2e.report.results import load_results
 
-from skill.chat_player import Player, scripted_answer
+from skill.chat_player import Player, in_this_environment, scripted_answer
 from .conftest import obai_json
 
 pytestmark = pytest.mark.slow
@@ -67,7 +67,7 @@ def test_chat_and_headless_runs_of_one_output_differ_only_by_the_questions_not_a
     env = {**os.environ, "CLAUDE_SKILL_DIR": str(SKILL_DIR), "OBAI_E2E_RUNS": str(tmp_path / "runs"),
            "OBAI_TRACE_STORE_DIR": str(trace_store.data_dir)}
     env.pop("OBAI_DEMO_FAULTS", None)
-    ledger = PanelPlayer(REPO, REPO / "SKILL.md", env, tmp_path, filters="--id " + ",".join(UNITS)).play()
+    ledger = PanelPlayer(REPO, REPO / "SKILL.md", in_this_environment(env), tmp_path, filters="--id " + ",".join(UNITS)).play()
     assert sum(1 for c in ledger.calls if c.what.startswith("judge_packets")) == 1  # the panel ran
     chat_dir = Path(ledger.run_dir)
     headless_dir = _headless_copy(chat_dir, env)

@@ -153,6 +153,14 @@ def judge_check(check: dict) -> dict:
     return _verdict(check["unit_id"], check["verdict"], list(check["reasons"]), open_q, panel)
 
 
+def in_this_environment(env: dict) -> dict:
+    """``env`` for a play whose ``uv run --project "${CLAUDE_SKILL_DIR}"`` commands run in the environment
+    running these tests, as it is: the skill folder of this checkout links to the checkout itself, so
+    its own environment would be a second copy of this one, synced and its bytecode checked on every
+    call (a second or two of CPU each). How a skill's own environment comes to be is tests/install's."""
+    return {**env, "UV_PROJECT_ENVIRONMENT": sys.prefix, "UV_NO_SYNC": "1"}
+
+
 # -- the player --------------------------------------------------------------------------
 
 class Player:

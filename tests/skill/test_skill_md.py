@@ -12,7 +12,7 @@ import pytest
 import yaml
 from obai_e2e.report.results import load_results
 
-from .chat_player import Player, bash_blocks, commands_of, script_of
+from .chat_player import Player, bash_blocks, commands_of, in_this_environment, script_of
 
 REPO = Path(__file__).resolve().parents[2]
 SKILL = REPO / "SKILL.md"
@@ -92,7 +92,7 @@ def test_every_command_of_skill_md_runs_against_the_demo(tmp_path, trace_store):
     env = {**os.environ, "CLAUDE_SKILL_DIR": str(SKILL_DIR), "OBAI_E2E_RUNS": str(tmp_path / "runs"),
            "OBAI_TRACE_STORE_DIR": str(trace_store.data_dir), "OBAI_E2E_CASES": str(tmp_path / "cases.yaml"),
            "BROWSER": str(browser), "OBAI_DEMO_FAULTS": FAULTS, "OBAI_E2E_JUDGES": str(tmp_path / "judges.yaml")}
-    ledger = Player(REPO, SKILL, env, tmp_path, optional=True).play()
+    ledger = Player(REPO, SKILL, in_this_environment(env), tmp_path, optional=True).play()
 
     named = {script_of(c) for block in blocks() for c in commands_of(block)}
     ran = {c.what + ".py" for c in ledger.calls if c.script}
