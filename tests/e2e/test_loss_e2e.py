@@ -3,16 +3,16 @@
 Through the public commands, on the bundled plan (copied) and the bundled backtest cases
 (features strategy and async: 8 cases, one stochastic):
 
-1. ``obai-e2e pilot --repeats 4 --feature strategy`` drives the partition's five strategy
-   cases four times (S1 three times a run: 28 turns) with the demo's flake at rate 0.1 for
+1. ``obai-e2e pilot --repeats 3 --feature strategy`` drives the partition's five strategy
+   cases three times (S1 three times a run: 21 turns) with the demo's flake at rate 0.1 for
    variance, and writes the estimate of s into the plan; the backtest partition's n_min
    must fit its 8 cases. The flake keys on each turn's correlation tag, a fresh uuid, so
    every pilot draws anew. n_min > 8 means s > 0.2475 at the plan's mde of 0.35.
    ``bench/sim_demo_pilot.py --cases strategy`` simulates this pilot: it gets there in
-   about 1 of 25,000 pilots and sees no deviation at all (s = 0) in 1 of 18. A pilot of
-   all 8 cases would cost 52 turns for no better odds: the async cases' two turns a unit
-   double their share of deviations, so it needs the flake at 0.05 (1 in 22,000; s = 0 in
-   1 of 14) where at 0.1 it fails 1 pilot in 500;
+   about 1 of 14,000 pilots (a fourth run would make it 1 of 25,000 for 7 turns more) and
+   sees no deviation at all (s = 0, n_min at its floor of 2) in about 1 of 9. A pilot of all
+   8 cases would cost 39 turns for worse odds: the async cases' two turns a unit double
+   their share of deviations, so at 0.1 it fails 1 pilot in 100, and even at 0.05 1 in 1,400;
 2. ``obai-e2e run --sample`` over all 8 cases: the clean baseline (n_min cases);
 3. the same with ``OBAI_DEMO_FAULTS=zero_trades``: TOP-REGRESSIONS.md lists backtest ×
    specialist_output with ci_low > mde and a real citation;
@@ -24,7 +24,7 @@ happened to draw the same deviation have a spread of 0, and their cell would be 
 even at rate 0.05 that is up to about 1 comparison in 200, far too often for a test whose
 point is the fault. The pilot is where the flake's spread is the point.
 
-About 40 demo turns (each ~0.8 s of CPU on this machine class): about 40 s of CPU.
+About 32 demo turns (each ~0.9 s of CPU on this machine class): about 30 s of CPU.
 """
 from __future__ import annotations
 
@@ -41,15 +41,16 @@ from obai_e2e.cli import main
 
 from .conftest import REPO, target_variant
 
-# The module's runs happen in its first test's setup: ~40 s of CPU, minutes of wall time on two busy
+# The module's runs happen in its first test's setup: ~30 s of CPU, minutes of wall time on two busy
 # cores, past the suite's 600 s per test on a very busy machine. The limit here only catches a hang:
-# the flow is bounded by its ~45 turns and each turn's own timeout.
-pytestmark = [pytest.mark.slow, pytest.mark.heavy(96), pytest.mark.timeout(3600)]
+# the flow is bounded by its ~35 turns and each turn's own timeout.
+pytestmark = [pytest.mark.slow, pytest.mark.heavy(80), pytest.mark.timeout(3600)]
 
 SELECT = ["--feature", "strategy", "--feature", "async"]
 PILOT_SELECT = ["--feature", "strategy"]
 BACKTEST = "intent=backtest,provenance=synthetic"
 FLAKE_RATE = "0.1"
+REPEATS = 3
 
 
 def rows(path: Path) -> list[list[str]]:
@@ -94,8 +95,8 @@ def demo(harness_env, tmp_path_factory):
     common = [*given, *SELECT]
     done: dict = {}
     try:
-        done["pilot"] = cli("pilot", *given, *PILOT_SELECT, "--repeats", "4", "--output", str(tmp / "E2E-PLAN.md"),
-                            flake="7")
+        done["pilot"] = cli("pilot", *given, *PILOT_SELECT, "--repeats", str(REPEATS),
+                            "--output", str(tmp / "E2E-PLAN.md"), flake="7")
         done["clean"] = cli("run", "--sample", *common, "--no-html")
         done["fault"] = cli("run", "--sample", *common, faults="zero_trades")
         clean_dir = done["clean"][1]["run_dir"]
@@ -120,16 +121,16 @@ def listed(out: dict) -> set:
 
 def test_the_pilot_brings_the_backtest_partition_within_reach(demo):
     code, out = demo["pilot"]
-    assert code == 0 and out["status"] == "piloted" and out["pilot"]["repeats"] == 4
+    assert code == 0 and out["status"] == "piloted" and out["pilot"]["repeats"] == REPEATS
     back = next(p for p in out["partitions"] if p["partition"] == BACKTEST)
     assert back["estimated"] and back["n_min_before"] == 12 and back["n_min_at_default_s"] == 12
     assert 2 <= back["n_min"] <= 8, back                       # the 8 backtest cases cover it
     data = yaml.safe_load(demo["plan"].read_text())
-    assert data["pilot"]["runs"] == out["pilot"]["runs"] and len(data["pilot"]["runs"]) == 4
+    assert data["pilot"]["runs"] == out["pilot"]["runs"] and len(data["pilot"]["runs"]) == REPEATS
     part = next(p for p in data["partitions"] if p["labels"] == {"intent": "backtest"})
     assert part["s"] == back["s"]
     md = demo["plan_md"].read_text()
-    assert "n_min at s = 0.3" in md and "Pilot estimates: 4 run(s)" in md
+    assert "n_min at s = 0.3" in md and f"Pilot estimates: {REPEATS} run(s)" in md
 
 
 def test_the_faulted_run_lists_the_fault_with_a_citation(demo):
