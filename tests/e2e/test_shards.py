@@ -22,7 +22,7 @@ from obai_e2e.report.report_md import COLUMNS
 from obai_e2e.report.results import load_results
 from obai_e2e.run.merge import check_parts, load_parts
 
-from .conftest import REPO, obai_json
+from .conftest import REPO, obai_json, obai_json_here
 from .hostile_helpers import hostile_target
 
 pytestmark = [pytest.mark.slow, pytest.mark.heavy(11)]
@@ -85,7 +85,8 @@ def sharded(tmp_path_factory, trace_store):
     merger = runners.rename(tmp / "checkout-merger")
     target = merger / "cases" / target.name
     merged_env = runner_env(tmp, "merged", trace_store, merger)
-    code, merged, err = obai_json("merge-runs", *map(str, parts), "--into", str(tmp / "merged" / "run"), env=merged_env)
+    code, merged, err = obai_json_here("merge-runs", *map(str, parts), "--into", str(tmp / "merged" / "run"),
+                                       env=merged_env)
     assert code in (0, 1) and merged.get("run_dir"), err[-3000:]
     whole_code, whole, err = obai_json("run", *UNITS, "--target", str(target), "--jobs", "2",
                                        env=runner_env(tmp, "whole", trace_store, merger))
@@ -141,7 +142,7 @@ def test_a_merge_with_nothing_to_compare_fails_on_any_failed_unit_under_new_fail
     tmp, env = sharded["tmp"], sharded["env"]
     restored = tmp / "e2e-baseline"
     restored.mkdir()  # the CI cache had nothing to restore
-    code, out, err = obai_json("merge-runs", *map(str, sharded["parts"]), "--into", str(tmp / "ci" / "run"),
+    code, out, err = obai_json_here("merge-runs", *map(str, sharded["parts"]), "--into", str(tmp / "ci" / "run"),
                                "--baseline", str(restored), "--fail-on", "new_fail", env=env)
     failed = load_results(tmp / "ci" / "run" / "results.json")["summary"]["fail"]
     assert failed, "the hostile agent's answers fail some rules"
@@ -150,7 +151,8 @@ def test_a_merge_with_nothing_to_compare_fails_on_any_failed_unit_under_new_fail
 
 def test_merging_again_changes_nothing(sharded):
     before = {p.name: p.read_bytes() for p in sharded["merged"].iterdir() if p.is_file() and not p.name.startswith(".")}
-    code, _, err = obai_json("merge-runs", *map(str, sharded["parts"]), "--into", str(sharded["merged"]), env=sharded["env"])
+    code, _, err = obai_json_here("merge-runs", *map(str, sharded["parts"]), "--into", str(sharded["merged"]),
+                                  env=sharded["env"])
     assert code == sharded["code"], err[-2000:]
     after = {p.name: p.read_bytes() for p in sharded["merged"].iterdir() if p.is_file() and not p.name.startswith(".")}
     assert after == before
@@ -158,9 +160,9 @@ def test_merging_again_changes_nothing(sharded):
 
 def test_a_missing_or_doubled_shard_or_another_commit_is_refused(sharded):
     tmp, parts, env = sharded["tmp"], sharded["parts"], sharded["env"]
-    code, out, _ = obai_json("merge-runs", str(parts[0]), str(parts[1]), "--into", str(tmp / "bad1"), env=env)
+    code, out, _ = obai_json_here("merge-runs", str(parts[0]), str(parts[1]), "--into", str(tmp / "bad1"), env=env)
     assert code == 2 and "shard 3/3 missing" in out["message"]
-    code, out, _ = obai_json("merge-runs", str(parts[0]), str(parts[0]), str(parts[1]), str(parts[2]),
+    code, out, _ = obai_json_here("merge-runs", str(parts[0]), str(parts[0]), str(parts[1]), str(parts[2]),
                              "--into", str(tmp / "bad2"), env=env)
     assert code == 2 and "shard 1/3 given more than once" in out["message"]
     other = tmp / "other-commit"
@@ -169,7 +171,8 @@ def test_a_missing_or_doubled_shard_or_another_commit_is_refused(sharded):
     meta["git_commit"] = "0" * 40
     (other / "run.json").write_text(json.dumps(meta))
     seal_again(other)
-    code, out, _ = obai_json("merge-runs", str(parts[0]), str(parts[1]), str(other), "--into", str(tmp / "bad3"), env=env)
+    code, out, _ = obai_json_here("merge-runs", str(parts[0]), str(parts[1]), str(other), "--into", str(tmp / "bad3"),
+                                  env=env)
     assert code == 2 and "git_commit" in out["message"] and str(other) in out["message"]
     assert not (tmp / "bad1" / "run.json").exists() and not (tmp / "bad3" / "run.json").exists()
 
@@ -195,7 +198,8 @@ def test_parts_moved_as_a_platforms_artifact_step_moves_them_merge(sharded, plat
     moved = moved_as_artifact(sharded["parts"], job, hidden=hidden)
     assert hidden == any(p.name.startswith(".") for p in moved[0].iterdir())
     into = job / "e2e-runs" / "merged" / "run"
-    code, out, err = obai_json("merge-runs", *map(str, moved), "--into", str(into), "--no-html", env=sharded["env"])
+    code, out, err = obai_json_here("merge-runs", *map(str, moved), "--into", str(into), "--no-html",
+                                    env=sharded["env"])
     assert code == sharded["code"] and out["run_dir"] == str(into), err[-2000:]
     assert outcomes(into) == outcomes(sharded["whole"])
 
@@ -236,7 +240,7 @@ def test_a_verdict_flipped_after_sealing_is_refused_by_the_cli(sharded):
     was = json.loads(verdict.read_text())["verdict"]
     edit_verdict(verdict, verdict="fail" if was == "pass" else "pass", reasons=[])
     into = sharded["tmp"] / "merged-flipped"
-    code, out, err = obai_json("merge-runs", *map(str, parts), "--into", str(into), env=sharded["env"])
+    code, out, err = obai_json_here("merge-runs", *map(str, parts), "--into", str(into), env=sharded["env"])
     assert code == 2 and "Traceback" not in err, err[-2000:]
     assert (out["error"], out["reason"]) == ("merge_refused", "seal_broken")
     assert f"changed: {verdict.name}" in out["message"] and str(copy) in out["message"]
@@ -248,7 +252,7 @@ def test_a_packet_linked_to_a_file_outside_is_refused_by_name_by_the_cli(sharded
     packet = copy / f"{units[0]}.json"
     packet.unlink()
     packet.symlink_to("/etc/hostname")
-    code, out, err = obai_json("merge-runs", *map(str, parts), "--into", str(sharded["tmp"] / "merged-linked"),
+    code, out, err = obai_json_here("merge-runs", *map(str, parts), "--into", str(sharded["tmp"] / "merged-linked"),
                                env=sharded["env"])
     assert code == 2 and "Traceback" not in err, err[-2000:]
     assert out["reason"] == "symlink" and str(packet) in out["message"] and "/etc/hostname" in out["message"]
@@ -345,11 +349,11 @@ def test_with_a_seal_key_only_parts_signed_with_it_are_evidence(sharded, monkeyp
     assert refused(signed).reason == "seal_unsigned"
 
     env = {**sharded["env"], KEY_ENV: SEAL_KEY}
-    code, out, err = obai_json("freeze-audit", "verify", "--run-dir", str(signed[0]), env=env)
+    code, out, err = obai_json_here("freeze-audit", "verify", "--run-dir", str(signed[0]), env=env)
     assert code == 6 and (out["clean"], out["signature"]) == (False, "unsigned") and "no signature" in err
-    code, out, _ = obai_json("freeze-audit", "verify", "--run-dir", str(signed[1]), env=env)
+    code, out, _ = obai_json_here("freeze-audit", "verify", "--run-dir", str(signed[1]), env=env)
     assert code == 0 and (out["clean"], out["signature"]) == (True, "valid")
-    code, out, _ = obai_json("freeze-audit", "verify", "--run-dir", str(signed[1]), env=sharded["env"])
+    code, out, _ = obai_json_here("freeze-audit", "verify", "--run-dir", str(signed[1]), env=sharded["env"])
     assert code == 0 and out["signature"].startswith("not checked")
 
 
@@ -359,11 +363,11 @@ def test_a_merge_of_signed_parts_says_so_and_signs_its_own_seal(sharded, monkeyp
     signed = signed_copies(sharded, "signed-for-merge")
     monkeypatch.delenv(KEY_ENV)
     into = sharded["tmp"] / "merged-signed" / "run"
-    code, out, err = obai_json("merge-runs", *map(str, signed), "--into", str(into), "--no-html", env=env)
+    code, out, err = obai_json_here("merge-runs", *map(str, signed), "--into", str(into), "--no-html", env=env)
     assert code == sharded["code"] and out["signatures"].startswith("verified"), err[-2000:]
-    code, verified, _ = obai_json("freeze-audit", "verify", "--run-dir", str(into), env=env)
+    code, verified, _ = obai_json_here("freeze-audit", "verify", "--run-dir", str(into), env=env)
     assert code == 0 and verified["signature"] == "valid"
-    code, out, _ = obai_json("merge-runs", *map(str, sharded["parts"]), "--into", str(into.parent / "plain"),
+    code, out, _ = obai_json_here("merge-runs", *map(str, sharded["parts"]), "--into", str(into.parent / "plain"),
                              "--no-html", env=sharded["env"])
     assert out["signatures"].startswith("not checked") and "mac" not in json.loads((into.parent / "plain" / SEAL)
                                                                                    .read_text())
