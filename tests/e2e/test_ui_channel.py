@@ -6,11 +6,10 @@ channels, each once:
 
 * clean (the harness starts ``obai-demo serve``): every ui unit gets the verdict and the
   answer its cli twin gets, and the channel is a partition facet;
-* against a web chat the test runs itself, with its faults scoped to one case each and an
-  outage at the end: each fault trips its ui rule and lands in its ui category; the chat's
-  backend goes down after the last faulted case and the chat stops after the next one, so
-  those ui units have no ui categories (unbewertbar, never loss, no abort), and every cli
-  unit is as in the clean run.
+* the ui units alone, against a web chat the test runs itself, with its faults scoped to one
+  case each and an outage at the end: each fault trips its ui rule and lands in its ui
+  category; the chat's backend goes down after the last faulted case and the chat stops after
+  the next one, so those ui units have no ui categories (unbewertbar, never loss, no abort).
 
 The ui rules one by one, on stored observations, are in tests/harness/test_stages.py.
 """
@@ -48,8 +47,8 @@ UI_MATRIX = {
     "ui_slow_done": ("O1", "naked call on AAPL", {"ui.slow_done"}),
 }
 STALL_MS = 3000  # above both latency budgets of target.yaml (2000 / 2500 ms)
-# Units run in case order, cli before ui: MD1, MD1.ui, F1, ... O1.ui, M1, M1.ui, R1, R1.ui
-# (one after the other in the faulted run: see its restore hook).
+# The faulted run's units run in case order: MD1.ui, F1.ui, ... O1.ui, M1.ui, R1.ui (one after the
+# other: see its snapshot hook).
 DOWN_AFTER, STOP_AFTER = "O1.ui", "M1.ui"     # the backend goes down, then the whole chat stops
 OUTAGE_UNITS = {"M1.ui": "health check", "R1.ui": "did not load"}
 
@@ -101,9 +100,10 @@ def faulted(setup, both, trace_store):
         ready = json.loads(chat.stdout.readline())
         raw["ui"].pop("server")
         raw["ui"]["base_url"] = ready["url"]
-        # With a restore hook each unit holds its turn slot from its start to its end, so the
-        # units run strictly one after the other and the outages below fall between two units.
-        raw["sandbox"]["restore"] = ["true"]
+        # With a snapshot hook each unit holds its turn slot from its start to its end, so the units
+        # run strictly one after the other; the hook's pause at a unit's start lets the watcher below
+        # see the packet of the unit before (stored meanwhile) and stage an outage before this unit asks.
+        raw["sandbox"]["snapshot"] = ["sleep", "2"]
         own = tmp / "target-own-chat.yaml"
         own.write_text(yaml.safe_dump(raw, sort_keys=False))
         runs = Path(env["OBAI_E2E_RUNS"])
@@ -111,7 +111,7 @@ def faulted(setup, both, trace_store):
         events: list[str] = []
 
         def watch() -> None:
-            # A unit's packet is stored while the next unit (a cli turn of seconds) runs.
+            # A unit's packet is stored while the next unit's snapshot hook pauses.
             deadline = time.monotonic() + 1200
             while time.monotonic() < deadline:
                 packets = {p.name for p in runs.glob("[0-9]*/*/*.ui.json") if p.parent not in earlier}
@@ -127,9 +127,8 @@ def faulted(setup, both, trace_store):
 
         watcher = threading.Thread(target=watch, daemon=True)
         watcher.start()
-        # The cli turns get the faults too: they are web chat faults, and must change nothing there.
-        result = finished(*obai("run", "--target", str(own), "--cases", str(cases), "--jobs", "1",
-                                env={**env, "OBAI_DEMO_FAULTS": faults, "OBAI_DEMO_UI_STALL_MS": str(STALL_MS)}))
+        result = finished(*obai("run", "--target", str(own), "--cases", str(cases), "--channel", "ui",
+                                "--jobs", "1", env=env))
         watcher.join(5)
     finally:
         if chat.poll() is None:
@@ -204,17 +203,11 @@ def test_outage_units_are_named_as_such(faulted):
         assert how in unit["judgment"] and "not assessable, never loss" in unit["judgment"], unit["judgment"]
 
 
-def test_cli_units_are_unaffected(faulted, both):
-    cli = {uid: u for uid, u in faulted["units"].items() if u["channel"] == "cli"}
-    assert len(cli) == 8
-    for uid, unit in cli.items():
-        reference = both["units"][uid]
-        assert (unit["verdict"], unit["reasons"]) == (reference["verdict"], reference["reasons"]), uid
-        if unit["case_id"] != "A1":
-            assert unit["answer"] == reference["answer"], uid
+def test_the_faulted_run_asks_the_ui_units_only(faulted):
+    assert sorted(faulted["units"]) == sorted(f"{c}.ui" for c in ("MD1", "F1", "S1", "P1", "O1", "A1", "M1", "R1"))
 
 
-def test_ui_faults_land_in_the_ui_categories_and_the_outage_in_none(faulted, both):
+def test_ui_faults_land_in_the_ui_categories_and_the_outage_in_none(faulted):
     suite = faulted["suite"]
     assert suite["counts"]["outage"] == 2 and suite["counts"]["aborted"] == 0
     assert suite["abort_rate"] == 0 and suite["suite_status"] == "scored"
@@ -229,12 +222,6 @@ def test_ui_faults_land_in_the_ui_categories_and_the_outage_in_none(faulted, bot
     assert cats["ui_latency"]["loss"] == pytest.approx((1 + 0.5) / 6)  # P1 both budgets, O1 one
     for cat in ("routing_skills", "specialist_output", "answer_grounding"):
         assert cats[cat]["loss"] == 0
-    clean = _parts(both["suite"])
-    for key, p in parts.items():
-        if key.startswith("intent="):  # the cli units: as in the clean run
-            assert (p["n"], p["loss"], p["abort_rate"]) == (clean[key]["n"], clean[key]["loss"],
-                                                            clean[key]["abort_rate"]), key
-            assert p["abort_rate"] in (0, None), key  # None: a partition without units
     assert any("upstream outage of the ui channel" in w and "M1.ui" in w and "R1.ui" in w for w in suite["warnings"])
 
 
