@@ -2,7 +2,8 @@
 
 Each turn is asked in a thread of its own conversation (``rec-<name>``); the trace the store made
 of it is written as ``<name>.trace.json`` (trace and spans as ``inspect-trace --raw --json``
-prints them) and what the agent printed as ``<name><stdout_suffix>`` in ``here``.
+prints them) and, with a ``stdout_suffix``, what the agent printed as ``<name><stdout_suffix>`` in
+``here``. With ``ok_codes``, a turn that exits with another code ends the recording.
 """
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def obai(args: list[str], env: dict) -> str:
 
 
 def record(here: Path, project: str, turns: dict[str, tuple[str, str]], command: Asker,
-           stdout_suffix: str = ".stdout.json") -> None:
+           stdout_suffix: str | None = ".stdout.json", *, ok_codes: tuple[int, ...] | None = None,
+           workers: int = 2, timeout_s: float = 300) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = Path(tmp) / "store"
         env = {**os.environ, "OBAI_E2E_RUNS": str(Path(tmp) / "runs"), "OBAI_TRACE_STORE_DIR": str(store)}
@@ -38,10 +40,12 @@ def record(here: Path, project: str, turns: dict[str, tuple[str, str]], command:
                 name, (question, faults) = item
                 argv, extra = command(name, question, faults)
                 done = subprocess.run(argv, env={**env, **started["env"], **extra}, capture_output=True, text=True,
-                                      timeout=300)
+                                      timeout=timeout_s)
+                if ok_codes is not None and done.returncode not in ok_codes:
+                    sys.exit(f"{name}: exit {done.returncode}: {done.stderr[-2000:]}")
                 return name, done.stdout
 
-            with ThreadPoolExecutor(max_workers=2) as pool:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
                 printed = dict(pool.map(ask, turns.items()))
             os.environ["OBAI_TRACE_STORE_DIR"] = str(store)
             from obai_e2e.trace import raw
@@ -54,7 +58,8 @@ def record(here: Path, project: str, turns: dict[str, tuple[str, str]], command:
                 fetched = fetch(backend, as_dict(found[0])["id"])
                 tree = raw.tree(fetched.trace, fetched.spans)
                 (here / f"{name}.trace.json").write_text(json.dumps(tree, indent=1, ensure_ascii=False) + "\n")
-                (here / f"{name}{stdout_suffix}").write_text(printed[name])
+                if stdout_suffix:
+                    (here / f"{name}{stdout_suffix}").write_text(printed[name])
                 print(f"recorded {name}")
         finally:
             obai(["traces", "stop", "--store-dir", str(store)], env)
