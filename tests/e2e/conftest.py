@@ -48,9 +48,9 @@ def obai_here(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedProc
     return subprocess.CompletedProcess(["obai-e2e", *args], code, out.getvalue(), err.getvalue())
 
 
-def obai_json_here(*args: str, env: dict) -> tuple[int, dict, str]:
+def obai_json_here(*args: str, env: dict, cwd: Path | None = None) -> tuple[int, dict, str]:
     """``obai_json`` run in this process (``obai_here``), for a command whose output is the subject."""
-    done = obai_here(list(args), Path.cwd(), env)
+    done = obai_here(list(args), cwd or Path.cwd(), env)
     try:
         out = json.loads(done.stdout)
     except json.JSONDecodeError:
@@ -58,10 +58,10 @@ def obai_json_here(*args: str, env: dict) -> tuple[int, dict, str]:
     return done.returncode, out, done.stderr
 
 
-def obai_json(*args: str, env: dict) -> tuple[int, dict, str]:
-    """``python -m obai_e2e ARGS`` to its end: (exit code, its JSON on stdout or {}, stderr)."""
-    done = subprocess.run([sys.executable, "-m", "obai_e2e", *args], env=env, capture_output=True, text=True,
-                          timeout=1800)
+def obai_json(*args: str, env: dict, cwd: Path | None = None) -> tuple[int, dict, str]:
+    """``python -m obai_e2e ARGS`` in ``cwd`` to its end: (exit code, its JSON on stdout or {}, stderr)."""
+    done = subprocess.run([sys.executable, "-m", "obai_e2e", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=1800)
     try:
         out = json.loads(done.stdout)
     except json.JSONDecodeError:

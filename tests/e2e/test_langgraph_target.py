@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,18 +18,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from .conftest import obai_json
+
 pytestmark = pytest.mark.slow
 
 SEEDS = ["How is Apple trading today?", "What are Microsoft's revenue and P/E?", "Write me a poem about the sea."]
-
-
-def obai(args: list[str], cwd: Path, env: dict) -> tuple[int, dict, str]:
-    done = subprocess.run([sys.executable, "-m", "obai_e2e", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=900)
-    try:
-        return done.returncode, json.loads(done.stdout), done.stderr
-    except json.JSONDecodeError:
-        return done.returncode, {}, done.stderr
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +39,9 @@ def adopted(tmp_path_factory, trace_store, sdk_env):
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         assert list(pool.map(ask, SEEDS)) == [0, 0, 3]
-    code, summary, err = obai(["adopt", "--project", project, "--traces", "3", "--refusal-exit-code", "3",
-                               "--command", "desk-graph ask --thread {session} {query}", "--out", "draft"], work, env)
+    code, summary, err = obai_json("adopt", "--project", project, "--traces", "3", "--refusal-exit-code", "3",
+                                   "--command", "desk-graph ask --thread {session} {query}", "--out", "draft",
+                                   cwd=work, env=env)
     assert code == 0, err
     return {"work": work, "env": env, "summary": summary, "project": project}
 
@@ -64,8 +57,8 @@ def test_adopt_drafts_from_the_traces_and_checks_the_draft_on_them(adopted):
 
 def test_a_clean_run_of_the_unedited_draft_passes_every_case(adopted):
     work, env = adopted["work"], adopted["env"]
-    code, out, err = obai(["run", "--target", "draft/target.yaml", "--cases", "draft/cases.yaml", "--jobs", "2",
-                           "--no-html"], work, env)
+    code, out, err = obai_json("run", "--target", "draft/target.yaml", "--cases", "draft/cases.yaml", "--jobs", "2",
+                               "--no-html", cwd=work, env=env)
     assert code == 0, err
     run_dir = Path(out["report_md"]).parent
     units = [json.loads(line) for line in (run_dir / "results.units.jsonl").read_text().splitlines()]
@@ -82,7 +75,8 @@ def test_the_strict_screen_fault_is_named_as_a_false_refusal(adopted):
     case = next(c for c in cases["cases"] if c["query"] == SEEDS[1])
     case["env"] = {"DESK_GRAPH_FAULTS": "strict_screen"}
     (work / "strict.yaml").write_text(yaml.safe_dump({"version": 1, "cases": [case]}, sort_keys=False))
-    code, out, err = obai(["run", "--target", "draft/target.yaml", "--cases", "strict.yaml", "--no-html"], work, env)
+    code, out, err = obai_json("run", "--target", "draft/target.yaml", "--cases", "strict.yaml", "--no-html",
+                               cwd=work, env=env)
     assert code == 1, err
     row = json.loads((Path(out["report_md"]).parent / "results.units.jsonl").read_text().splitlines()[0])
     assert (row["verdict"], row["reasons"]) == ("fail", ["guardrail.false_refusal"])

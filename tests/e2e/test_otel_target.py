@@ -25,7 +25,7 @@ from obai_e2e.trace import refused
 from obai_e2e.trace.backend import connect_to
 from obai_e2e.trace.search import search_spans, search_traces
 
-from .conftest import obai_here
+from .conftest import obai_json_here
 
 pytestmark = pytest.mark.slow
 
@@ -42,14 +42,6 @@ MATRIX = {
 }
 
 
-def obai(args: list[str], cwd: Path, env: dict) -> tuple[int, dict, str]:
-    done = obai_here(args, cwd, env)
-    try:
-        return done.returncode, json.loads(done.stdout), done.stderr
-    except json.JSONDecodeError:
-        return done.returncode, {}, done.stderr
-
-
 @pytest.fixture(scope="module")
 def adopted(tmp_path_factory, trace_store, sdk_env):
     work = tmp_path_factory.mktemp("harbor-desk")
@@ -60,9 +52,10 @@ def adopted(tmp_path_factory, trace_store, sdk_env):
         done = subprocess.run([shutil.which("harbor-desk"), "ask", question], capture_output=True, text=True,
                               env={**env, "HARBOR_PROJECT": project, "HARBOR_FAULTS": fault}, timeout=600)
         assert done.returncode in (0, 3) and "refused" not in done.stderr, done.stderr
-    code, summary, err = obai(["adopt", "--project", project, "--traces", str(len(SEEDS)), "--refusal-exit-code",
-                               "3", "--command", "harbor-desk ask --session {session} {query}", "--out", "draft"],
-                              work, env)
+    code, summary, err = obai_json_here("adopt", "--project", project, "--traces", str(len(SEEDS)),
+                                        "--refusal-exit-code", "3", "--command",
+                                        "harbor-desk ask --session {session} {query}", "--out", "draft",
+                                        cwd=work, env=env)
     assert code == 0, err
     return {"work": work, "env": env, "summary": summary, "project": project}
 
@@ -88,8 +81,8 @@ def test_clean_and_faulted_turns_get_their_verdicts_through_the_store(adopted, m
         case.update(id=f"{case['id']}_{fault}", env={"HARBOR_FAULTS": fault})
         data["cases"].append(case)
     (work / "matrix.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
-    code, out, err = obai(["run", "--target", "draft/target.yaml", "--cases", "matrix.yaml", "--jobs", "2",
-                           "--no-html"], work, env)
+    code, out, err = obai_json_here("run", "--target", "draft/target.yaml", "--cases", "matrix.yaml", "--jobs", "2",
+                                    "--no-html", cwd=work, env=env)
     assert code == 1, err
     run_dir = Path(out["report_md"]).parent
     units = {u["unit_id"]: u for u in map(json.loads, (run_dir / "results.units.jsonl").read_text().splitlines())}
