@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -20,18 +19,16 @@ from obai_e2e.protocol import freeze
 from obai_e2e.protocol.holdout import open_holdout, require_open
 from obai_e2e.protocol.ledger import ledger_path
 from obai_e2e.protocol.seal import KEY_ENV, attest, seal, verify_seal
+from bundle_copy import bundle_copy
 
-from .conftest import REPO, obai_json
+from .conftest import obai_json
 
 KEY = "the-ci-secret-that-signs-seals-0123456789"
 
 
 @pytest.fixture
 def home(tmp_path, monkeypatch):
-    root = tmp_path / "bundle"
-    for name in ("cases", "catalogs", "schemas", "references"):
-        shutil.copytree(REPO / name, root / name)
-    shutil.copy2(REPO / "SKILL.md", root / "SKILL.md")
+    root = bundle_copy(tmp_path / "bundle")
     (root / "catalogs" / "freeze.json").unlink(missing_ok=True)
     ledger_path(root).unlink(missing_ok=True)
     monkeypatch.setenv("OBAI_E2E_HOME", str(root))

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 from obai_e2e.report.results import load_results
+from bundle_copy import bundle_copy
 
 from .conftest import REPO, obai_here
 
@@ -25,10 +25,7 @@ HOLDOUT_IDS = ("HMD1", "HR1")
 
 
 def make_home(tmp: Path) -> Path:
-    home = tmp / "bundle"
-    for name in ("cases", "catalogs", "schemas", "references"):
-        shutil.copytree(REPO / name, home / name)
-    shutil.copy2(REPO / "SKILL.md", home / "SKILL.md")
+    home = bundle_copy(tmp / "bundle")
     dev = yaml.safe_load((home / "cases" / "cases.yaml").read_text())
     dev["cases"] = [c for c in dev["cases"] if c["id"] in DEV_IDS]
     (home / "cases" / "cases.yaml").write_text(yaml.safe_dump(dev, sort_keys=False))

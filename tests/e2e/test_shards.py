@@ -21,8 +21,9 @@ from obai_e2e.protocol.seal import KEY_ENV, SEAL, seal
 from obai_e2e.report.report_md import COLUMNS
 from obai_e2e.report.results import load_results
 from obai_e2e.run.merge import check_parts, load_parts
+from bundle_copy import bundle_copy
 
-from .conftest import REPO, obai_json, obai_json_here
+from .conftest import obai_json, obai_json_here
 from .hostile_helpers import hostile_target
 
 pytestmark = [pytest.mark.slow, pytest.mark.heavy(11)]
@@ -42,11 +43,7 @@ def runner_env(tmp: Path, name: str, trace_store, home: Path) -> dict:
 
 def checkout(path: Path) -> Path:
     """The bundle's files a run reads (cases, catalogs, schemas, the skill's text) at another path."""
-    path.mkdir(parents=True)
-    for name in ("cases", "catalogs", "schemas", "references"):
-        shutil.copytree(REPO / name, path / name)
-    shutil.copy2(REPO / "SKILL.md", path / "SKILL.md")
-    return path
+    return bundle_copy(path)
 
 
 def outcomes(run_dir: Path) -> dict[str, tuple]:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -12,16 +11,12 @@ from obai_e2e.config.target import load_target_config
 from obai_e2e.protocol import freeze
 from obai_e2e.protocol.holdout import require_open
 from obai_e2e.protocol.seal import attest, seal, verify_seal
-
-REPO = Path(__file__).resolve().parents[2]
+from bundle_copy import bundle_copy
 
 
 @pytest.fixture
 def home(tmp_path, monkeypatch):
-    root = tmp_path / "bundle"
-    for name in ("cases", "catalogs", "schemas", "references"):
-        shutil.copytree(REPO / name, root / name)
-    shutil.copy2(REPO / "SKILL.md", root / "SKILL.md")
+    root = bundle_copy(tmp_path / "bundle")
     (root / "catalogs" / "freeze.json").unlink(missing_ok=True)
     monkeypatch.setenv("OBAI_E2E_HOME", str(root))
     monkeypatch.setenv("OBAI_E2E_TARGET", str(root / "cases" / "target.yaml"))
