@@ -9,9 +9,30 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from obai_e2e.base import opik_env
-from obai_e2e.base.opik_env import QUIET_SDK_ENV
-from obai_e2e.tracestore import StoreInfo, ensure_running, stop
+
+
+def _leave_installed_packages_unrewritten() -> None:
+    """Load installed packages from their compiled bytecode, not through pytest's assert rewriting.
+
+    pytest marks every module of each installed distribution that declares a pytest plugin
+    (opik, hypothesis, anyio, xdist, langsmith) for assert rewriting, even a plugin turned off
+    with ``-p no:``. A module so marked is parsed, rewritten and compiled on each import, and
+    with PYTHONDONTWRITEBYTECODE nothing of it is cached: the opik SDK alone is ~1,300 modules,
+    seconds of CPU in every test process. Only the tests' own asserts need rewriting (test
+    modules and conftest files are found by name, not by these marks). Modules already
+    imported (the plugins themselves) stay as they are.
+    """
+    for finder in sys.meta_path:
+        marked = getattr(finder, "_must_rewrite", None)
+        if isinstance(marked, set):
+            marked.clear()
+
+
+_leave_installed_packages_unrewritten()
+
+from obai_e2e.base import opik_env  # noqa: E402  (after the marks are gone: it may import the SDK)
+from obai_e2e.base.opik_env import QUIET_SDK_ENV  # noqa: E402
+from obai_e2e.tracestore import StoreInfo, ensure_running, stop  # noqa: E402
 
 # The SDK is imported by tests in this process too; it must not report anywhere.
 for _name, _value in QUIET_SDK_ENV.items():

@@ -1,4 +1,4 @@
-"""How the harness and the demo import the opik SDK: its REST models are built on first use.
+"""How the harness, the demo and the example agents import the opik SDK: its REST models are built on first use.
 
 Each check runs in a fresh interpreter, since the SDK is imported once per process.
 The SDK reading and writing real traces with these models is what every end-to-end
@@ -51,6 +51,8 @@ def _rejects(model):
 IMPORTERS = {
     "harness": "__import__('obai_e2e.base.opik_env', fromlist=['x']).import_sdk()",
     "demo": "__import__('obai_demo.tracing', fromlist=['x'])._opik()",
+    "ledger-agent": "__import__('ledger_agent.recorder', fromlist=['x'])._load_sdk()",
+    "desk-graph": "(__import__('desk_graph.cli', fromlist=['x'])._heavy_imports(True), __import__('opik'))[1]",
 }
 
 
@@ -70,3 +72,13 @@ def test_sdk_models_are_built_on_first_use_and_validate_as_usual(who):
         "default_restored": True,
         "later_models_build_at_once": True,
     }
+
+
+def test_this_test_process_loads_installed_packages_from_their_bytecode():
+    """pytest marks every module of a package that declares a pytest plugin (opik does) for assert
+    rewriting; tests/conftest.py lifts those marks, so the SDK is not parsed and compiled again here."""
+    from _pytest.assertion.rewrite import AssertionRewritingHook
+    from opik.rest_api import types
+
+    assert not isinstance(types.__spec__.loader, AssertionRewritingHook), types.__spec__.loader
+    assert isinstance(__spec__.loader, AssertionRewritingHook)  # this module's own asserts still are
