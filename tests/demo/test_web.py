@@ -12,6 +12,7 @@ import pytest
 from obai_demo import cli
 from obai_demo.guardrail import REFUSAL
 from obai_demo.web import server as web
+from obai_e2e.base.tls import default_context as tls
 
 from .web_helpers import events, start_chat, streamed_text
 
@@ -51,7 +52,7 @@ def test_markup_escapes_and_wraps_paragraphs():
 
 
 def test_page_is_self_contained_under_a_nonce_policy(chat):
-    r = httpx.get(chat.url + "?session=abc&tag=t1")
+    r = httpx.get(chat.url + "?session=abc&tag=t1", verify=tls())
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
     csp = r.headers["content-security-policy"]
     nonce = re.search(r"script-src 'nonce-([^']+)'", csp).group(1)
@@ -60,7 +61,7 @@ def test_page_is_self_contained_under_a_nonce_policy(chat):
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", r.text)  # no external asset
     for marker in ('id="question"', 'id="send"', 'id="chat"', 'id="error-banner"', 'role="alert"'):
         assert marker in r.text
-    second = httpx.get(chat.url).headers["content-security-policy"]
+    second = httpx.get(chat.url, verify=tls()).headers["content-security-policy"]
     assert second != csp  # a fresh nonce per page
     assert r.headers["cache-control"] == "no-store" and r.headers["x-content-type-options"] == "nosniff"
 
@@ -112,18 +113,19 @@ def test_concurrent_questions_each_get_their_own_answer(chat):
     (["not", "an", "object"], {}, "must be an object"),
 ])
 def test_bad_requests_get_400_with_a_reason(chat, body, headers, message):
-    r = httpx.post(chat.url + "api/ask", json=body, headers=headers)
+    r = httpx.post(chat.url + "api/ask", json=body, headers=headers, verify=tls())
     assert r.status_code == 400 and r.json()["kind"] == "bad_request"
     assert message in r.json()["message"]
 
 
 def test_body_must_be_json_and_bounded(chat):
-    r = httpx.post(chat.url + "api/ask", content=b"query=x", headers={"Content-Type": "application/x-www-form-urlencoded"})
+    r = httpx.post(chat.url + "api/ask", content=b"query=x",
+                   headers={"Content-Type": "application/x-www-form-urlencoded"}, verify=tls())
     assert r.status_code == 400 and "application/json" in r.json()["message"]
-    r = httpx.post(chat.url + "api/ask", content=b"{nope", headers={"Content-Type": "application/json"})
+    r = httpx.post(chat.url + "api/ask", content=b"{nope", headers={"Content-Type": "application/json"}, verify=tls())
     assert r.status_code == 400 and "not valid JSON" in r.json()["message"]
     big = b'{"query": "' + b"x" * (web.MAX_BODY_BYTES + 10) + b'"}'
-    r = httpx.post(chat.url + "api/ask", content=big, headers={"Content-Type": "application/json"})
+    r = httpx.post(chat.url + "api/ask", content=big, headers={"Content-Type": "application/json"}, verify=tls())
     assert r.status_code == 400 and "at most" in r.json()["message"]
 
 
@@ -134,30 +136,30 @@ def test_tag_header_is_accepted(chat):
 
 def test_foreign_host_or_origin_is_refused(chat):
     port = chat.server.port
-    assert httpx.get(chat.url, headers={"Host": f"evil.example:{port}"}).status_code == 403
+    assert httpx.get(chat.url, headers={"Host": f"evil.example:{port}"}, verify=tls()).status_code == 403
     r = httpx.post(chat.url + "api/ask", json={"query": PRICE, "session": "s"},
-                   headers={"Origin": "http://evil.example"})
+                   headers={"Origin": "http://evil.example"}, verify=tls())
     assert r.status_code == 403
     r = httpx.post(chat.url + "api/ask", json={"query": PRICE, "session": "s"},
-                   headers={"Origin": f"http://localhost:{port}", "Host": f"localhost:{port}"})
+                   headers={"Origin": f"http://localhost:{port}", "Host": f"localhost:{port}"}, verify=tls())
     assert r.status_code == 200
 
 
 def test_unknown_paths_and_methods(chat):
-    assert httpx.get(chat.url + "nope").status_code == 404
-    assert httpx.post(chat.url + "other", json={}).status_code == 404
-    assert httpx.put(chat.url + "api/ask", json={}).status_code == 405
+    assert httpx.get(chat.url + "nope", verify=tls()).status_code == 404
+    assert httpx.post(chat.url + "other", json={}, verify=tls()).status_code == 404
+    assert httpx.put(chat.url + "api/ask", json={}, verify=tls()).status_code == 405
 
 
 def test_outage_file_takes_the_backend_down_and_up_again(chat):
-    assert httpx.get(chat.url + "healthz").json() == {"status": "ok", "backend": "up"}
+    assert httpx.get(chat.url + "healthz", verify=tls()).json() == {"status": "ok", "backend": "up"}
     chat.outage_file.parent.mkdir(parents=True, exist_ok=True)
     chat.outage_file.write_text("")
-    health = httpx.get(chat.url + "healthz")
+    health = httpx.get(chat.url + "healthz", verify=tls())
     assert health.status_code == 503 and health.json()["backend"] == "down"
     r = chat.ask(PRICE)
     assert r.status_code == 503 and r.json() == {"kind": "outage", "message": web.OUTAGE_MESSAGE}
-    assert httpx.get(chat.url).status_code == 200  # the page itself is still served
+    assert httpx.get(chat.url, verify=tls()).status_code == 200  # the page itself is still served
     chat.outage_file.unlink()
     assert chat.ask(PRICE).status_code == 200
 

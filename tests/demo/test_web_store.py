@@ -15,6 +15,7 @@ import httpx
 import pytest
 from obai_demo import __version__
 from obai_e2e.base.opik_env import QUIET_SDK_ENV
+from obai_e2e.base.tls import default_context as tls
 from obai_e2e.trace.search import is_project_missing
 
 from .web_helpers import events, streamed_text
@@ -53,9 +54,9 @@ def turns(trace_store, tmp_path_factory):
         url = ready["url"]
         out["ready"] = ready
         out["ui"] = httpx.post(url + "api/ask", json={"query": MULTI, "session": "web-s1", "tag": tags["ui"]},
-                               timeout=60)
+                               timeout=60, verify=tls())
         out["header"] = httpx.post(url + "api/ask", json={"query": MULTI, "session": "web-s2"},
-                                   headers={"X-Obai-Trace-Tag": tags["header"]}, timeout=60)
+                                   headers={"X-Obai-Trace-Tag": tags["header"]}, timeout=60, verify=tls())
         cli = subprocess.run([exe, "ask", "--session", "cli-s1", MULTI], capture_output=True, text=True,
                              env={**env, "OBAI_TRACE_TAG": tags["cli"]}, timeout=120)
         out["cli"] = cli

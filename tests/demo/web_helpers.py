@@ -11,6 +11,7 @@ from obai_demo import faults as fault_table
 from obai_demo import hub
 from obai_demo.settings import Settings
 from obai_demo.web.server import ChatServer
+from obai_e2e.base.tls import default_context as tls
 
 
 @dataclass
@@ -36,7 +37,7 @@ class Chat:
 
     def ask(self, query: str, session: str = "web", tag: str | None = None, **kw) -> httpx.Response:
         return httpx.post(self.url + "api/ask", json={"query": query, "session": session, "tag": tag},
-                          timeout=30, **kw)
+                          timeout=30, verify=tls(), **kw)
 
     def stop(self) -> None:
         if self.thread.is_alive():

@@ -12,6 +12,7 @@ import httpx
 import pytest
 from markdown_it import MarkdownIt
 from obai_e2e.base.schema import load_schema
+from obai_e2e.base.tls import default_context as tls
 from obai_e2e.report.results import load_results
 from obai_e2e.tracestore.guard import page_key
 
@@ -101,8 +102,8 @@ def test_latency_cost_and_trace_links_reach_results(view, trace_store):
     assert url.startswith("http://127.0.0.1:") and units["MD1"]["trace_ids"][0] in url
     # The store's pages want its page key, which changes at every start: results.json, which
     # travels, does not carry it.
-    assert "key=" not in url and httpx.get(url, timeout=30).status_code == 401
-    page = httpx.get(url, params={"key": page_key(trace_store.token)}, timeout=30)
+    assert "key=" not in url and httpx.get(url, timeout=30, verify=tls()).status_code == 401
+    page = httpx.get(url, params={"key": page_key(trace_store.token)}, timeout=30, verify=tls())
     assert page.status_code == 200 and units["MD1"]["trace_ids"][0] in page.text
     row = next(line for line in (view["run"] / "report.md").read_text().splitlines() if line.startswith("| MD1 |"))
     # report.md links the run's own page of the trace: it does not depend on the store's port

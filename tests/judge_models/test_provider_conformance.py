@@ -15,6 +15,7 @@ import json
 import httpx
 import pytest
 from judging.helpers import make_round
+from obai_e2e.base.tls import default_context as tls
 from obai_e2e.judge.models.ask import ask_round
 from obai_e2e.judge.models.config import parse
 from obai_e2e.judge.models.wire import BEGIN, END
@@ -31,7 +32,7 @@ OPENAI_HEADERS = {"authorization": "Bearer k", "content-type": "application/json
 
 
 def post(fake, path: str, body: dict, headers: dict) -> httpx.Response:
-    return httpx.post(fake.url + path, content=json.dumps(body), headers=headers, timeout=10)
+    return httpx.post(fake.url + path, content=json.dumps(body), headers=headers, timeout=10, verify=tls())
 
 
 @pytest.mark.parametrize("path, body, headers, problem", [

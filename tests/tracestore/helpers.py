@@ -8,6 +8,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import httpx
+from obai_e2e.base.tls import default_context as tls
 from obai_e2e.tracestore.timeutil import new_uuid7
 from opik.rest_api.types import SpanPublic, SpanWrite, TracePublic, TraceWrite
 
@@ -64,7 +65,7 @@ class Api:
     def __init__(self, api_url: str, token: str | None) -> None:
         self.api_url = api_url
         headers = {"Authorization": token} if token else {}
-        self.http = httpx.Client(base_url=api_url, trust_env=False, timeout=30, headers=headers)
+        self.http = httpx.Client(base_url=api_url, trust_env=False, timeout=30, headers=headers, verify=tls())
 
     def close(self) -> None:
         self.http.close()

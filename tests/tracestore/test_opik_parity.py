@@ -15,6 +15,7 @@ from datetime import datetime, timedelta, timezone
 import httpx
 import pytest
 from obai_e2e.base.opik_env import local_store_env
+from obai_e2e.base.tls import default_context as tls
 from obai_e2e.tracestore.db import Store
 from obai_e2e.tracestore.payloads import SPAN, TRACE, SearchRequest
 from obai_e2e.tracestore.timeutil import uuid7_bound
@@ -231,7 +232,7 @@ def test_strict_mode_is_chosen_at_start_and_shown(tmp_path):
     info = ensure_running(tmp_path / "store", strict_opik=True)
     try:
         state = httpx.get(f"{info.api_url}/obai-trace-store/info", headers={"Authorization": info.token},
-                          trust_env=False).json()
+                          trust_env=False, verify=tls()).json()
         assert state["strict_opik"] is True and state["visibility_delay_ms"] == 1000
     finally:
         stop(tmp_path / "store")

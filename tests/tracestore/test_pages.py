@@ -6,6 +6,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
+from obai_e2e.base.tls import default_context as tls
 from obai_e2e.tracestore.guard import page_key
 from obai_e2e.tracestore.pages import CSP, TRACE_HEADERS
 from obai_e2e.tracestore.trace_view import CSP as TRACE_CSP
@@ -52,7 +53,7 @@ def hostile_trace(trace_store):
 
 
 def test_trace_page_is_escaped_and_served_with_a_strict_policy(hostile_trace):
-    response = httpx.get(hostile_trace["url"])
+    response = httpx.get(hostile_trace["url"], verify=tls())
     assert response.status_code == 200
     assert response.headers["content-type"] == "text/html; charset=utf-8"
     # the view a run's own trace pages have, with its own style hash
@@ -72,27 +73,28 @@ def test_trace_page_is_escaped_and_served_with_a_strict_policy(hostile_trace):
 
 
 def test_index_lists_recent_traces_with_links(trace_store, hostile_trace):
-    response = httpx.get(trace_store.page_url)
+    response = httpx.get(trace_store.page_url, verify=tls())
     assert response.status_code == 200 and response.headers["content-security-policy"] == CSP
     key = trace_store.page_url.split("key=")[1]
     assert f'href="/traces/{hostile_trace["trace"]["id"]}?key={key}"' in response.text  # links carry the key on
     assert XSS[0] not in response.text
     # what each trace was asked, and its thread (a harness run's session names the run and the unit)
     assert "<th>query</th>" in response.text and "&lt;script&gt;window.__xss=1&lt;/script&gt;" in response.text
-    assert httpx.get(f"{trace_store.url}/?key={key}").text == response.text
+    assert httpx.get(f"{trace_store.url}/?key={key}", verify=tls()).text == response.text
 
 
 @pytest.mark.parametrize("path, status", [("/traces/not-a-trace", 400), ("/traces/<script>x", 400),
                                           ("/traces/0191e0b4-3c52-7cc0-8d8e-2f1a3b4c5d6e", 404)])
 def test_page_errors_are_html_too(trace_store, path, status):
-    response = httpx.get(f"{trace_store.url}{path}", params={"key": trace_store.page_url.split("key=")[1]})
+    response = httpx.get(f"{trace_store.url}{path}", params={"key": trace_store.page_url.split("key=")[1]},
+                         verify=tls())
     assert response.status_code == status
     assert response.headers["content-type"].startswith("text/html")
     assert "<script" not in response.text and response.headers["content-security-policy"] == CSP
 
 
 def test_pages_are_read_only(trace_store):
-    response = httpx.post(trace_store.ui_url, content=b"{}", headers={"Content-Type": "application/json"})
+    response = httpx.post(trace_store.ui_url, content=b"{}", headers={"Content-Type": "application/json"}, verify=tls())
     assert response.status_code == 405
 
 

@@ -10,6 +10,7 @@ import textwrap
 
 import httpx
 import pytest
+from obai_e2e.base.tls import default_context as tls
 from obai_e2e.tracestore.state import STATE_FILE
 
 from .helpers import Api, project_name, trace_payload, uuid7
@@ -114,7 +115,8 @@ def test_sdk_processes_reach_the_store_only_with_its_token(trace_store, sdk_env,
 
 @pytest.mark.parametrize("host", ["localhost:{port}", "LOCALHOST:{port}", "[::1]:{port}", "127.0.0.1:{port}"])
 def test_loopback_names_with_the_store_port_are_answered(trace_store, host):
-    response = httpx.get(f"{trace_store.api_url}/is-alive/ping", headers={"Host": host.format(port=trace_store.port)})
+    response = httpx.get(f"{trace_store.api_url}/is-alive/ping", headers={"Host": host.format(port=trace_store.port)},
+                         verify=tls())
     assert response.status_code == 200
 
 
@@ -126,9 +128,9 @@ def test_loopback_names_with_the_store_port_are_answered(trace_store, host):
 def test_a_foreign_host_is_refused_everywhere(trace_store, api, host, path):
     """DNS rebinding: a page on attacker.example whose name now points at 127.0.0.1."""
     api.batch("traces", [trace_payload(project_name("secret"), name="secret-trace-name")])
-    assert "secret-trace-name" in httpx.get(trace_store.page_url).text
+    assert "secret-trace-name" in httpx.get(trace_store.page_url, verify=tls()).text
     response = httpx.get(f"{trace_store.url}{path}", headers={"Host": host.format(port=trace_store.port),
-                                                              "Authorization": trace_store.token})
+                                                              "Authorization": trace_store.token}, verify=tls())
     assert response.status_code in (400, 403), response.text
     assert "Host" in response.text
     for secret in (str(trace_store.data_dir), "secret-trace-name", '"counts"', '"healthy"'):
@@ -153,7 +155,7 @@ def test_requests_from_foreign_origins_are_refused(trace_store, api, origin):
     headers = {"Origin": origin.format(port=trace_store.port)}
     write = api.send("POST", "/v1/private/traces/batch", {"traces": [trace_payload(project)]}, headers=headers)
     assert write.status_code == 403 and "web pages" in _errors(write)
-    page = httpx.get(trace_store.page_url, headers=headers)
+    page = httpx.get(trace_store.page_url, headers=headers, verify=tls())
     assert page.status_code == 403 and "<!DOCTYPE html>" in page.text
     assert api.stored("traces", project) == []
 

@@ -9,6 +9,7 @@ import threading
 
 import httpx
 import pytest
+from obai_e2e.base.tls import default_context as tls
 from obai_e2e.tracestore.db import Store
 from obai_e2e.tracestore.guard import page_key
 from obai_e2e.tracestore.server import make_server
@@ -29,7 +30,7 @@ def secret_trace(trace_store, api):
 @pytest.mark.parametrize("query", ["", "?key=", "?key=wrong", "?key={token}", "?before=x&key=wrong"])
 def test_pages_without_the_page_key_are_401_and_show_nothing(trace_store, secret_trace, query):
     for path in ("/traces", "/", f"/traces/{secret_trace['id']}"):
-        response = httpx.get(f"{trace_store.url}{path}{query.format(token=trace_store.token)}")
+        response = httpx.get(f"{trace_store.url}{path}{query.format(token=trace_store.token)}", verify=tls())
         assert response.status_code == 401 and response.headers["content-type"].startswith("text/html")
         assert "page_url" in response.text and "set-cookie" not in response.headers
         for secret in ("secret-page-name", "4111-secret", trace_store.token):
@@ -39,25 +40,27 @@ def test_pages_without_the_page_key_are_401_and_show_nothing(trace_store, secret
 def test_the_page_key_opens_the_pages_and_its_links_carry_it_without_a_cookie(trace_store, secret_trace):
     key = page_key(trace_store.token)
     assert key != trace_store.token and trace_store.page_url.endswith(f"?key={key}")
-    response = httpx.get(trace_store.trace_url(secret_trace["id"]))
+    response = httpx.get(trace_store.trace_url(secret_trace["id"]), verify=tls())
     assert response.status_code == 200 and "secret-page-name" in response.text
-    index = httpx.get(trace_store.page_url)
+    index = httpx.get(trace_store.page_url, verify=tls())
     assert f'href="/traces/{secret_trace["id"]}?key={key}"' in index.text
     # Browsers send a host's cookies to every port of it: no cookie, and none is taken either.
     assert "set-cookie" not in response.headers and "set-cookie" not in index.headers
     for name in (f"obai_trace_store_{trace_store.port}", "key"):
-        assert httpx.get(f"{trace_store.ui_url}/{secret_trace['id']}", cookies={name: key}).status_code == 401
+        page = httpx.get(f"{trace_store.ui_url}/{secret_trace['id']}", cookies={name: key}, verify=tls())
+        assert page.status_code == 401
 
 
 def test_the_page_key_opens_no_api_route_and_host_and_origin_checks_come_first(trace_store):
     key = page_key(trace_store.token)
     for auth in ({"Authorization": key}, {"Cookie": f"obai_trace_store_{trace_store.port}={key}"}):
         response = httpx.post(f"{trace_store.api_url}/v1/private/traces/search", headers=auth,
-                              json={"project_name": "x"})
+                              json={"project_name": "x"}, verify=tls())
         assert response.status_code == 401
-    foreign_origin = httpx.get(trace_store.page_url, headers={"Origin": "http://attacker.example"})
+    foreign_origin = httpx.get(trace_store.page_url, headers={"Origin": "http://attacker.example"}, verify=tls())
     assert foreign_origin.status_code == 403 and "set-cookie" not in foreign_origin.headers
-    foreign_host = httpx.get(trace_store.page_url, headers={"Host": f"attacker.example:{trace_store.port}"})
+    foreign_host = httpx.get(trace_store.page_url, headers={"Host": f"attacker.example:{trace_store.port}"},
+                             verify=tls())
     assert foreign_host.status_code == 403 and "set-cookie" not in foreign_host.headers
 
 
@@ -85,10 +88,10 @@ def test_pages_stay_small_with_labels_at_their_limits(trace_store, api):
     tags = [f"{i:03d}" + "t" * 297 for i in range(100)]
     trace = trace_payload(project, name="N" * 5000, tags=tags, input={"v": "x" * 300_000})
     api.batch("traces", [trace])
-    page = httpx.get(trace_store.trace_url(trace["id"]))
+    page = httpx.get(trace_store.trace_url(trace["id"]), verify=tls())
     assert page.status_code == 200 and len(page.content) < 100_000
     assert "N" * 200 in page.text and "N" * 201 not in page.text and "and 80 more" in page.text
-    index = httpx.get(trace_store.page_url)
+    index = httpx.get(trace_store.page_url, verify=tls())
     assert index.status_code == 200 and len(index.content) < 1_500_000
 
 

@@ -20,6 +20,7 @@ import atexit
 import threading
 import time
 
+from ..base import tls
 from ..base.clock import iso, utc_now
 from ..base.errors import Interrupted, NotReady
 from ..base.procs import STOPPING
@@ -123,7 +124,7 @@ def _check_health(ui: UiConfig, base: str, obs: UiObservation) -> None:
     import httpx
 
     try:
-        r = httpx.get(url, timeout=HEALTH_TIMEOUT_S)
+        r = httpx.get(url, timeout=HEALTH_TIMEOUT_S, verify=tls.default_context())
         obs.health = {"url": url, "status": r.status_code, "error": None}
         down = not 200 <= r.status_code < 300
         why = f"the health check {url} answered HTTP {r.status_code}"

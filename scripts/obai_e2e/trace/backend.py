@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from ..base import opik_env
+from ..base import opik_env, tls
 from ..base.errors import BackendUnreachable, StoreError, TraceBackendError
 from ..config.target import TargetConfig
 
@@ -112,7 +112,7 @@ def ping(backend: Backend, timeout_s: float = 3.0) -> str | None:
     if backend.kind == "local":
         url = backend.api_url.rstrip("/") + "/is-alive/ping"
         try:
-            response = httpx.get(url, timeout=timeout_s)
+            response = httpx.get(url, timeout=timeout_s, verify=tls.default_context())
         except httpx.HTTPError as exc:
             raise BackendUnreachable(f"{backend.describe()} does not answer ({type(exc).__name__})") from None
         if response.status_code != 200:
@@ -127,7 +127,8 @@ def ping(backend: Backend, timeout_s: float = 3.0) -> str | None:
         headers = {"Comet-Workspace": cfg.workspace or ""}
         if cfg.api_key:
             headers["Authorization"] = cfg.api_key
-        response = httpx.post(url, json={"name": backend.project}, timeout=timeout_s, headers=headers)
+        response = httpx.post(url, json={"name": backend.project}, timeout=timeout_s, headers=headers,
+                              verify=tls.default_context())
     except httpx.HTTPError as exc:
         raise BackendUnreachable(f"Opik does not answer ({type(exc).__name__}); check OPIK_URL_OVERRIDE / ~/.opik.config") from None
     return access_note(response.status_code, response.text, url=url, workspace=cfg.workspace, project=backend.project,

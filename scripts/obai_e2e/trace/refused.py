@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
+from ..base import tls
 from ..base.clock import iso
 from .backend import Backend
 
@@ -36,7 +37,8 @@ def from_store(backend: Backend, since: datetime, timeout_s: float = 3.0) -> str
     try:
         response = httpx.get(backend.api_url.rstrip("/") + "/obai-trace-store/refusals",
                              params={"project": backend.project, "since": stamp}, timeout=timeout_s,
-                             headers={"Authorization": backend.sdk_env.get("OPIK_API_KEY", "")}, trust_env=False)
+                             headers={"Authorization": backend.sdk_env.get("OPIK_API_KEY", "")}, trust_env=False,
+                             verify=tls.default_context())
         groups = response.json().get("refusals") if response.status_code == 200 else None
     except (httpx.HTTPError, ValueError, AttributeError):
         return None  # an older store without the route, or one that went away: nothing to add
