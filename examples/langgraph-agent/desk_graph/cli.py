@@ -8,10 +8,13 @@ Exit codes: 0 answered, 3 refused by the screen, 2 usage error, 70 internal erro
 from __future__ import annotations
 
 import argparse
+import functools
+import gc
 import json
 import os
 import re
 import sys
+import types
 import uuid
 
 from . import __version__
@@ -73,20 +76,50 @@ def main(argv: list[str] | None = None) -> int:
     return ask(question, thread, active)
 
 
-def ask(question: str, thread: str, active: frozenset[str]) -> int:
+@functools.lru_cache(maxsize=None)
+def _heavy_imports(traced: bool) -> types.SimpleNamespace:
+    """LangGraph and LangChain (and Opik's tracer when ``traced``), imported once, at half the CPU of a
+    plain import.
+
+    Their pydantic models (hundreds) get their validators built on first use, not all at import
+    (pydantic's ``defer_build``); the garbage collector, which would find nothing to free during
+    the import, is off meanwhile; what the import built is frozen out of later collections, the
+    one at exit included.
+    """
+    try:
+        from pydantic._internal._config import config_defaults
+    except ImportError:
+        config_defaults = {}
+    before = config_defaults.get("defer_build", False)
+    config_defaults["defer_build"] = True
+    gc.disable()
     try:
         from .graph import build, first_state
+
+        OpikTracer = None  # noqa: N806 - the SDK's class
+        if traced:
+            for key, value in SDK_DEFAULTS.items():
+                os.environ.setdefault(key, value)
+            from opik.integrations.langchain import OpikTracer
+    finally:
+        config_defaults["defer_build"] = before
+        gc.enable()
+    gc.freeze()
+    return types.SimpleNamespace(build=build, first_state=first_state, OpikTracer=OpikTracer)
+
+
+def ask(question: str, thread: str, active: frozenset[str]) -> int:
+    traced = os.environ.get("DESK_GRAPH_TRACE", "on") != "off"
+    try:
+        lib = _heavy_imports(traced)
     except ImportError as exc:
         print(f"desk-graph: {exc.name} is not installed: install the project's dev group (uv sync)", file=sys.stderr)
         return EXIT_INTERNAL
+    build, first_state = lib.build, lib.first_state
     tracer = None
-    if os.environ.get("DESK_GRAPH_TRACE", "on") != "off":
-        for key, value in SDK_DEFAULTS.items():
-            os.environ.setdefault(key, value)
-        from opik.integrations.langchain import OpikTracer
-
+    if traced:
         project = os.environ.get("DESK_GRAPH_PROJECT") or os.environ.get("OPIK_PROJECT_NAME") or "desk-graph"
-        tracer = OpikTracer(project_name=project, thread_id=thread,
+        tracer = lib.OpikTracer(project_name=project, thread_id=thread,
                             metadata={"agent": "desk-graph", "version": __version__})
     answer, outcome, code = "", "answered", 0
     try:

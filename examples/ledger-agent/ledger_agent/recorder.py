@@ -81,18 +81,36 @@ def _put(parent: Any, step: Step) -> None:
         _put(span, child)
 
 
+def _load_sdk() -> Any:
+    """``import opik``, at about half its usual CPU.
+
+    Nothing the import builds is ever freed: collecting during it is wasted, and once frozen it
+    is not walked again by later collections, those at exit included. And of the hundreds of
+    pydantic models the SDK declares, a turn validates a handful: pydantic builds each model's
+    validator when it is first used instead of all of them at import (``defer_build``).
+    """
+    try:
+        from pydantic._internal._config import config_defaults
+    except ImportError:  # another pydantic: the import as it is
+        config_defaults = {}
+    was = config_defaults.get("defer_build", False)
+    gc.disable()
+    config_defaults["defer_build"] = True
+    try:
+        import opik
+    finally:
+        config_defaults["defer_build"] = was
+        gc.enable()
+    gc.freeze()
+    return opik
+
+
 def write(project: str, trace_name: str, root: Step, *, input: dict, output: dict, metadata: dict,
           thread_id: str) -> bool:
     """Log the turn as one trace; True when the backend took it within the flush timeout."""
     for key, value in SDK_DEFAULTS.items():
         os.environ.setdefault(key, value)
-    # Nothing the import builds is ever freed: collecting during it is wasted, and once frozen
-    # it is not walked again by later collections, those at exit included (half a turn's CPU).
-    gc.disable()
-    import opik
-    gc.enable()
-    gc.freeze()
-
+    opik = _load_sdk()
     client = opik.Opik(project_name=project, _show_misconfiguration_message=False)
     trace = client.trace(name=trace_name, start_time=root.start, end_time=root.end or now(), input=input,
                          output=output, metadata=metadata, thread_id=thread_id)

@@ -6,12 +6,17 @@ error, 3 refused by the screen, 70 a desk raised.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
+import gc
 import json
 import sys
 import uuid
+from types import ModuleType
+from typing import Iterator
 
-from . import __version__, faults as faults_mod, tracing
-from .agent import as_json, run_turn
+from . import __version__
+from . import faults as faults_mod
 
 EXIT_REFUSED, EXIT_RAISED = 3, 70
 
@@ -27,6 +32,41 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+@contextlib.contextmanager
+def _models_built_on_first_use() -> Iterator[None]:
+    """pydantic models declared meanwhile get their validators when first used (``defer_build``)."""
+    try:
+        from pydantic._internal._config import config_defaults
+    except ImportError:  # a pydantic that keeps them elsewhere: built at once, as usual
+        yield
+        return
+    saved = dict(config_defaults)
+    config_defaults["defer_build"] = True
+    try:
+        yield
+    finally:
+        config_defaults.clear()
+        config_defaults.update(saved)
+
+
+@functools.lru_cache(maxsize=None)
+def _desk() -> tuple[ModuleType, ModuleType]:
+    """The agent and its tracing (PydanticAI, OpenTelemetry), imported once: half the CPU of a plain import.
+
+    PydanticAI declares many pydantic models and a turn uses few, so each is built when first
+    used. The import frees nothing: the garbage collector waits until it is over, and what it
+    built is then frozen out of later collections, the one at exit included.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    with _models_built_on_first_use():
+        from . import agent, tracing
+    if collecting:
+        gc.enable()
+    gc.freeze()
+    return agent, tracing
+
+
 def _ask(args) -> int:
     if not args.question.strip():
         print("harbor-desk: the question is empty", file=sys.stderr)
@@ -37,9 +77,10 @@ def _ask(args) -> int:
         print(f"harbor-desk: {exc}", file=sys.stderr)
         return 2
     session = args.session or uuid.uuid4().hex
+    agent, tracing = _desk()
     tp = tracing.provider()
     try:
-        out = run_turn(args.question, session, active, tp)
+        out = agent.run_turn(args.question, session, active, tp)
     except Exception as exc:  # a desk raised: the trace carries it, the caller gets exit 70
         print(json.dumps({"session": session, "error": f"{type(exc).__name__}: {exc}"}))
         return EXIT_RAISED
@@ -49,7 +90,7 @@ def _ask(args) -> int:
             if tracing.CountingExporter.refused:
                 print(f"harbor-desk: the trace backend refused {tracing.CountingExporter.refused} export(s)",
                       file=sys.stderr)
-    print(as_json(out, session))
+    print(agent.as_json(out, session))
     return EXIT_REFUSED if out.outcome == "refused" else 0
 
 
