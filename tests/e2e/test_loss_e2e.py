@@ -16,15 +16,17 @@ Through the public commands, on the bundled plan (copied) and the bundled backte
 2. ``obai-e2e run --sample`` over all 8 cases: the clean baseline (n_min cases);
 3. the same with ``OBAI_DEMO_FAULTS=zero_trades``: TOP-REGRESSIONS.md lists backtest ×
    specialist_output with ci_low > mde and a real citation;
-4. a second clean run against the clean baseline lists nothing;
-5. a second faulted run against that clean run lists the same cells.
+4. a second clean run against the clean baseline lists nothing.
+
+Without the flake the sampled runs are deterministic, so a second faulted run would repeat
+step 3 on the same verdicts: it is not driven.
 
 The sampled runs go without the flake. With n_min at its floor of 2, two units that
 happened to draw the same deviation have a spread of 0, and their cell would be listed:
 even at rate 0.05 that is up to about 1 comparison in 200, far too often for a test whose
 point is the fault. The pilot is where the flake's spread is the point.
 
-About 32 demo turns (each ~0.9 s of CPU on this machine class): about 30 s of CPU.
+About 44 demo turns, 21 of them the pilot's (each ~0.9 s of CPU on this machine class).
 """
 from __future__ import annotations
 
@@ -101,8 +103,6 @@ def demo(harness_env, tmp_path_factory):
         done["fault"] = cli("run", "--sample", *common, faults="zero_trades")
         clean_dir = done["clean"][1]["run_dir"]
         done["clean_b"] = cli("run", "--sample", *common, "--no-html", "--baseline", clean_dir)
-        done["fault_b"] = cli("run", "--sample", *common, "--no-html", "--baseline", done["clean_b"][1]["run_dir"],
-                              faults="zero_trades")
     finally:
         os.environ.pop("OBAI_DEMO_FLAKE", None)
         os.environ.pop("OBAI_DEMO_FAULTS", None)
@@ -113,10 +113,6 @@ def demo(harness_env, tmp_path_factory):
 
 def run_id(out: dict) -> str:
     return json.loads((Path(out["run_dir"]) / "results.json").read_text())["run"]["run_id"]
-
-
-def listed(out: dict) -> set:
-    return {(r[0], r[1]) for r in rows(Path(out["run_dir"]) / "TOP-REGRESSIONS.md")}
 
 
 def test_the_pilot_brings_the_backtest_partition_within_reach(demo):
@@ -151,7 +147,7 @@ def test_the_faulted_run_lists_the_fault_with_a_citation(demo):
     assert "<th title=\"the smallest true delta this cell lists with 80 % power" in html
     assert f'<td>{row[8]}</td>' in html                         # the row's detectable effect
     # the listed cell's detectable effect, the same figure on its category line
-    assert f"specialist_output: loss " in html and f"detects ≥ {row[8]}" in html
+    assert "specialist_output: loss " in html and f"detects ≥ {row[8]}" in html
     assert "against the baseline (" in html
 
 
@@ -164,12 +160,6 @@ def test_a_second_clean_run_lists_nothing(demo):
     assert comparison["k"] > 0 and comparison["findings"] == 0   # cells were compared; none provably worse
 
 
-def test_a_second_faulted_run_gives_the_same_decision(demo):
-    assert demo["fault_b"][0] == 1
-    assert listed(demo["fault_b"][1]) == listed(demo["fault"][1])
-    assert (BACKTEST, "specialist_output") in listed(demo["fault_b"][1])
-
-
 def test_loss_history_has_one_row_per_scored_run(demo, harness_env):
     history = (Path(harness_env) / "LOSS-HISTORY.md").read_text()
-    assert len([x for x in history.splitlines() if x.startswith("| 20")]) == 4   # pilot runs are not scored
+    assert len([x for x in history.splitlines() if x.startswith("| 20")]) == 3   # pilot runs are not scored

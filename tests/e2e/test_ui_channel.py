@@ -111,10 +111,15 @@ def faulted(setup, both, trace_store):
         events: list[str] = []
 
         def watch() -> None:
-            # A unit's packet is stored while the next unit's snapshot hook pauses.
+            # A unit's packet is stored while the next unit's snapshot hook pauses. Once the run's
+            # folder is there, each look is two file checks (not a listing of every run folder).
             deadline = time.monotonic() + 1200
+            run_dir: Path | None = None
             while time.monotonic() < deadline:
-                packets = {p.name for p in runs.glob("[0-9]*/*/*.ui.json") if p.parent not in earlier}
+                if run_dir is None:
+                    run_dir = next((d for d in runs.glob("[0-9]*/*") if d not in earlier), None)
+                packets = {p.name for p in (run_dir / f"{DOWN_AFTER}.json", run_dir / f"{STOP_AFTER}.json")
+                           if p.exists()} if run_dir is not None else set()
                 if f"{DOWN_AFTER}.json" in packets and "down" not in events:
                     Path(ready["outage_file"]).parent.mkdir(parents=True, exist_ok=True)
                     Path(ready["outage_file"]).write_text("")
