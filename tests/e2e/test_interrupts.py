@@ -9,6 +9,7 @@ what differs between any two runs: timestamps, latencies, trace and session ids)
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import subprocess
@@ -19,6 +20,7 @@ import pytest
 from obai_e2e.report.report_md import read_rows
 from obai_e2e.report.results import load_results
 
+from .conftest import REPO, obai_json_here
 from .hostile_helpers import cli, descendants, hostile_target, marked, sandboxes, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.heavy(25)]
@@ -78,7 +80,10 @@ def test_random_sigint_and_sigterm_then_resume_equal_an_uninterrupted_run(harnes
     interrupts, log = 0, []
     while interrupts < INTERRUPTS:
         if not runs or (runs[-1] / "results.json").exists():
-            code, out = finish(cli("new-run", "--id", IDS, "--target", str(target)))
+            # A new run folder is only the setup here: made in this process, not by a runner of its own.
+            code, out, err = obai_json_here("new-run", "--id", IDS, "--target", str(target), env=dict(os.environ),
+                                            cwd=REPO)
+            assert code == 0, err
             runs.append(Path(out["run_dir"]))
         proc = cli("run", "--resume", str(runs[-1]), *args)
         # Mostly once turns are in flight (then judging, the next turns, finishing); now and then at any
