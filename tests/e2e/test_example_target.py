@@ -17,8 +17,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -58,11 +56,6 @@ RULES = ["routing.skill_missing", "routing.skill_overload", "routing.specialist_
          "hub.unverified_number", "guardrail.exit_code", "guardrail.leaky_response"]
 
 
-def obai(args: list[str], cwd: Path, env: dict, timeout: float = 900) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "obai_e2e", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout)
-
-
 def faulted_cases() -> dict:
     data = yaml.safe_load((EXAMPLE / "cases.yaml").read_text())
     by_id = {c["id"]: c for c in data["cases"]}
@@ -89,8 +82,8 @@ def example_run(tmp_path_factory, trace_store):
     env = {**os.environ, "OBAI_E2E_RUNS": str(work / "runs"), "OBAI_TRACE_STORE_DIR": str(trace_store.data_dir)}
     for name in ("OBAI_E2E_TARGET", "OBAI_E2E_CASES", "LEDGER_FAULTS", "LEDGER_TIER"):
         env.pop(name, None)
-    done = obai(["run", "--target", "target.yaml", "--cases", "cases.yaml", "--plan", "plan.yaml", "--jobs", "3"],
-                work, env)
+    done = obai_here(["run", "--target", "target.yaml", "--cases", "cases.yaml", "--plan", "plan.yaml", "--jobs", "3"],
+                     work, env)
     assert done.returncode in (0, 1), done.stderr[-3000:]
     out = json.loads(done.stdout)
     run_dir = Path(out["report_md"]).parent

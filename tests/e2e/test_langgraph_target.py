@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .conftest import obai_json
+from .conftest import obai_json_here
 
 pytestmark = pytest.mark.slow
 
@@ -39,9 +39,9 @@ def adopted(tmp_path_factory, trace_store, sdk_env):
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         assert list(pool.map(ask, SEEDS)) == [0, 0, 3]
-    code, summary, err = obai_json("adopt", "--project", project, "--traces", "3", "--refusal-exit-code", "3",
-                                   "--command", "desk-graph ask --thread {session} {query}", "--out", "draft",
-                                   cwd=work, env=env)
+    code, summary, err = obai_json_here("adopt", "--project", project, "--traces", "3", "--refusal-exit-code", "3",
+                                        "--command", "desk-graph ask --thread {session} {query}", "--out", "draft",
+                                        cwd=work, env=env)
     assert code == 0, err
     return {"work": work, "env": env, "summary": summary, "project": project}
 
@@ -57,8 +57,8 @@ def test_adopt_drafts_from_the_traces_and_checks_the_draft_on_them(adopted):
 
 def test_a_clean_run_of_the_unedited_draft_passes_every_case(adopted):
     work, env = adopted["work"], adopted["env"]
-    code, out, err = obai_json("run", "--target", "draft/target.yaml", "--cases", "draft/cases.yaml", "--jobs", "2",
-                               "--no-html", cwd=work, env=env)
+    code, out, err = obai_json_here("run", "--target", "draft/target.yaml", "--cases", "draft/cases.yaml",
+                                    "--jobs", "2", "--no-html", cwd=work, env=env)
     assert code == 0, err
     run_dir = Path(out["report_md"]).parent
     units = [json.loads(line) for line in (run_dir / "results.units.jsonl").read_text().splitlines()]
@@ -75,8 +75,8 @@ def test_the_strict_screen_fault_is_named_as_a_false_refusal(adopted):
     case = next(c for c in cases["cases"] if c["query"] == SEEDS[1])
     case["env"] = {"DESK_GRAPH_FAULTS": "strict_screen"}
     (work / "strict.yaml").write_text(yaml.safe_dump({"version": 1, "cases": [case]}, sort_keys=False))
-    code, out, err = obai_json("run", "--target", "draft/target.yaml", "--cases", "strict.yaml", "--no-html",
-                               cwd=work, env=env)
+    code, out, err = obai_json_here("run", "--target", "draft/target.yaml", "--cases", "strict.yaml", "--no-html",
+                                    cwd=work, env=env)
     assert code == 1, err
     row = json.loads((Path(out["report_md"]).parent / "results.units.jsonl").read_text().splitlines()[0])
     assert (row["verdict"], row["reasons"]) == ("fail", ["guardrail.false_refusal"])
