@@ -1,10 +1,13 @@
 """Hostile agents and bad run inputs, through ``obai-e2e``: every unit gets a result, nothing hangs or lingers."""
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import json
 import os
 import re
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -207,6 +210,41 @@ def test_sigterm_during_turns_leaves_the_units_pending(harness_env, tmp_path):
     code, out, err = run_cli("run", "--resume", str(run_dir), "--jobs", "2", "--target", str(clean), "--no-html")
     assert code == 0, err[-2000:]
     assert {u["unit_id"]: u["verdict"] for u in results_of(out)["units"]} == {"MD1": "pass", "MD2": "pass"}
+
+
+def _signal_a_thread_other_than_main(pid: int, sig: int) -> int:
+    """Send ``sig`` to one of ``pid``'s threads that is not its main thread (tgkill); its thread id."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    if not hasattr(libc, "tgkill"):
+        pytest.skip("this C library has no tgkill")
+    others = sorted(int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid)
+    assert others, "the runner has no thread but its main one"
+    tid = others[-1]
+    assert libc.tgkill(pid, tid, sig) == 0, os.strerror(ctypes.get_errno())
+    return tid
+
+
+def test_sigterm_that_lands_on_another_thread_still_stops_the_run_at_once(harness_env, tmp_path):
+    # The kernel hands a process's signal to any of its threads that does not block it; Python runs
+    # the handler in the main thread only when that thread wakes. Here the signal goes to another
+    # thread on purpose: the run must stop as it does for one the main thread gets, not when its
+    # turns end (each would take 30 s) and with their units recorded.
+    target, mark = hostile_target(tmp_path, "slow:30", **{"target.timeout_s": 120})
+    before = set(run_dirs(harness_env))
+    runner = cli("run", "--id", "MD1,MD2", "--jobs", "2", "--target", str(target), "--no-html")
+    try:
+        assert wait_for(lambda: len(turns(mark)) >= 2, 90), "the agents never started"
+        _signal_a_thread_other_than_main(runner.pid, signal.SIGTERM)
+        try:
+            runner.wait(timeout=25)  # well before the turns would end by themselves
+        except subprocess.TimeoutExpired:
+            pytest.fail("the run did not stop within 25 s of a SIGTERM that one of its threads got")
+    finally:
+        runner.kill()
+    assert runner.returncode == 130, runner.stderr.read().decode()[-2000:]
+    run_dir = (set(run_dirs(harness_env)) - before).pop()
+    assert not list(run_dir.glob("MD*.json")), "an interrupted unit was recorded"
+    assert wait_for(lambda: not marked(mark), 10) and not sandboxes(harness_env)
 
 
 @pytest.mark.parametrize("which", ["catalog", "plan"])

@@ -43,6 +43,10 @@ from .progress import Progress
 from .shard import ShardSpec
 
 APART_MARGIN_S = 0.1  # on top of the window's slack, for timestamps rounded on either side
+# The kernel may hand SIGINT/SIGTERM to any thread of the process; Python runs its handler in the
+# main thread only once that thread wakes. Waiting on the units in slices of this length bounds
+# how long a stop can go unnoticed (an unbounded wait woke only when a unit ended: a whole turn).
+WAKE_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -208,7 +212,9 @@ def drive_all(config: TargetConfig, p: RunPlan, backend: Backend, jobs: int,
 
             fill()
             while running:
-                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                done, _ = wait(running, timeout=WAKE_S, return_when=FIRST_COMPLETED)
+                if not done:
+                    continue
                 finished = sorted(((running.pop(future), future) for future in done), key=lambda f: f[0].id)
                 fill()
                 for unit, future in finished:
