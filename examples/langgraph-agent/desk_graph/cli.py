@@ -120,7 +120,7 @@ def ask(question: str, thread: str, active: frozenset[str]) -> int:
     if traced:
         project = os.environ.get("DESK_GRAPH_PROJECT") or os.environ.get("OPIK_PROJECT_NAME") or "desk-graph"
         tracer = lib.OpikTracer(project_name=project, thread_id=thread,
-                            metadata={"agent": "desk-graph", "version": __version__})
+                                metadata={"agent": "desk-graph", "version": __version__})
     answer, outcome, code = "", "answered", 0
     try:
         config = {"callbacks": [tracer]} if tracer else {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import gc
 import os
 import threading
@@ -81,8 +82,9 @@ def _put(parent: Any, step: Step) -> None:
         _put(span, child)
 
 
+@functools.lru_cache(maxsize=None)
 def _load_sdk() -> Any:
-    """``import opik``, at about half its usual CPU.
+    """``import opik`` (once per process), at about half its usual CPU.
 
     Nothing the import builds is ever freed: collecting during it is wasted, and once frozen it
     is not walked again by later collections, those at exit included. And of the hundreds of
