@@ -13,6 +13,9 @@ one HTTP round trip. ``HOSTILE_AGENT`` selects behaviours, comma-separated:
   error_span:<name>  one specialist span named <name> carries error_info (Python escapes
                      such as \x1b are decoded, so a name can hold control characters)
   notrace            write no trace
+  big:<mb>           the hub span's input carries a value of <mb> MB of text
+  deep:<n>           a span "tool_details" whose output nests <n> levels deep (sent in a batch of its own: a
+                     store that refuses it keeps the rest of the trace)
   open_span          the specialist span never ends (no end_time)
   async              a question asked "in the background" is answered with a job id and an ETA
                      of 1 s, and "What are the results of job <id>?" with that job's results
@@ -43,6 +46,7 @@ import secrets
 import signal
 import sys
 import time
+import urllib.error
 import urllib.request
 from datetime import datetime, timezone
 
@@ -66,11 +70,15 @@ def ts() -> str:
 
 
 def post(url: str, body: dict) -> None:
+    post_text(url, json.dumps(body))
+
+
+def post_text(url: str, body: str) -> None:
     headers = {"content-type": "application/json"}
     if os.environ.get("OPIK_API_KEY"):  # the local store's token, as the opik SDK sends it
         headers["authorization"] = os.environ["OPIK_API_KEY"]
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST", headers=headers)
-    urllib.request.urlopen(req, timeout=10).read()
+    req = urllib.request.Request(url, data=body.encode(), method="POST", headers=headers)
+    urllib.request.urlopen(req, timeout=30).read()
 
 
 def behaviours() -> dict[str, str]:
@@ -193,8 +201,14 @@ def attack(seconds: float, mark: str, session: str) -> None:
     os.wait()
 
 
+def nested(depth: int) -> str:
+    """JSON text of an object nested ``depth`` levels deep (written by hand: json.dumps stops near 1,000)."""
+    return '{"level": ' * depth + '"bottom"' + "}" * depth
+
+
 def write_trace(query: str, session: str, answer: str, error_span: str | None, open_span: bool = False,
-                job_payload: str | None = None, tag: str | None = None, forge: str = "") -> None:
+                job_payload: str | None = None, tag: str | None = None, forge: str = "", big_mb: float = 0,
+                deep: int = 0) -> None:
     api = os.environ["OPIK_URL_OVERRIDE"].rstrip("/")
     project = os.environ.get("OPIK_PROJECT_NAME", "obai-demo")
     tag = tag or os.environ.get("OBAI_TRACE_TAG")
@@ -215,6 +229,8 @@ def write_trace(query: str, session: str, answer: str, error_span: str | None, o
         span("market_data_analysis", "tool", {"request": "latest close of AAPL"},
              {"content": [{"type": "text", "text": payload}], "isError": False}),
     ]
+    if big_mb:
+        spans[0]["input"]["context"] = ("0123456789abcdef" * (int(big_mb * 1024 * 1024) // 16 + 1))[:int(big_mb * 1024 * 1024)]
     if open_span:
         del spans[-1]["end_time"]
     if error_span is not None:
@@ -226,6 +242,12 @@ def write_trace(query: str, session: str, answer: str, error_span: str | None, o
              "tags": ["hostile"] + ([tag] if tag else []), "metadata": {"e2e_tag": tag}, "thread_id": session,
              "last_updated_at": ts()}
     post(f"{api}/v1/private/spans/batch", {"spans": spans})
+    if deep:
+        extra = json.dumps({"spans": [span("tool_details", "general", {"request": "details"}, "OUTPUT")]})
+        try:
+            post_text(f"{api}/v1/private/spans/batch", extra.replace('"OUTPUT"', nested(deep)))
+        except urllib.error.HTTPError:
+            pass  # a store may refuse a value nested this deep: the rest of the trace stands
     post(f"{api}/v1/private/traces/batch", {"traces": [trace]})
 
 
@@ -273,7 +295,8 @@ def main(argv: list[str]) -> int:
         elif "forge" in b:
             span = "market_data_analysis"
         write_trace(query, session, answer[:2000], span, "open_span" in b, job_payload,
-                    forge=FORGED if "forge" in b else "")
+                    forge=FORGED if "forge" in b else "", big_mb=float(b.get("big") or 0),
+                    deep=int(b.get("deep") or 0))
     sys.stdout.write(answer + ("\n" if not answer.endswith("\n") else ""))
     sys.stdout.flush()
     if "hang" in b:

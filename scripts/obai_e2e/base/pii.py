@@ -18,6 +18,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
+from .jsonwalk import rebuild
+
 SALT_FILE = ".pii-salt"
 SALT_BYTES = 32
 QUOTE_WITHHELD = "[quote withheld]"
@@ -153,14 +155,9 @@ class Pseudonymizer:
         return value
 
     def data(self, value: Any) -> Any:
-        """Every string inside a JSON-like value, except identifiers and timestamps the harness made."""
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, (list, tuple)):
-            return [self.data(v) for v in value]
-        if isinstance(value, dict):
-            return {k: (v if _skip(k) else self.data(v)) for k, v in value.items()}
-        return value
+        """Every string inside a JSON-like value, at any depth, except identifiers and timestamps the harness
+        made."""
+        return rebuild(value, self.text, keep=_skip, max_depth=None)
 
 
 def load_or_create_salt(run_dir: Path) -> bytes:

@@ -11,6 +11,8 @@ import re
 from functools import lru_cache
 from typing import Any, Iterable, Mapping
 
+from .jsonwalk import rebuild
+
 MARK = "[REDACTED]"
 MIN_SECRET_LEN = 4
 
@@ -64,16 +66,8 @@ class Redactor:
         return done
 
     def data(self, value: Any) -> Any:
-        """Redact every string inside a JSON-like value (keys included)."""
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, list):
-            return [self.data(v) for v in value]
-        if isinstance(value, tuple):
-            return [self.data(v) for v in value]
-        if isinstance(value, dict):
-            return {self._key(k): self.data(v) for k, v in value.items()}
-        return value
+        """Redact every string inside a JSON-like value (keys included), at any depth."""
+        return rebuild(value, self.text, key=self._key, max_depth=None)
 
     def env(self, env: Mapping[str, str], patterns: Iterable[str]) -> dict[str, str]:
         """An environment mapping safe to store: secret-named values masked."""

@@ -6,7 +6,8 @@ turn, which the finish step renders into the run's own trace pages, so that a re
 trace links need no trace store: not after the store restarts, not in a CI artifact.
 
 Written before the packet (the packet is what makes a unit driven), replaced if the unit
-is driven again; long string values are cut with a visible marker to bound the file.
+is driven again; long string values and values nested deeper than ``jsonwalk.MAX_DEPTH`` levels
+are cut with a visible marker to bound the file.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any
 
 from ..base.errors import ConfigError
 from ..base.fsutil import atomic_write_text, dumps_json
+from ..base.jsonwalk import rebuild
 from ..base.record import Record
 from ..config.units import check_unit_id
 
@@ -41,14 +43,15 @@ def snapshot_path(run_dir: Path, unit_id: str) -> Path:
     return Path(run_dir) / SNAPSHOT_DIR / f"{check_unit_id(unit_id)}.json"
 
 
-def _cut(value: Any) -> Any:
-    if isinstance(value, str) and len(value) > VALUE_CHARS:
+def _cut_text(value: str) -> str:
+    if len(value) > VALUE_CHARS:
         return value[:VALUE_CHARS] + f" … [cut: {len(value) - VALUE_CHARS} more characters]"
-    if isinstance(value, dict):
-        return {k: _cut(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_cut(v) for v in value]
     return value
+
+
+def _cut(value: Any) -> Any:
+    """``value`` with long strings cut and nesting past ``jsonwalk.MAX_DEPTH`` levels replaced, each marked."""
+    return rebuild(value, _cut_text)
 
 
 def snapshot(role: str, trace: dict, spans: list[dict], complete: bool) -> dict:

@@ -18,6 +18,7 @@ from .search import newest_trace_id as _newest
 from .values import dig, guardrail_decision, ms_since, span_ms
 
 VALUE_CHARS = 300
+TREE_COLUMNS = 64  # levels of the tree drawn as columns; a span deeper than this says its level instead
 TRACE_FIELDS = ("id", "name", "start_time", "end_time", "thread_id", "tags", "input", "output", "metadata",
                 "error_info")
 SPAN_FIELDS = ("id", "name", "type", "parent_span_id", "start_time", "end_time", "input", "output", "metadata",
@@ -57,17 +58,15 @@ def tree(trace: dict, spans: list[dict], vocabulary: Vocabulary | None = None) -
     for group in children.values():
         group.sort(key=lambda s: (s.get("start_time") or "", s.get("id") or ""))
     rows: list[dict] = []
-
-    def walk(parent: str | None, depth: int) -> None:
-        for s in children.get(parent, []):
-            row = {k: s.get(k) for k in SPAN_FIELDS}
-            row.update(depth=depth, offset_ms=ms_since(s.get("start_time"), origin), duration_ms=span_ms(s))
-            if vocabulary is not None:
-                row["marks"] = marks(s, vocabulary)
-            rows.append(row)
-            walk(s.get("id"), depth + 1)
-
-    walk(None, 0)
+    stack = [(s, 0) for s in reversed(children.get(None, []))]
+    while stack:  # depth first with a stack of its own: a chain of thousands of spans is no recursion
+        s, depth = stack.pop()
+        row = {k: s.get(k) for k in SPAN_FIELDS}
+        row.update(depth=depth, offset_ms=ms_since(s.get("start_time"), origin), duration_ms=span_ms(s))
+        if vocabulary is not None:
+            row["marks"] = marks(s, vocabulary)
+        rows.append(row)
+        stack.extend((c, depth + 1) for c in reversed(children.get(s.get("id"), [])))
     return {"trace": {k: trace.get(k) for k in TRACE_FIELDS}, "spans": rows}
 
 
@@ -85,16 +84,23 @@ def render(t: dict) -> str:
         if tr.get(key) is not None:
             lines.append(f"  {key + ':':<10} {_value(tr[key])}")
     rows = t["spans"]
+    last = _last_flags(rows)
+    drawn: list[bool] = []  # per level: whether the row drawn last at that level has no later sibling
     for i, row in enumerate(rows):
-        last = _is_last(rows, i)
-        prefix = _prefix(rows, i) + ("└─ " if last else "├─ ")
-        head = f"{prefix}{row['name']} [{row.get('type')}] +{row['offset_ms']} ms"
+        depth = row["depth"]
+        del drawn[depth:]
+        lead = "".join("   " if done else "│  " for done in drawn[:TREE_COLUMNS])
+        if depth > TREE_COLUMNS:
+            lead += f"⋯ (level {depth}) "
+        head = f"{lead}{'└─ ' if last[i] else '├─ '}{row['name']} [{row.get('type')}] +{row['offset_ms']} ms"
         if row.get("duration_ms") is not None:
             head += f" {row['duration_ms']} ms"
         if row.get("marks"):
             head += "   ← " + "; ".join(row["marks"])
         lines.append(head)
-        pad = _prefix(rows, i) + ("   " if last else "│  ") + "   "
+        drawn.extend([False] * (depth - len(drawn)))  # levels whose row was not drawn (orphaned depth)
+        drawn.append(last[i])
+        pad = "".join("   " if done else "│  " for done in drawn[:TREE_COLUMNS + 1]) + "   "
         for key in ("input", "output", "metadata", "error_info"):
             if row.get(key) is not None:
                 lines.append(f"{pad}{key + ':':<10} {_value(row[key])}")
@@ -103,25 +109,17 @@ def render(t: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _is_last(rows: list[dict], i: int) -> bool:
-    """No later sibling: the next row at this depth comes after a shallower one, or never."""
-    depth = rows[i]["depth"]
-    for r in rows[i + 1:]:
-        if r["depth"] < depth:
-            return True
-        if r["depth"] == depth:
-            return False
-    return True
-
-
-def _prefix(rows: list[dict], i: int) -> str:
-    """The vertical lines of the ancestors that still have siblings below."""
-    depth = rows[i]["depth"]
-    out = []
-    for d in range(depth):
-        ancestor = max(j for j in range(i) if rows[j]["depth"] == d)
-        out.append("   " if _is_last(rows, ancestor) else "│  ")
-    return "".join(out)
+def _last_flags(rows: list[dict]) -> list[bool]:
+    """For each row (tree order, with depths): whether no later sibling follows it. One pass from the end."""
+    flags = [True] * len(rows)
+    later: list[bool] = []  # per level: a row at this level was seen below, within the same parent
+    for i in range(len(rows) - 1, -1, -1):
+        depth = rows[i]["depth"]
+        del later[depth + 1:]
+        later.extend([False] * (depth + 1 - len(later)))
+        flags[i] = not later[depth]
+        later[depth] = True
+    return flags
 
 
 def newest_trace_id(backend: Backend) -> str:

@@ -1,7 +1,9 @@
 """The harness's searches of the trace backend: whole values, bounded in time.
 
 Enters: a backend, an Opik filter string and the time range a turn's trace was created in.
-Leaves: traces and spans as plain dicts, exactly as the backend stores them.
+Leaves: traces and spans as plain dicts, as the backend stores them; an input, output, metadata or
+error_info nested deeper than ``jsonwalk.MAX_DEPTH`` levels is cut there, with a line saying so, so that
+every later step can walk, print and store it.
 
 Every search asks ``truncate: false``: without it Opik cuts an input or output of 10,001
 bytes or more to a string prefix, and the rules would judge that prefix. A trace search
@@ -15,6 +17,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from ..base.jsonwalk import bounded
 from .backend import Backend, client
 
 PAGE_SIZE = 50
@@ -22,22 +25,25 @@ MAX_SPANS = 10_000
 
 
 PAYLOADS = ("input", "output", "metadata")
+BOUNDED = (*PAYLOADS, "error_info")
 
 
 def as_dict(obj: Any) -> dict:
-    """A TracePublic/SpanPublic (or plain dict) as JSON-ready data.
+    """A TracePublic/SpanPublic (or plain dict) as JSON-ready data, its values bounded in depth.
 
     pydantic refuses to serialise a value nested deeper than its limit (a few hundred levels);
     the payloads, already plain JSON values as the SDK parsed them, are then taken as they are.
     """
     if isinstance(obj, dict):
-        return obj
-    try:
-        return obj.model_dump(mode="json")
-    except ValueError:  # PydanticSerializationError: "Maximum serialization depth exceeded"
-        out = obj.model_dump(mode="json", exclude=set(PAYLOADS))
-        out.update({k: getattr(obj, k, None) for k in PAYLOADS if k in type(obj).model_fields})
-        return out
+        out = obj
+    else:
+        try:
+            out = obj.model_dump(mode="json")
+        except ValueError:  # PydanticSerializationError: "Maximum serialization depth exceeded"
+            out = obj.model_dump(mode="json", exclude=set(PAYLOADS))
+            out.update({k: getattr(obj, k, None) for k in PAYLOADS if k in type(obj).model_fields})
+    cut = {k: bounded(out[k]) for k in BOUNDED if isinstance(out.get(k), (dict, list))}
+    return {**out, **cut} if any(cut[k] is not out[k] for k in cut) else out
 
 
 def is_project_missing(exc: BaseException) -> bool:

@@ -11,8 +11,9 @@ script: collapsing is ``<details>``, the timing bars are inline SVG, and the one
 style sheet is allowed by its hash in a Content-Security-Policy that forbids all else.
 
 Every field is capped: a label (a name, tag, score, model) at :data:`MAX_LABEL_CHARS`, the
-tags shown at :data:`MAX_TAGS_SHOWN`, a value at :data:`MAX_VALUE_CHARS`, and the values of
-one page together at :data:`PAGE_VALUE_CHARS`; the page says what it left out.
+tags shown at :data:`MAX_TAGS_SHOWN`, a value at :data:`MAX_VALUE_CHARS` and at :data:`MAX_DEPTH`
+levels of nesting, and the values of one page together at :data:`PAGE_VALUE_CHARS`; the page
+says what it left out.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import hashlib
 import json
 from datetime import datetime
 from html import escape
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from ..base.clock import parse_iso
 
@@ -29,6 +30,7 @@ MAX_VALUE_CHARS = 20_000
 MAX_LABEL_CHARS = 200
 MAX_TAGS_SHOWN = 20
 PAGE_VALUE_CHARS = 2_000_000
+MAX_DEPTH = 64
 BAR_WIDTH = 1000
 
 STYLE = """
@@ -84,42 +86,70 @@ class Budget:
         self.left = chars
 
 
-def as_text(value: Any, indent: int = 0) -> str:
+def as_text(value: Any) -> str:
     """A JSON value as people read it: strings as they are, objects and lists as indented lines."""
-    pad = " " * indent
+    return _text_lines(value, None)[0]
+
+
+def _scalar(value: Any) -> str:
     if isinstance(value, str):
         return value
-    if isinstance(value, dict):
-        if not value:
-            return "{}"
-        return "\n".join(_entry(f"{pad}{key}:", v, indent) for key, v in value.items())
-    if isinstance(value, list):
-        if not value:
-            return "[]"
-        return "\n".join(_entry(f"{pad}-", v, indent) for v in value)
+    if isinstance(value, (dict, list)):
+        return "{}" if isinstance(value, dict) else "[]"  # only empty ones get here
     return json.dumps(value, ensure_ascii=False)
 
 
-def _entry(head: str, value: Any, indent: int) -> str:
-    if isinstance(value, (dict, list)) and value:
-        return f"{head}\n{as_text(value, indent + 2)}"
-    text = as_text(value, indent + 2)
-    if isinstance(value, str) and "\n" in value:
-        inner = " " * (indent + 2)
-        return f"{head}\n" + "\n".join(inner + line for line in value.split("\n"))
-    return f"{head} {text}"
+def _items(value: dict | list) -> Iterator[tuple[str, Any]]:
+    if isinstance(value, dict):
+        return ((f"{key}:", v) for key, v in value.items())
+    return (("-", v) for v in value)
+
+
+def _text_lines(value: Any, limit: int | None) -> tuple[str, bool]:
+    """``as_text`` walked with a stack, not recursion: (the text, whether it is whole). Nesting deeper than
+    :data:`MAX_DEPTH` levels is replaced by a line saying so; with ``limit``, the walk stops once the text has
+    more than ``limit`` characters (the text is then not whole)."""
+    if not isinstance(value, (dict, list)) or not value:
+        return _scalar(value), True
+    lines: list[str] = []
+    size = 0
+    stack = [(_items(value), 0)]
+    while stack:
+        if limit is not None and size > limit:
+            return "\n".join(lines), False
+        items, indent = stack[-1]
+        item = next(items, None)
+        if item is None:
+            stack.pop()
+            continue
+        head, v = item
+        pad = " " * indent
+        if isinstance(v, (dict, list)) and v:
+            new = [f"{pad}{head}"]
+            if len(stack) >= MAX_DEPTH:
+                new.append(f"{pad}  … nested deeper than {MAX_DEPTH} levels: not shown")
+            else:
+                stack.append((_items(v), indent + 2))
+        elif isinstance(v, str) and "\n" in v:
+            new = [f"{pad}{head}", *(f"{pad}  {line}" for line in v.split("\n"))]
+        else:
+            new = [f"{pad}{head} {_scalar(v)}"]
+        lines.extend(new)
+        size += sum(len(line) + 1 for line in new)
+    return "\n".join(lines), True
 
 
 def _value(value: Any, budget: Budget) -> str:
-    text = as_text(value)
     limit = min(MAX_VALUE_CHARS, budget.left)
-    budget.left -= min(len(text), max(limit, 0))
     if limit <= 0:
-        return (f"<p class=\"muted\">{len(text):,} characters not shown: a page shows at most "
-                f"{PAGE_VALUE_CHARS:,} characters of values</p>")
+        return (f"<p class=\"muted\">not shown: a page shows at most {PAGE_VALUE_CHARS:,} characters of "
+                "values</p>")
+    text, whole = _text_lines(value, limit)
+    budget.left -= min(len(text), limit)
     note = ""
-    if len(text) > limit:
-        note = (f"<p class=\"muted\">showing the first {limit:,} of {len(text):,} characters</p>")
+    if len(text) > limit or not whole:
+        total = f" of {len(text):,}" if whole else ""
+        note = f"<p class=\"muted\">showing the first {limit:,}{total} characters</p>"
         text = text[:limit]
     return f"<pre>{_e(text)}</pre>{note}"
 

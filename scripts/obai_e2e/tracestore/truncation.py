@@ -19,6 +19,8 @@ import json
 import re
 from typing import Any
 
+from ..base.jsonwalk import rebuild
+
 TRUNCATION_THRESHOLD_BYTES = 10_001
 IMAGE_MARKER = "[image]"
 _IMAGE = re.compile(
@@ -26,14 +28,13 @@ _IMAGE = re.compile(
 )
 
 
+def _image_free(text: str) -> str:
+    return _IMAGE.sub(IMAGE_MARKER, text) if _IMAGE.search(text) else text
+
+
 def _without_images(value: Any) -> Any:
-    if isinstance(value, str):
-        return _IMAGE.sub(IMAGE_MARKER, value) if _IMAGE.search(value) else value
-    if isinstance(value, list):
-        return [_without_images(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _without_images(v) for k, v in value.items()}
-    return value
+    """``value`` with image data replaced, walked without recursion and kept at any depth."""
+    return rebuild(value, _image_free, max_depth=None)
 
 
 def _cut(value: Any) -> Any:

@@ -114,22 +114,19 @@ def payload_texts(payload: str) -> list[str]:
     """
     try:
         value = json.loads(payload, parse_float=str, parse_int=str)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return [payload or ""]
     out: list[str] = []
-
-    def walk(v) -> None:
+    stack = [value]
+    while stack:  # depth first, in document order, with a stack of its own (any depth)
+        v = stack.pop()
         if isinstance(v, str):
             out.append(v)
         elif isinstance(v, dict):
-            for k, item in v.items():
-                out.append(k)
-                walk(item)
+            for k, item in reversed(list(v.items())):
+                stack.extend((item, k))  # the key pops first, then its value
         elif isinstance(v, list):
-            for item in v:
-                walk(item)
-
-    walk(value)
+            stack.extend(reversed(v))
     return out
 
 
