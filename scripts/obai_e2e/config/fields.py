@@ -6,12 +6,12 @@ value to write is known (a dotted path's pointer, a path under ``{bundle}``), th
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from ..base import jsonptr
 from ..base.errors import ConfigError
 from ..base.paths import bundle_root
+from ..base.patterns import NEVER, Pattern, PatternRefused, compile_pattern
 from ..base.schema import problem_text, raise_all
 from ..base.yamlio import Lines, line_for
 from . import pointers
@@ -19,10 +19,6 @@ from .shapes import span_pattern
 
 BUNDLE = "{bundle}"
 """A path in target.yaml may start with this: the harness bundle's folder (its catalogs, the demo's plan)."""
-
-
-NEVER = re.compile(r"(?!)")
-"""What a pattern with a problem reads as while the rest of the file is checked (it matches nothing)."""
 
 
 class Fields:
@@ -65,11 +61,12 @@ class Fields:
             exc.missing = list(self.missing)
             raise
 
-    def regex(self, value: str, path: tuple) -> re.Pattern:
+    def regex(self, value: str, path: tuple) -> Pattern:
+        """A user pattern on RE2 (base/patterns.py); one it cannot run is noted and reads as ``NEVER``."""
         try:
-            return re.compile(value)
-        except re.error as exc:
-            self.report(path, f"{value!r} is not a valid regular expression ({exc})")
+            return compile_pattern(value)
+        except PatternRefused as exc:
+            self.report(path, str(exc))
             return NEVER
 
     def span(self, value: str | None, path: tuple) -> str | None:

@@ -8,14 +8,14 @@ privacy and report settings.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from ..base.patterns import NEVER, Pattern
 from .shapes import ErrorShape, SpanPattern, span_pattern
 
-NO_SPAN = SpanPattern("", re.compile(r"(?!)"))
+NO_SPAN = SpanPattern("", NEVER)
 """A pattern no span name matches: a part of a turn the target does not have."""
 
 
@@ -57,8 +57,8 @@ class Target:
 class AsyncJobs:
     """How an asynchronous job is recognised and followed up."""
 
-    job_id_pattern: re.Pattern
-    eta_pattern: re.Pattern
+    job_id_pattern: Pattern
+    eta_pattern: Pattern
     margin_s: float
     cap_s: float
     followup_query: str
@@ -179,18 +179,18 @@ class Vocabulary:
 class OptionsLabels:
     """How the options rule finds the maximum loss and the break-evens in a specialist's text."""
 
-    max_loss: re.Pattern
-    breakeven: re.Pattern
-    unlimited: re.Pattern
+    max_loss: Pattern
+    breakeven: Pattern
+    unlimited: Pattern
 
 
 @dataclass(frozen=True)
 class StrategyLabels:
     """How the strategy contract is found in the strategy specialist's text (regular expressions)."""
 
-    verdict: re.Pattern
-    operators: re.Pattern
-    total_trades: re.Pattern  # its first group is the number of trades
+    verdict: Pattern
+    operators: Pattern
+    total_trades: Pattern  # its first group is the number of trades
 
 
 @dataclass(frozen=True)

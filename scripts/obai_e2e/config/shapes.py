@@ -3,7 +3,7 @@
 A span-name value is an exact name (``policy.check``), a template where ``{name}`` is a
 specialist or skill name and ``*`` any run of characters (``agent:{name}``), or a regular
 expression prefixed ``re:`` matched against the whole name, with an optional named group
-``name``. An error shape is a JSON pointer into a specialist's output and one test of the
+``name``. Templates and patterns run on RE2 (base/patterns.py). An error shape is a JSON pointer into a specialist's output and one test of the
 value there: ``equals``, ``matches`` (a regular expression) or ``present``.
 """
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base import jsonptr
+from ..base.patterns import Pattern, compile_pattern
 
 NAME_CHARS = r"[A-Za-z0-9_.:-]+"
 """What a ``{name}`` stands for: the characters a name in cases.yaml may have."""
@@ -23,7 +24,7 @@ class SpanPattern:
     """Which span names a vocabulary entry means, and where a name is read from them."""
 
     text: str
-    regex: re.Pattern | None = None  # None: the exact name ``text``
+    regex: Pattern | None = None  # None: the exact name ``text``
 
     @property
     def captures(self) -> bool:
@@ -47,11 +48,7 @@ class SpanPattern:
 def span_pattern(value: str) -> SpanPattern:
     """Parse a span-name value; ValueError says what is wrong with it."""
     if value.startswith("re:"):
-        try:
-            rx = re.compile(value[3:])
-        except re.error as exc:
-            raise ValueError(f"{value[3:]!r} is not a valid regular expression ({exc})") from None
-        return SpanPattern(value, rx)
+        return SpanPattern(value, compile_pattern(value[3:]))  # PatternRefused is a ValueError
     if "{" not in value and "*" not in value:
         return SpanPattern(value)
     parts = re.split(r"(\{[^{}]*\}|\*)", value)
@@ -70,7 +67,7 @@ def span_pattern(value: str) -> SpanPattern:
             out.append(re.escape(part))
     if names > 1:
         raise ValueError(f"{value!r}: {{name}} may appear once")
-    return SpanPattern(value, re.compile("".join(out)))
+    return SpanPattern(value, compile_pattern("".join(out)))
 
 
 @dataclass(frozen=True)
@@ -79,7 +76,7 @@ class ErrorShape:
 
     pointer: str
     equals: Any = jsonptr.MISSING
-    matches: re.Pattern | None = None
+    matches: Pattern | None = None
     present: bool | None = None
     message: str | None = None  # pointer to the error's text
 

@@ -6,7 +6,6 @@ The records of its sections are in sections.py.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,9 +13,10 @@ from typing import Any
 from ..base import schema
 from ..base.errors import ConfigError
 from ..base.paths import cases_file, use_runs_root
+from ..base.patterns import NEVER, Pattern
 from ..base.yamlio import Lines, line_for, load_yaml_doc
 from .adversarial import Canary, parse_canaries
-from .fields import NEVER, Fields
+from .fields import Fields
 from .sections import (
     AsyncJobs,
     Correlation,
@@ -64,8 +64,8 @@ class TargetConfig:
     backend: TraceBackend
     correlation: Correlation
     vocabulary: Vocabulary
-    refusal_patterns: tuple[re.Pattern, ...]
-    leak_patterns: tuple[re.Pattern, ...]
+    refusal_patterns: tuple[Pattern, ...]
+    leak_patterns: tuple[Pattern, ...]
     sandbox: Sandbox
     anti_mock_env: dict[str, list[str]]
     anti_mock_version_markers: tuple[str, ...]
@@ -77,7 +77,7 @@ class TargetConfig:
     privacy: Privacy | None = field(default=None)  # None: no privacy section (a blocker for korpus cases)
     report: ReportSettings = field(default_factory=ReportSettings)
     options_labels: OptionsLabels | None = field(default=None)
-    failure_ack_patterns: tuple[re.Pattern, ...] = ()
+    failure_ack_patterns: tuple[Pattern, ...] = ()
     ui: UiConfig | None = field(default=None)  # None: the target has no ui channel
     canaries: tuple[Canary, ...] = field(default=())
     lines: Lines = field(default_factory=dict, repr=False)
@@ -133,7 +133,7 @@ def _read_sections(f: Fields, data: dict) -> dict:
              ("privacy", lambda: {"privacy": _privacy(data.get("privacy"))}),
              ("report", lambda: {"report": _report(f, data.get("report", {}))}),
              ("run", lambda: _run(f, data.get("run", {}))),
-             ("ui", lambda: {"ui": parse_ui(data.get("ui"), f.source)}),
+             ("ui", lambda: {"ui": parse_ui(data.get("ui"), f.source, f.regex)}),
              ("adversarial", lambda: {"canaries": parse_canaries(data.get("adversarial"))})]
     refused = bool(f.problems)  # by the schema: a section may lack what its reader expects
     for _name, step in steps:
@@ -212,7 +212,7 @@ def _correlation(f: Fields, c: dict, t: dict) -> Correlation:
     )
 
 
-def _patterns(f: Fields, values: list, path: tuple) -> tuple[re.Pattern, ...]:
+def _patterns(f: Fields, values: list, path: tuple) -> tuple[Pattern, ...]:
     return tuple(f.regex(p, path + (i,)) for i, p in enumerate(values))
 
 

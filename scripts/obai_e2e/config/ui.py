@@ -7,13 +7,13 @@ gets ``{base}`` (the server's address), ``{session}`` and ``{tag}`` (the correla
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import quote
 
 from ..base.errors import ConfigError
+from ..base.patterns import Pattern, compile_pattern
 
 DEFAULT_URL_PATTERN = r"https?://[^\s\"'<>]+"
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
@@ -35,7 +35,7 @@ class UiServer:
     """A web UI the harness starts for a run and stops at its end."""
 
     command: tuple[str, ...]
-    url_pattern: re.Pattern
+    url_pattern: Pattern
     start_timeout_s: float
 
 
@@ -59,7 +59,7 @@ class UiConfig:
     timeout_s: float
     first_token_budget_ms: float | None
     done_budget_ms: float | None
-    markup_patterns: tuple[re.Pattern, ...]
+    markup_patterns: tuple[Pattern, ...]
     browser_executable: Path
     browser_args: tuple[str, ...]
 
@@ -71,14 +71,12 @@ class UiConfig:
         return self.health_url.replace("{base}", base) if self.health_url else None
 
 
-def _regex(value: str, source: str, where: str) -> re.Pattern:
-    try:
-        return re.compile(value)
-    except re.error as exc:
-        raise ConfigError(f"{source}: field {where}: {value!r} is not a valid regular expression ({exc})") from None
+Regex = Callable[[str, tuple], Pattern]
+"""Compiles a user pattern at a path of the file, noting a refused one with the file's other problems."""
 
 
-def parse_ui(u: dict[str, Any] | None, source: str) -> UiConfig | None:
+def parse_ui(u: dict[str, Any] | None, source: str, regex: Regex = lambda value, path: compile_pattern(value)) -> \
+        UiConfig | None:
     """The ui section (already checked by the schema), or None when the target has none."""
     if u is None:
         return None
@@ -86,7 +84,7 @@ def parse_ui(u: dict[str, Any] | None, source: str) -> UiConfig | None:
     if u.get("server"):
         s = u["server"]
         server = UiServer(command=tuple(s["command"]),
-                          url_pattern=_regex(s.get("url_pattern", DEFAULT_URL_PATTERN), source, "/ui/server/url_pattern"),
+                          url_pattern=regex(s.get("url_pattern", DEFAULT_URL_PATTERN), ("ui", "server", "url_pattern")),
                           start_timeout_s=float(s.get("start_timeout_s", 120)))
     uses_base = "{base}" in u["url"] or "{base}" in u.get("health_url", "")
     if uses_base and server is None and not u.get("base_url"):
@@ -104,7 +102,7 @@ def parse_ui(u: dict[str, Any] | None, source: str) -> UiConfig | None:
         exit_code_selector=exit_code.get("selector"), exit_code_attribute=exit_code.get("attribute"),
         timeout_s=float(u.get("timeout_s", 60)),
         first_token_budget_ms=budget.get("first_token"), done_budget_ms=budget.get("done"),
-        markup_patterns=tuple(_regex(p, source, f"/ui/markup_patterns/{i}")
+        markup_patterns=tuple(regex(p, ("ui", "markup_patterns", i))
                               for i, p in enumerate(u.get("markup_patterns", DEFAULT_MARKUP_PATTERNS))),
         browser_executable=Path(browser.get("executable", DEFAULT_CHROMIUM)),
         browser_args=tuple(browser.get("args", DEFAULT_BROWSER_ARGS)),

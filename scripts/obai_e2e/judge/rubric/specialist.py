@@ -13,6 +13,7 @@ import re
 from decimal import Decimal, InvalidOperation
 
 from ...base import jsonptr
+from ...base.patterns import Pattern
 from ...config.pointers import under
 from ...config.sections import StrategyLabels
 from ...trace.digest import SpecialistCall, TraceDigest
@@ -204,7 +205,7 @@ def prediction(ctx: Context) -> RuleOutcome:
     return RuleOutcome(rule, LAYER, FAIL, code=rule, detail=detail, evidence=ev)
 
 
-def _labelled(label: re.Pattern, text: str) -> list[str]:
+def _labelled(label: Pattern, text: str) -> list[str]:
     """For each line where ``label`` occurs: the line from the label on."""
     out = []
     for line in text.splitlines():
