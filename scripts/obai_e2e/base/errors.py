@@ -54,24 +54,36 @@ class MergeRefused(UsageError):
         return {**super().to_json(), "reason": self.reason, "where": self.where}
 
 
+PROBLEMS_SHOWN = 50
+"""Problems of one file a message and its JSON list; the rest are counted there and listed in a file."""
+
+
 class ConfigError(ObaiError):
     """A configuration, cases, catalog or plan file is missing or invalid.
 
     ``problems`` lists every problem found in one reading of the file, each as
-    ``{"where": "file:line", "field": "/pointer", "message": ..., "write": value to write (when known)}``."""
+    ``{"where": "file:line", "field": "/pointer", "message": ..., "write": value to write (when known)}``;
+    ``problems_file`` is the file that lists them all when there are more than ``PROBLEMS_SHOWN``."""
 
     kind = "config_error"
 
-    def __init__(self, message: str, problems: list[dict] | None = None):
+    def __init__(self, message: str, problems: list[dict] | None = None, problems_file: str | None = None):
         super().__init__(message)
         self.problems = problems or []
+        self.problems_file = problems_file
         self.missing: list[dict] = []  # files the configuration names that do not exist (located like problems)
 
-    def to_json(self) -> dict:
-        out = super().to_json()
-        if self.problems:
-            out["problems"] = self.problems
+    def problems_json(self) -> dict:
+        """The first ``PROBLEMS_SHOWN`` problems; with more, their number and the file that lists them all."""
+        if not self.problems:
+            return {}
+        out: dict = {"problems": self.problems[:PROBLEMS_SHOWN]}
+        if len(self.problems) > PROBLEMS_SHOWN:
+            out.update(problems_total=len(self.problems), problems_file=self.problems_file)
         return out
+
+    def to_json(self) -> dict:
+        return {**super().to_json(), **self.problems_json()}
 
 
 class Interrupted(ObaiError):

@@ -20,8 +20,9 @@ try:
 except ImportError:  # a platform without its wheel: every check goes through jsonschema
     jsonschema_rs = None
 
-from .errors import ConfigError
+from .errors import PROBLEMS_SHOWN, ConfigError
 from .paths import schemas_dir
+from .problem_list import write_full_list
 from .yamlio import Lines, line_for
 
 
@@ -204,7 +205,8 @@ def problem_text(problem: dict) -> str:
 
 
 def raise_all(found: list[dict], source: str) -> None:
-    """Raise one ConfigError naming every problem in ``found`` (nothing when it is empty)."""
+    """Raise one ConfigError naming every problem in ``found`` (nothing when it is empty): the first
+    ``PROBLEMS_SHOWN`` in its message, the rest counted and listed in a file (base/problem_list.py)."""
     if not found:
         return
     def line(p: dict) -> int:
@@ -220,8 +222,13 @@ def raise_all(found: list[dict], source: str) -> None:
     found = sorted(unique, key=line)
     if len(found) == 1:
         raise ConfigError(problem_text(found[0]), found)
-    listed = "\n".join(f"  {i}. {problem_text(p)}" for i, p in enumerate(found, 1))
-    raise ConfigError(f"{source}: {len(found)} problems (change all of them, then run again):\n{listed}", found)
+    listed = "\n".join(f"  {i}. {problem_text(p)}" for i, p in enumerate(found[:PROBLEMS_SHOWN], 1))
+    path = None
+    if len(found) > PROBLEMS_SHOWN:
+        path, named = write_full_list(source, [problem_text(p) for p in found])
+        listed += f"\n  … and {len(found) - PROBLEMS_SHOWN:,} more ({named})"
+    raise ConfigError(f"{source}: {len(found):,} problems (change all of them, then run again):\n{listed}", found,
+                      str(path) if path else None)
 
 
 def _problem(source: str, lines: Lines | None, path: tuple, message: str,

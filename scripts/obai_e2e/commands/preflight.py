@@ -13,7 +13,8 @@ def register(sub) -> None:
                                    "otherwise exit 4 with the reason and the next step. A configuration or cases "
                                    "file that fails lists every problem at once (problems: where, field, message, "
                                    "and write: the value to write when it is known), so one run names all a file "
-                                   "of an earlier release must change.")
+                                   "of an earlier release must change; past 50, problems_total counts them and "
+                                   "problems_file lists them all.")
     p.add_argument("--target", type=Path, default=None, help="target configuration file")
     p.add_argument("--cases", type=Path, default=None, help="cases file (default: cases/cases.yaml of the bundle)")
     p.add_argument("--no-start", action="store_true", help="do not start the local trace store")

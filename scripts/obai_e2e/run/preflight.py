@@ -365,8 +365,8 @@ def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *,
         except ObaiError as exc:
             report.checks.append({"name": check.name, "ok": False, "detail": str(exc)})
             report.reason, report.next_step = str(exc), check.next_step
-            if isinstance(exc, ConfigError) and exc.problems:
-                report.info["problems"] = exc.problems
+            if isinstance(exc, ConfigError):
+                report.info.update(exc.problems_json())
             break
         report.checks.append({"name": check.name, "ok": True, "detail": detail or ""})
     return report
