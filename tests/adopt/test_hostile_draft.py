@@ -57,21 +57,37 @@ def test_a_span_name_that_looks_like_a_pattern_is_drafted_as_that_exact_name(tmp
     assert {v for v, _ in verdicts(summary).values()} == {"pass"}, verdicts(summary)
 
 
-@pytest.mark.parametrize("sep", ["\u2028", "\u0085", "\u2029", "\x0b"])
-def test_a_question_with_a_line_separator_is_kept_or_left_out_whole(tmp_path, sep):
-    samples = graph(["price", "financials", "refused"])
-    question = f"How is Apple{sep}trading today?"
+# Line and paragraph separators, control characters, quotes, backslashes, invisible and format characters.
+ASKED = ["\u2028", "\u0085", "\u2029", "\x0b", "\x0c", "\x1c", "\x1e", "\r", "\r\n", "\n", "\t", "\x1b[2J", "\x07",
+         "\x7f", "\x9b", "\x01", '"quoted"', "it's", "back\\slash", "\u200b", "\u202e", "\ufeff", "\u00a0",
+         "\ue000", "\U0001F600", "# not a comment", ": not a key", "- not an item", "\\N \\L \\x85 \\e"]
+
+
+def asked(samples, question: str):
     samples[0].trace["input"]["question"] = question
     for m in samples[0].trace["input"].get("messages", []):
         m["content"] = question
-    summary = run(tmp_path, samples, refusal_exit_code=3)
+    return samples
+
+
+@pytest.mark.parametrize("part", ASKED, ids=lambda p: p.encode("unicode_escape").decode("ascii"))
+def test_a_question_reaches_the_starter_cases_exactly_as_asked(tmp_path, part):
+    question = f"How is Apple{part}trading today?"
+    summary = run(tmp_path, asked(graph(["price", "financials", "refused"]), question), refusal_exit_code=3)
     _, cases = loaded(summary)
-    queries = [c.query for c in cases]
-    if sep in ("\u2028", "\u2029"):  # allowed in a query: kept exactly, not folded
-        assert queries[0] == question
-    else:  # a control character cases.yaml refuses: that case is left out, and said to be
-        assert question not in queries and len(queries) == 2
-        assert any("write that case by hand" in u["next_step"] for u in summary["undecided"])
+    assert cases[0].query.encode("utf-8") == question.encode("utf-8")  # byte for byte, nothing folded or lost
+    assert len(cases) == 3 and not any("question" in u["why"] for u in summary["undecided"])
+    text = Path(summary["cases"]).read_text(encoding="utf-8")
+    assert all(ch not in text for ch in "\x85\u2028\u2029\x0b\x1b\u202e\u200b\ufeff\r")  # shown as escapes
+    assert [line for line in text.splitlines() if "query:" in line][0].startswith('    query: "')
+
+
+def test_a_question_no_case_can_hold_is_left_out_and_said_to_be(tmp_path):
+    summary = run(tmp_path, asked(graph(["price", "financials", "refused"]), "How is\x00Apple?"), refusal_exit_code=3)
+    _, cases = loaded(summary)
+    assert len(cases) == 2 and all("\x00" not in c.query for c in cases)
+    left = [u for u in summary["undecided"] if "U+0000" in u["why"]]
+    assert left and left[0]["next_step"] == "write that case by hand, or leave it out"
 
 
 def test_a_tool_name_with_a_line_break_leaves_a_loadable_draft(tmp_path):
@@ -128,3 +144,17 @@ def test_a_shared_tool_prefix_that_looks_like_a_pattern_is_drafted_as_that_liter
     assert config.vocabulary.specialist_name("re:x.quote_lookup", "tool") is None
     assert config.vocabulary.specialist_name("quote_lookup", "tool") is None
     assert {v for v, _ in verdicts(summary).values()} == {"pass"}, verdicts(summary)
+
+
+def test_every_character_but_nul_and_surrogates_loads_back_from_the_drafted_yaml(tmp_path):
+    from obai_e2e.adopt.yamltext import scalar
+    from obai_e2e.base.yamlio import load_yaml_doc
+
+    chars = [chr(c) for c in (*range(1, 0x250), *range(0x2000, 0x2070), 0xFEFF, 0xFFF9, 0xFFFC, 0xFFFD, 0xFFFE, 0xFFFF,
+                              0xE000, 0xF8FF, 0x1F600, 0xE0001, 0x10FFFF)]
+    lines = [f"q{i}: {scalar('a' + ch + 'b')}" for i, ch in enumerate(chars)]
+    path = tmp_path / "q.yaml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    data = load_yaml_doc(path, label=str(path)).data
+    assert [data[f"q{i}"] for i in range(len(chars))] == ["a" + ch + "b" for ch in chars]
+    assert len(path.read_text(encoding="utf-8").splitlines()) == len(chars)  # no value took a second line

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import unicodedata
 
-from ..base.schema import control_character
 from ..trace.digest import TraceDigest
 from .choices import Findings
 from .sample import Sampled
@@ -17,12 +16,14 @@ KEYS = ("id", "feature", "query", "expect_rejection", "expected_skills", "expect
 
 
 def _usable(query: str | None, s: Sampled, f: Findings) -> bool:
-    """A question cases.yaml can hold: not empty, and no control character but tab and newline."""
+    """A question cases.yaml can hold, kept as it was asked: not empty, and no NUL (which no argument of the
+    agent's command can carry) nor lone surrogate (which no file can)."""
     if not query or not query.strip():
         return False
-    if any(unicodedata.category(ch) in ("Cc", "Cs") and ch not in "\t\n" for ch in query):
-        f.leave("cases", f"the question of trace {s.short()} {control_character(query)}",
-                "write that case by hand, or leave it out")
+    bad = next((ch for ch in query if ch == "\0" or unicodedata.category(ch) == "Cs"), None)
+    if bad is not None:
+        f.leave("cases", f"the question of trace {s.short()} holds U+{ord(bad):04X} at character "
+                         f"{query.index(bad) + 1}, which a case cannot hold", "write that case by hand, or leave it out")
         return False
     return True
 

@@ -1,8 +1,9 @@
 """Values a trace controls, written into the drafted YAML as data and nothing else.
 
-Every string goes through PyYAML's own emitter in double-quoted style, which escapes what a
-YAML reader would fold or break on (line breaks, U+0085, U+2028, U+2029, control characters);
-comments are one line with those characters shown escaped; a span name is drafted as an
+Every string is written double-quoted with YAML's escapes for every character a reader would
+fold, break on or not show (line breaks, U+0085, U+2028, U+2029, control, format and invisible
+characters), so that it loads back as exactly the same string; comments are one line with those
+characters shown escaped; a span name is drafted as an
 exact literal, as a ``re:`` pattern when the name itself looks like a template or a pattern.
 """
 from __future__ import annotations
@@ -12,7 +13,6 @@ import re
 import unicodedata
 from typing import Any
 
-import yaml
 
 from ..config.shapes import NAME_CHARS
 
@@ -22,9 +22,18 @@ FEATURE = re.compile(r"[a-z][a-z0-9_-]*")
 COMMENT_MAX = 200
 
 
+_ESCAPES = {"\0": "\\0", "\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f",
+            "\r": "\\r", "\x1b": "\\e", '"': '\\"', "\\": "\\\\", "\x85": "\\N", "\u2028": "\\L", "\u2029": "\\P"}
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 def _string(text: str) -> str:
-    out = yaml.dump(text, Dumper=yaml.SafeDumper, default_style='"', allow_unicode=True, width=float("inf"))
-    return out.rstrip("\n")
+    """``text`` double-quoted: YAML's escapes for what a reader would fold or not show, the rest as it is."""
+    return '"' + "".join(_ESCAPES.get(ch) or (_escape(ch) if _unsafe(ch) else ch) for ch in text) + '"'
 
 
 def scalar(value: Any) -> str:
