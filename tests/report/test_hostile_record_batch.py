@@ -88,15 +88,42 @@ def assert_clear(done: subprocess.CompletedProcess, *words: str) -> None:
 
 def test_malformed_input_is_refused_clearly_without_a_traceback(run, tmp_path):
     run_dir = str(run[0])
-    assert_clear(cli("--run-dir", run_dir, "--batch", "-", stdin=b'{"unit_id": "MD1\xff\xfe"}\n'), "not UTF-8")
-    bad = tmp_path / "bad.jsonl"
-    bad.write_bytes(b'{"unit_id": "\xc3\x28"}\n')
-    assert_clear(cli("--run-dir", run_dir, "--batch", str(bad)), "not UTF-8", "byte offset 13")
+    for stdin, where in ((b'{"unit_id": "MD1\xff\xfe"}\n', "invalid start byte at byte 17 of the line"),
+                         (b'{"unit_id": "\xc3\x28"}\n', "invalid continuation byte at byte 14 of the line")):
+        done = cli("--run-dir", run_dir, "--batch", "-", stdin=stdin)
+        assert done.returncode == 2 and b"Traceback" not in done.stderr
+        refused = json.loads(done.stdout)["refused"]
+        assert refused == [{"line": 1, "problems": [f"/: not UTF-8 text ({where}); send the verdict as UTF-8"]}]
     assert_clear(cli("--run-dir", run_dir, "--id", "MD1", "--verdict", "-", stdin=b'{"a": "\xff"}'), "not UTF-8")
     deep = b"[" * 100_000 + b"]" * 100_000
     assert_clear(cli("--run-dir", run_dir, "--id", "MD1", "--verdict", "-", stdin=deep), "nested too deeply")
     done = cli("--run-dir", run_dir, "--batch", "-", stdin=deep + b"\n")
     assert done.returncode == 2 and b"Traceback" not in done.stderr and b"nested too deeply" in done.stdout
+
+
+def test_a_line_that_is_not_utf8_is_refused_alone_and_the_others_are_recorded(run, tmp_path):
+    run_dir, units = run
+    batch = tmp_path / "batch.jsonl"
+    batch.write_bytes(json.dumps(verdict()).encode() + b"\n" + b'{"unit_id": "R1", "judgment": "caf\xe9"}\r\n'
+                      + json.dumps(verdict("R1"), ensure_ascii=False).encode() + b"\n")
+    done = cli("--run-dir", str(run_dir), "--batch", str(batch))
+    assert done.returncode == 2 and b"Traceback" not in done.stderr
+    out = json.loads(done.stdout)
+    assert out["status"] == "refused_some" and out["recorded"] == "2: MD1, R1", out
+    assert out["refused"] == [{"line": 2, "problems": ["/: not UTF-8 text (invalid continuation byte at byte 35 of "
+                                                       "the line); send the verdict as UTF-8"]}]
+    assert verdict_path(run_dir, "MD1").exists() and verdict_path(run_dir, "R1").exists()
+
+
+def test_a_batch_of_utf8_bytes_is_recorded_as_its_text_is(run):
+    run_dir, units = run
+    value = verdict(judgment="Checked\u2028against the trace: caf\u00e9 \U0001F600.")
+    data = ("\n\n" + json.dumps(value, ensure_ascii=False) + "\r\n  \n").encode("utf-8")
+    ok, out = record_batch(config(), run_dir, units, data)
+    assert ok and out["recorded"] == "1: MD1" and out["refused"] == [], out
+    assert json.loads(verdict_path(run_dir, "MD1").read_text(encoding="utf-8"))["judgment"] == value["judgment"]
+    with pytest.raises(UsageError, match="no verdict in the input"):
+        record_batch(config(), run_dir, units, b"\n \r\n")
 
 
 def test_input_over_the_cap_is_refused_before_it_is_read(run, tmp_path):

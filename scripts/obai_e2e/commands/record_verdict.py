@@ -22,9 +22,9 @@ def register(sub) -> None:
                                    "appends the report.md row (and the detail block for fail / needs_review). The "
                                    "same verdict again is a no-op; a different one is refused. --batch takes one "
                                    "verdict per line (JSON Lines), records the valid ones and names every refused "
-                                   "one with its line, unit and its problems, each quoted bounded (exit 2). Input is "
-                                   "read up to a cap: 1 MiB for --verdict, 8 MiB for --batch; lines are split on line "
-                                   "feeds only.")
+                                   "one with its line, unit and its problems, each quoted bounded (exit 2); a line that "
+                                   "is not UTF-8 is refused alone. Input is read up to a cap: 1 MiB for --verdict, "
+                                   "8 MiB for --batch; lines are split on line feeds only.")
     p.add_argument("--id", help="the unit (with --verdict or --mechanical)")
     p.add_argument("--run-dir", required=True, type=Path)
     src = p.add_mutually_exclusive_group(required=True)
@@ -96,9 +96,9 @@ def run(args) -> int:
         raise UsageError("--batch verdicts name their units themselves: drop --id")
     config, _, plan = load_plan(args)
     if args.batch is not None:
-        text = read_text_arg(args.batch, "--batch")
+        data = _read_bounded(args.batch, "--batch", MAX_BATCH_BYTES)  # decoded line by line: a bad line is refused alone
         with RunLock(args.run_dir, timeout_s=30):
-            ok, out = record_batch(config, args.run_dir, plan.units, text)
+            ok, out = record_batch(config, args.run_dir, plan.units, data)
         emit_compact(out)
         return 0 if ok else 2
     unit = plan.unit(args.id)

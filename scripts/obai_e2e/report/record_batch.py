@@ -9,7 +9,9 @@ The answer quotes a bounded excerpt of each refused value, never the value whole
 (base/modeltext): a batch of any size gets an answer of a bounded size.
 
 A batch is JSON Lines, split on line feeds only: a U+2028 inside a string is part of that
-string, as it is for a single ``--verdict``; each line is read as ``--verdict`` reads one.
+string, as it is for a single ``--verdict``; each line is read as ``--verdict`` reads one. A
+batch read as bytes is split first and each line decoded on its own: a line that is not UTF-8
+is refused, named by its number, and the others are recorded.
 """
 from __future__ import annotations
 
@@ -81,8 +83,20 @@ def record_judged(config: TargetConfig, run_dir: Path, unit: Unit, value: dict) 
     return status
 
 
-def _lines(text: str) -> list[tuple[int, str]]:
-    rows = [(n, raw.rstrip("\r")) for n, raw in enumerate(text.split("\n"), 1) if raw.strip()]
+def _decoded(raw: str | bytes) -> str | UnicodeDecodeError:
+    if isinstance(raw, str):
+        return raw.rstrip("\r")
+    try:
+        return raw.decode("utf-8").rstrip("\r")
+    except UnicodeDecodeError as exc:
+        return exc
+
+
+def _lines(data: str | bytes) -> list[tuple[int, str | UnicodeDecodeError]]:
+    """The batch's non-blank lines by number: each its text, or why it is not UTF-8 text."""
+    lines = data.split(b"\n") if isinstance(data, bytes) else data.split("\n")
+    rows = [(n, line) for n, line in ((n, _decoded(raw)) for n, raw in enumerate(lines, 1))
+            if not isinstance(line, str) or line.strip()]
     if not rows:
         raise UsageError("--batch: no verdict in the input (one JSON object per line)")
     if len(rows) > MAX_LINES:
@@ -103,8 +117,11 @@ def _refusal(n: int, uid: object, problems: list) -> dict:
 
 
 def _one(config: TargetConfig, run_dir: Path, by_id: dict[str, Unit], judged: set[str], n: int,
-         raw: str) -> tuple[dict | None, str | None]:
+         raw: str | UnicodeDecodeError) -> tuple[dict | None, str | None]:
     """(the refusal of line ``n``, or None and the id of the unit it recorded or left unchanged)."""
+    if isinstance(raw, UnicodeDecodeError):
+        return _refusal(n, None, [f"/: not UTF-8 text ({raw.reason} at byte {raw.start + 1:,} of the line); "
+                                  "send the verdict as UTF-8"]), None
     try:
         value = parse_verdict(raw, f"line {n}")
     except ObaiError as exc:
@@ -123,8 +140,9 @@ def _one(config: TargetConfig, run_dir: Path, by_id: dict[str, Unit], judged: se
     return None, ("recorded:" if status["status"] == "recorded" else "unchanged:") + unit.id
 
 
-def record_batch(config: TargetConfig, run_dir: Path, units: list[Unit], text: str) -> tuple[bool, dict]:
-    """(all accepted, report) for the verdicts of ``text``, one JSON object per line."""
+def record_batch(config: TargetConfig, run_dir: Path, units: list[Unit], text: str | bytes) -> tuple[bool, dict]:
+    """(all accepted, report) for the verdicts of ``text`` (text, or bytes decoded line by line), one JSON
+    object per line."""
     run_dir = Path(run_dir)
     by_id = {u.id: u for u in units}
     judged = set(judged_ids(run_dir / "report.md"))
