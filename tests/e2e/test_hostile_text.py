@@ -9,9 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
+from obai_e2e.report.results import load_results
 
 from .conftest import REPO
-from .hostile_helpers import hostile_target, run_cli
+from .hostile_helpers import hostile_target, run_cli, run_here
 
 pytestmark = pytest.mark.slow
 
@@ -55,3 +57,28 @@ def test_a_hostile_trace_and_answer_forge_no_line_of_the_drive_or_the_review(har
         assert all(re.match(r"(# review |## (MD1|MD2) \(market_data\) · rules: |question: |answer:|trace:|why: |"
                             r"failed or soft:|open: |panel: |admissible|answers to open|next: )", line)
                    for line in margin), margin
+
+
+def test_a_trace_with_a_3_mb_value_and_outputs_nested_300_and_10_000_deep_gets_verdicts_and_readable_pages(
+        harness_env, tmp_path):
+    target, _ = hostile_target(tmp_path)
+    data = yaml.safe_load((REPO / "cases" / "cases.yaml").read_text(encoding="utf-8"))
+    behaviours = {"MD1": "big:3,deep:300", "MD2": "big:3,deep:10000"}  # a store refuses 10,000 levels at its door
+    for case in data["cases"]:
+        if case["id"] in behaviours:
+            case["env"] = {"HOSTILE_AGENT": behaviours[case["id"]]}
+    cases = tmp_path / "cases-deep.yaml"
+    cases.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    code, out, err = run_here("run", "--id", "MD1,MD2", "--target", str(target), "--cases", str(cases))
+    assert code == 0 and out is not None, err[-3000:]
+    results = load_results(Path(out["results"]))
+    assert {u["unit_id"]: u["verdict"] for u in results["units"]} == {"MD1": "pass", "MD2": "pass"}
+    run_dir = Path(out["results"]).parent
+    md1 = (run_dir / "traces" / "MD1.html").read_text(encoding="utf-8")
+    assert "tool_details" in md1 and "nested deeper than 64 levels: not shown" in md1
+    assert "showing the first 20,000 characters" in md1 and len(md1) < 3_000_000
+    assert "market_data_analysis" in (run_dir / "traces" / "MD2.html").read_text(encoding="utf-8")
+    kept = (run_dir / "traces" / "MD1.json").read_text(encoding="utf-8")
+    assert "more characters]" in kept and len(kept) < 2_000_000
+    page = review("--run-dir", str(run_dir), "--id", "MD1", "--target", str(target))
+    assert "## MD1 (market_data)" in page and len(page) < 200_000
