@@ -230,7 +230,8 @@ def write_trace(query: str, session: str, answer: str, error_span: str | None, o
              {"content": [{"type": "text", "text": payload}], "isError": False}),
     ]
     if big_mb:
-        spans[0]["input"]["context"] = ("0123456789abcdef" * (int(big_mb * 1024 * 1024) // 16 + 1))[:int(big_mb * 1024 * 1024)]
+        size = int(big_mb * 1024 * 1024)
+        spans[0]["input"]["context"] = ("0123456789abcdef" * (size // 16 + 1))[:size]
     if open_span:
         del spans[-1]["end_time"]
     if error_span is not None:

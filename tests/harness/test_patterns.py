@@ -36,7 +36,10 @@ def line_of(path: Path, needle: str) -> int:
 
 
 def test_a_catastrophic_vocabulary_pattern_ends_at_once_on_a_hostile_span_name(tmp_path):
-    path = target_with(tmp_path, lambda d: (d["vocabulary"].update(specialist_span=EVIL), d["vocabulary"].pop("specialist_type", None)))
+    def change(d):
+        d["vocabulary"]["specialist_span"] = EVIL
+        d["vocabulary"].pop("specialist_type", None)
+    path = target_with(tmp_path, change)
     vocabulary = load_target_config(path).vocabulary
     trace, spans = raw(CLEAN, "MD1")
     for span in spans:

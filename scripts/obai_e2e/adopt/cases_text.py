@@ -23,7 +23,8 @@ def _usable(query: str | None, s: Sampled, f: Findings) -> bool:
     bad = next((ch for ch in query if ch == "\0" or unicodedata.category(ch) == "Cs"), None)
     if bad is not None:
         f.leave("cases", f"the question of trace {s.short()} holds U+{ord(bad):04X} at character "
-                         f"{query.index(bad) + 1}, which a case cannot hold", "write that case by hand, or leave it out")
+                         f"{query.index(bad) + 1}, which a case cannot hold",
+                "write that case by hand, or leave it out")
         return False
     return True
 

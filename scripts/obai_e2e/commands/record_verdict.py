@@ -96,7 +96,7 @@ def run(args) -> int:
         raise UsageError("--batch verdicts name their units themselves: drop --id")
     config, _, plan = load_plan(args)
     if args.batch is not None:
-        data = _read_bounded(args.batch, "--batch", MAX_BATCH_BYTES)  # decoded line by line: a bad line is refused alone
+        data = _read_bounded(args.batch, "--batch", MAX_BATCH_BYTES)  # decoded line by line: a bad one is refused
         with RunLock(args.run_dir, timeout_s=30):
             ok, out = record_batch(config, args.run_dir, plan.units, data)
         emit_compact(out)

@@ -3,8 +3,9 @@
 A span-name value is an exact name (``policy.check``), a template where ``{name}`` is a
 specialist or skill name and ``*`` any run of characters (``agent:{name}``), or a regular
 expression prefixed ``re:`` matched against the whole name, with an optional named group
-``name``. Templates and patterns run on RE2 (base/patterns.py). An error shape is a JSON pointer into a specialist's output and one test of the
-value there: ``equals``, ``matches`` (a regular expression) or ``present``.
+``name``; templates and patterns run on RE2 (base/patterns.py). An error shape is a JSON
+pointer into a specialist's output and one test of the value there: ``equals``, ``matches``
+(a regular expression) or ``present``.
 """
 from __future__ import annotations
 
