@@ -141,3 +141,21 @@ def test_flush_does_not_fail_when_every_write_is_refused(ts_agent, trace_store):
     with pytest.raises(Exception) as nothing:  # nothing was stored, and nothing told the agent
         client(connect_to("local", "tally-refused", start_local=False)).search_traces(project_name="tally-refused")
     assert is_project_missing(nothing.value)
+
+
+def test_an_exit_before_flush_leaves_no_trace(ts_agent, trace_store):
+    """The SDK sends its batch on flush(): a process that exits first answers, and its turn has no trace."""
+    env = {**trace_store.sdk_env(), "OPIK_PROJECT_NAME": "tally-unflushed", "TALLY_FAULTS": "no_flush"}
+    done = ask(ts_agent, "How is Apple trading today?", env, "--session", "unflushed-1")
+    assert done.returncode == 0 and json.loads(done.stdout.strip().splitlines()[-1])["outcome"] == "answered"
+    from obai_e2e.trace.backend import client, connect_to
+    from obai_e2e.trace.search import is_project_missing
+
+    os.environ["OBAI_TRACE_STORE_DIR"] = str(trace_store.data_dir)
+    try:
+        found = client(connect_to("local", "tally-unflushed", start_local=False)).search_traces(
+            project_name="tally-unflushed")
+    except Exception as exc:  # the project was never written to
+        assert is_project_missing(exc)
+        found = []
+    assert found == []
