@@ -181,3 +181,19 @@ def test_the_answer_tool_is_found_by_what_it_does_not_by_its_name(trace_store, t
     assert set(config.vocabulary.specialists) == TOOLS and summary["self_check"]["ok"]
     assert config.target.workdir == tmp_path  # no relative path in the command: the default, this file's folder
     assert "workdir" not in (tmp_path / "target.yaml").read_text()
+
+
+def test_the_documented_openinference_target_judges_the_replayed_turns(adopted, trace_store, tmp_path):
+    """The complete target.yaml of references/adopting.md's OpenInference section, on the same exports."""
+    text = (DATA.parents[2] / "references" / "adopting.md").read_text(encoding="utf-8")
+    section = text.split("### OpenInference: smolagents", 1)[1].split("\n## ", 1)[0]
+    (tmp_path / "target.yaml").write_text(section.split("```yaml\n", 1)[1].split("```", 1)[0])
+    config = load_target_config(tmp_path / "target.yaml")
+    cases = {c.query: c for c in load_cases_for(config, adopted["out"] / "cases.yaml").cases}
+    expected = {**{n: ("pass", []) for n in SEEDS if n != "price_quote_down"}, **FAULTS}
+    for s in sampled(trace_store, list(expected)):
+        name = s.trace["thread_id"].removeprefix("rec-")  # each turn was recorded in a session of its name
+        case = cases[s.trace["input"]["input.value"]]
+        row = validate.check(None, config, {case.id: case}, s, curate(s.trace, s.spans, config.vocabulary), case.id,
+                             case.query)
+        assert (row["verdict"], row["reasons"]) == expected[name], (name, row)

@@ -159,3 +159,23 @@ def test_an_exit_before_flush_leaves_no_trace(ts_agent, trace_store):
         assert is_project_missing(exc)
         found = []
     assert found == []
+
+
+def doc_target(heading: str, tmp_path: Path) -> Path:
+    """The target.yaml block of a section of references/adopting.md, written to ``tmp_path``."""
+    text = (REPO / "references" / "adopting.md").read_text(encoding="utf-8")
+    section = text.split(f"### {heading}", 1)[1].split("\n### ", 1)[0]
+    block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "target.yaml").write_text(block)
+    return tmp_path / "target.yaml"
+
+
+def test_the_documented_typescript_target_judges_as_the_examples_own(tmp_path):
+    config = load_target_config(doc_target("Opik's TypeScript SDK (tally-desk)", tmp_path))
+    cases = {c.id: c for c in load_cases_for(config, EXAMPLE / "cases.yaml").cases}
+    for name in CLEAN + list(FAULTS):
+        s = recorded(name)
+        case = next(c for c in cases.values() if c.query == s.trace["input"]["question"])
+        row = validate.check(None, config, {case.id: case}, s, curate(s.trace, s.spans, config.vocabulary), case.id,
+                             case.query)
+        assert (row["verdict"], row["reasons"]) == FAULTS.get(name, ("pass", [])), (name, row)
