@@ -51,11 +51,8 @@ def store_project(store, names: list[str]) -> str:
     return project
 
 
-@pytest.fixture(scope="module")
-def adopted(trace_store, tmp_path_factory):
-    """``obai-e2e adopt`` in this process, from the agent's folder, on the seed turns."""
-    project = store_project(trace_store, SEEDS)
-    out = tmp_path_factory.mktemp("smol") / "e2e"
+def adopt_command(trace_store, project: str, n: int, out: Path) -> tuple[int, str, str]:
+    """``obai-e2e adopt`` in this process, from the agent's folder: (exit code, stdout, stderr)."""
     saved_env, saved_cwd = dict(os.environ), os.getcwd()
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     os.environ["OBAI_TRACE_STORE_DIR"] = str(trace_store.data_dir)
@@ -63,7 +60,7 @@ def adopted(trace_store, tmp_path_factory):
     stdout, stderr = io.StringIO(), io.StringIO()
     try:
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-            code = main(["adopt", "--project", project, "--traces", str(len(SEEDS)), "--refusal-exit-code", "3",
+            code = main(["adopt", "--project", project, "--traces", str(n), "--refusal-exit-code", "3",
                          "--command", "python agent.py --session {session} {query}", "--out", str(out)])
     finally:
         os.chdir(saved_cwd)
@@ -71,9 +68,28 @@ def adopted(trace_store, tmp_path_factory):
         os.environ.update(saved_env)
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
-    assert code == 0, stderr.getvalue()
-    return {"summary": json.loads(stdout.getvalue()), "stderr": stderr.getvalue(), "out": out, "project": project,
+    return code, stdout.getvalue(), stderr.getvalue()
+
+
+@pytest.fixture(scope="module")
+def adopted(trace_store, tmp_path_factory):
+    """``obai-e2e adopt`` on the seed turns."""
+    project = store_project(trace_store, SEEDS)
+    out = tmp_path_factory.mktemp("smol") / "e2e"
+    code, stdout, stderr = adopt_command(trace_store, project, len(SEEDS), out)
+    assert code == 0, stderr
+    return {"summary": json.loads(stdout), "stderr": stderr, "out": out, "project": project,
             "config": load_target_config(out / "target.yaml")}
+
+
+def test_a_draft_no_probe_could_run_on_is_not_called_sound(trace_store, tmp_path):
+    """Only a refused turn: nothing to plant a number in, no specialist to take out; written, exit 4."""
+    code, stdout, stderr = adopt_command(trace_store, store_project(trace_store, ["refused"]), 1, tmp_path / "e2e")
+    summary = json.loads(stdout)
+    assert code == 4 and summary["status"] == "unsound", stderr
+    assert summary["self_check"]["planted_number"]["checked"] == 0
+    assert {u["key"] for u in summary["undecided"]} >= {"self_check"}
+    assert "the draft is unsound: see undecided" in stderr and (tmp_path / "e2e" / "target.yaml").is_file()
 
 
 def chosen(summary: dict) -> dict:
@@ -197,3 +213,39 @@ def test_the_documented_openinference_target_judges_the_replayed_turns(adopted, 
         row = validate.check(None, config, {case.id: case}, s, curate(s.trace, s.spans, config.vocabulary), case.id,
                              case.query)
         assert (row["verdict"], row["reasons"]) == expected[name], (name, row)
+
+
+def test_where_no_value_reads_as_text_the_draft_points_at_none_and_says_why(trace_store, tmp_path):
+    """The same turns with each tool's value cut to a bare figure: the only string every tool output has is
+    its MIME type, which is never drafted as the text; the draft reads the whole output and says why."""
+    samples = sampled(trace_store, ["price", "revenue", "refused"])
+    for s in samples:
+        for sp in s.spans:
+            if sp["name"] in TOOLS:
+                sp["output"]["output.value"] = "214.55"
+    summary = draft(samples, Settings(name="desk", kind="local", project="p", command=["desk", "{query}"],
+                                      refusal_exit_code=3), tmp_path)
+    assert load_target_config(tmp_path / "target.yaml").vocabulary.specialist_text is None
+    why = next(u["why"] for u in summary["undecided"] if u["key"] == "vocabulary.specialist_output.text")
+    assert "/output/output.mime_type is a MIME type ('text/plain')" in why
+
+
+def test_a_last_tool_that_held_the_answer_only_sometimes_is_left_in_named_and_caught(trace_store, tmp_path):
+    """A ``respond`` tool not handed the answer (its input emptied), last in every trace, whose output held the
+    answer in all traces but one: adopt cannot tell, so it stays a specialist and is named under undecided;
+    the draft's own check then finds the planted number grounded by it: status unsound."""
+    samples = sampled(trace_store, ["price", "revenue", "condor", "refused"])
+    for s in samples:
+        for sp in s.spans:
+            if sp["name"] == "FinalAnswerTool":
+                sp.update(name="respond", input={})
+    odd = next(s for s in samples if s.trace["thread_id"] == "rec-condor")
+    last = [sp for sp in odd.spans if sp["name"] == "respond"][-1]
+    last["output"] = {"output.value": "done", "output.mime_type": "text/plain"}
+    summary = draft(samples, Settings(name="desk", kind="local", project="p", command=["desk", "{query}"],
+                                      refusal_exit_code=3), tmp_path)
+    assert load_target_config(tmp_path / "target.yaml").vocabulary.specialist_name("respond", "tool") == "respond"
+    named = [u["why"] for u in summary["undecided"] if u["key"] == "vocabulary.specialists"]
+    assert any("'respond' is the last tool of every answered trace" in w for w in named), named
+    assert summary["status"] == "unsound" and not summary["self_check"]["ok"]
+    assert any("in the payload of respond" in f["why"] for f in summary["self_check"]["planted_number"]["failed"])
