@@ -20,6 +20,7 @@ from obai_e2e.adopt import validate
 from obai_e2e.adopt.sample import Sampled
 from obai_e2e.config.cases import load_cases_for
 from obai_e2e.config.target import load_target_config
+from obai_e2e.judge.review.trace_text import compact_trace
 from obai_e2e.judge.rubric.check import check_packet
 from obai_e2e.trace.curate import curate
 
@@ -86,6 +87,8 @@ def test_desks_asked_at_once_start_in_one_millisecond_a_tie_that_passes():
     outcome, curated = sequence(s)
     assert outcome.status == "pass" and "a tie, not out of order" in outcome.detail, outcome
     assert "(tie: same start as 1.)" in curated.text
+    # and in the trace the judge reviews
+    assert "(tie: same start as 1.)" in compact_trace(curated.text, curated.digest.final_response or "")
     # whichever of the two the ids put first: still a tie
     quotes, fundamentals = (next(sp for sp in s.spans if sp["name"] == n) for n in ("desk.quotes",
                                                                                      "desk.fundamentals"))
