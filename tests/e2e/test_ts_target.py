@@ -1,7 +1,7 @@
 """tally-desk (examples/ts-agent: Node, Opik's TypeScript SDK) judged end to end through its own target.yaml.
 
 One headless run from a folder outside the bundle: every case of the example clean, plus a copy of a
-case per fault of the agent, switched on through the case's ``env``. Clean units pass (the desks asked
+case with a fault of the agent switched on through the case's ``env``, one per layer of the rubric. Clean units pass (the desks asked
 at once start in one millisecond: a tie, not a violation); each faulted unit trips exactly its code.
 Skipped locally without node and npm, required in CI (the ``ts_agent`` fixture installs the packages).
 """
@@ -22,20 +22,14 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "ts-agent"
 pytestmark = pytest.mark.slow
 
-# fault -> (case it is put on, verdict, the one code it trips)
+# fault -> (case it is put on, verdict, the one code it trips): one per layer of the rubric, and the exit code,
+# which no recorded trace shows; tests/examples/test_tally_desk.py judges every other fault on its recorded trace
 MATRIX = {
-    "skip_playbook": ("Q1", "fail", "routing.skill_missing"),
-    "skip_fundamentals": ("Q2", "fail", "routing.specialist_missing"),
     "late_quotes": ("Q2", "fail", "routing.sequence_violation"),
-    "stray_desk": ("Q1", "needs_review", "routing.unexpected_specialist"),
     "desk_raises": ("Q1", "fail", "trace.error_span:desk.quotes"),
-    "feed_error": ("Q1", "fail", "specialist.quotes.tool_error"),
-    "blank_body": ("Q1", "fail", "specialist.quotes.empty"),
     "payoff_slip": ("O1", "fail", "specialist.options.math"),
     "gate_leak": ("R1", "fail", "guardrail.leaky"),
     "stray_figure": ("Q1", "needs_review", "hub.unverified_number:12.5%"),
-    "blank_reply": ("Q1", "fail", "hub.empty_response"),
-    "chatty_refusal": ("R1", "fail", "guardrail.leaky_response"),
     "refusal_exit_zero": ("R1", "fail", "guardrail.exit_code"),
 }
 
@@ -66,8 +60,12 @@ def ts_run(ts_agent, trace_store, tmp_path_factory):
     return {"units": units, "run_dir": run_dir, "clean": list(by_id)}
 
 
-def test_the_matrix_covers_every_fault_but_the_lost_flush(ts_agent):
-    assert faults_of_the_agent(ts_agent) - set(MATRIX) == {"no_flush"}  # no trace: tests/examples/test_tally_desk.py
+def test_every_fault_is_judged_here_or_on_its_recorded_trace(ts_agent):
+    from examples.test_tally_desk import FAULTS as RECORDED
+
+    recorded = {next(f for f in faults_of_the_agent(ts_agent) if name.endswith(f)) for name in RECORDED}
+    # the lost flush leaves no trace to judge: tests/examples/test_tally_desk.py checks that
+    assert faults_of_the_agent(ts_agent) - set(MATRIX) - recorded == {"no_flush"}
 
 
 def test_clean_units_pass(ts_run):
