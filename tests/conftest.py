@@ -175,3 +175,36 @@ def page(browser):
         yield pg
     finally:
         context.close()
+
+
+# The TypeScript example (examples/ts-agent): Node and npm, its packages installed once.
+TS_AGENT = Path(__file__).resolve().parents[1] / "examples" / "ts-agent"
+NPM_STAMP = ".installed-lock.sha256"  # in node_modules: the package-lock.json that npm ci installed
+
+
+@pytest.fixture(scope="session")
+def ts_agent(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """examples/ts-agent with its node modules (``npm ci`` once per package-lock.json; skipped locally
+    without node and npm, required in CI)."""
+    import hashlib
+    import shutil
+    import subprocess
+
+    from filelock import FileLock
+
+    missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
+    if missing:
+        message = f"{' and '.join(missing)} missing (apt-get install -y nodejs npm)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but {message}")
+        pytest.skip(message)
+    lock_hash = hashlib.sha256((TS_AGENT / "package-lock.json").read_bytes()).hexdigest()
+    stamp = TS_AGENT / "node_modules" / NPM_STAMP
+    with FileLock(str(tmp_path_factory.getbasetemp().parent / "ts-agent-npm.lock")):
+        if not stamp.is_file() or stamp.read_text().strip() != lock_hash:
+            done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--prefer-offline"], cwd=TS_AGENT,
+                                  capture_output=True, text=True, timeout=900)
+            if done.returncode != 0:
+                pytest.fail(f"npm ci in {TS_AGENT} failed ({done.returncode}): {done.stderr[-2000:]}")
+            stamp.write_text(lock_hash + "\n")
+    return TS_AGENT

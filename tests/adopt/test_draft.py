@@ -3,7 +3,8 @@ it chooses, where it says each choice came from, what it leaves open, and the ch
 same traces.
 
 The traces are real (the demo's: tests/recorded/record.py; ledger-agent's: tests/examples/data/record.py;
-desk-graph's: tests/examples/graph_data/record.py; harbor-desk's, exported over OpenTelemetry:
+desk-graph's: tests/examples/graph_data/record.py; tally-desk's (Opik's TypeScript SDK): tests/examples/ts_data/record.py;
+harbor-desk's, exported over OpenTelemetry:
 tests/examples/harbor_data/record.py; an OpenAI Agents SDK agent's: tests/adopt/agents_sdk_data/record.py). No backend is needed: the draft is written,
 loaded, and every trace curated and judged with it.
 """
@@ -182,6 +183,32 @@ def test_openai_agents_sdk_traces(tmp_path):
     assert "2 trace(s) have no text in their input" in summary["undecided"][1]["why"]
 
 
+TS_DATA = TESTS / "examples" / "ts_data"
+TS_CLEAN = ["price", "price_pe", "fundamentals", "naked_call", "condor", "refused"]
+
+
+def test_typescript_sdk_traces(tmp_path, monkeypatch):
+    """tally-desk (Opik's TypeScript SDK, millisecond stamps): adopt drafts what the example's own target.yaml
+    says, options figures included, passes its own check, and a relative command gets the folder it ran in."""
+    agent = TESTS.parent / "examples" / "ts-agent"
+    monkeypatch.chdir(agent)
+    summary = run(tmp_path / "e2e", [tree(TS_DATA, n) for n in TS_CLEAN], refusal_exit_code=3,
+                  command=["node", "desk.mjs", "ask", "--session", "{session}", "{query}"])
+    c = chosen(summary)
+    assert (c["vocabulary.hub_span"], c["vocabulary.guardrail_span"]) == ("desk", "topic_gate")
+    assert (c["vocabulary.specialist_span"], c["vocabulary.specialist_output.text"]) == ("desk.{name}", "/output/text")
+    assert c["vocabulary.options_payload"] == {"max_loss": "/output/figures/max_loss",
+                                               "breakevens": "/output/figures/breakevens"}
+    assert c["target.answer_from"] == "trace_output:/answer" and c["correlation.match"] == "thread"
+    assert summary["status"] == "drafted" and summary["self_check"]["ok"], summary["self_check"]
+    assert {v for v, _ in verdicts(summary).values()} == {"pass"}, verdicts(summary)
+    config = load_target_config(Path(summary["target"]))
+    assert config.target.workdir == agent  # written as ../.., the folder adopt ran in
+    cases = yaml.safe_load(Path(summary["cases"]).read_text())["cases"]
+    assert [c.get("expect_options_shape") for c in cases if c["feature"] == "options"] == ["naked_short_call",
+                                                                                          "iron_condor"]
+
+
 HARBOR = TESTS / "examples" / "harbor_data"
 HARBOR_SEEDS = ["eta", "tariff_eta", "cargo", "refused", "cargo_manifest_down"]
 # a faulted turn -> the code the draft's rubric should give it (its case: the clean one of its question)
@@ -253,6 +280,8 @@ SHIPPED = {  # target: (its shipped target.yaml, clean traces of it, refusal exi
     "opentelemetry": (TESTS.parent / "examples" / "pydantic-agent" / "target.yaml",
                       lambda: [tree(HARBOR, n) for n in HARBOR_SEEDS[:4]], 3),
     "openai-agents": (None, lambda: [tree(AGENTS, n) for n in AGENTS_TURNS], 3),
+    "typescript": (TESTS.parent / "examples" / "ts-agent" / "target.yaml",
+                   lambda: [tree(TS_DATA, n) for n in TS_CLEAN], 3),
 }
 ROLE_KEYS = ("vocabulary.hub_span", "vocabulary.guardrail_span", "vocabulary.guardrail_allowed_field",
              "vocabulary.guardrail_allowed_values", "vocabulary.specialists", "vocabulary.specialist_span",

@@ -129,9 +129,13 @@ def test_results_reports_junit_and_summaries_count_them(run, config_cases, tmp_p
     assert summarize(results["units"]) == s
 
     md = (run / "report.md").read_text(encoding="utf-8")
-    head = md.split("| ID |")[0]
-    assert "**4 judgment question(s) not asked** in 4 unit(s)" in head
-    assert all(f"> - {k}: {Q}" in head for k in ANSWERED) and "R1" not in head
+    head, _, below = md.partition("| ID |")
+    # The changes first, the count on one line after them, the units in a section of their own further down.
+    assert re.match(r"# .*\n\n## Changes .*\n\n- .*\n\n> \*\*4 judgment question\(s\) not asked\*\* in 4 unit\(s\)",
+                    head), head
+    assert "R1" not in head and not any(k in head for k in ANSWERED)
+    section = below.split("## Judgment questions not asked", 1)[1]
+    assert all(f"- {k}: {Q}" in section for k in ANSWERED) and "R1" not in section
     assert [r for r in MarkdownIt("commonmark").enable("table").parse(md) if r.type.startswith("html")] == []
 
     suite = ET.parse(write_junit(run)["junit_xml"]).getroot()
@@ -142,13 +146,18 @@ def test_results_reports_junit_and_summaries_count_them(run, config_cases, tmp_p
 
     html = (run / "report.html").read_text(encoding="utf-8") if write_report(run, cases) else ""
     assert 'id="not-asked"' in html and "judgment questions not asked (4 units)" in html
+    order = [html.index(s) for s in ('id="changes"', 'id="not-asked-note"', 'aria-label="Summary"',
+                                     'id="not-asked-units"')]
+    assert order == sorted(order) and "4 judgment question(s) not asked</strong> in 4 unit(s)" in html
+    assert all(f"<code>{k}</code>: {Q}" in html.split('id="not-asked-units"')[1] for k in ANSWERED)
     data = json.loads(re.search(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S)[1])
     md1 = next(u for u in data["units"] if u["id"] == "MD1")
     assert md1["not_asked"] == [Q] and f"not asked (no judge): {Q}" in md1["judgment"]
 
     text = chat_summary(out, None)
     assert "Judgment questions not asked: 4 in 4 unit(s)" in text
-    assert "_judgment questions not asked: 4 in 4 unit(s)" in summary_markdown(run)  # the pull-request summary
+    pr = summary_markdown(run)  # the pull-request summary: the changes first there too
+    assert "_judgment questions not asked: 4 in 4 unit(s)" in pr and pr.index("**Changes") < pr.index("_judgment")
 
 
 def test_fail_on_not_asked():

@@ -39,7 +39,7 @@ def test_frontmatter_follows_the_open_skill_spec():
     for phrase in ("run e2e regression", "/obai-e2e-regression", "validate obai after this change",
                    "make sure nothing broke before I merge", "Do NOT use"):
         assert phrase in desc
-    assert len(SKILL.read_bytes()) <= 10 * 1024, "SKILL.md stays under 10 KB; detail goes to references/"
+    assert len(SKILL.read_bytes()) <= 10_000, "SKILL.md stays within 10,000 bytes; detail goes to references/"
     for ref in set(re.findall(r"references/[a-z0-9-]+\.md", body)):
         assert (REPO / ref).exists(), ref
 

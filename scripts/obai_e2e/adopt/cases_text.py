@@ -12,7 +12,8 @@ from .choices import Findings
 from .sample import Sampled
 from .yamltext import case_name, feature, scalar, shown
 
-KEYS = ("id", "feature", "query", "expect_rejection", "expected_skills", "expected_tools", "expected_sequence")
+KEYS = ("id", "feature", "query", "expect_rejection", "expected_skills", "expected_tools", "expected_sequence",
+        "expect_options_shape")
 
 
 def _usable(query: str | None, s: Sampled, f: Findings) -> bool:
@@ -38,11 +39,12 @@ def _expected(d: TraceDigest) -> tuple[list[str], list[str], list[str]]:
 
 
 def starter_cases(samples: list[Sampled], digests: list[TraceDigest], queries: list[str | None],
-                  f: Findings | None = None) -> list[dict]:
-    """One case per distinct question, with the trace it came from (``_from``) and what it showed (``_note``)."""
+                  f: Findings | None = None, shapes: list[str | None] | None = None) -> list[dict]:
+    """One case per distinct question, with the trace it came from (``_from``) and what it showed (``_note``);
+    ``shapes``: the option shape each trace's options call showed, if any."""
     f = f if f is not None else Findings()
     out, seen = [], set()
-    for s, d, query in zip(samples, digests, queries):
+    for s, d, query, shape in zip(samples, digests, queries, shapes or [None] * len(samples)):
         if query in seen or not _usable(query, s, f):
             continue
         seen.add(query)
@@ -59,6 +61,8 @@ def starter_cases(samples: list[Sampled], digests: list[TraceDigest], queries: l
                 case["expected_tools"] = tools
             if len(tools) > 1:
                 case["expected_sequence"] = tools
+            if shape:
+                case["expect_options_shape"] = shape
         seen_in = f"trace {s.short()} ({(s.trace.get('start_time') or '')[:19]})"
         note = "refused" if refused else f"skills {', '.join(skills) or '(none)'}; tools {', '.join(tools) or '(none)'}"
         if odd:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .choices import Findings
-from .leaves import common, last_key, leaves
+from .leaves import common, last_key, leaves, nodes, not_text, reads_as_text
 from .roles import Roles, visible, where
 from .sample import Sampled
 
@@ -32,8 +32,9 @@ def _rank(pointer: str, keys: tuple[str, ...]) -> int:
 
 
 def answered(s: Sampled, roles: Roles) -> bool:
-    """The turn went past the guardrail: a skill was loaded or a specialist called."""
-    return any(roles.is_specialist(sp) or roles.is_skill(sp) for sp in visible(s))
+    """The turn went past the guardrail: a skill was loaded, a specialist called or the answer's tool ran."""
+    return any(roles.is_specialist(sp) or roles.is_skill(sp) or sp.get("name") in roles.answer_tools
+               for sp in visible(s))
 
 
 def refused(s: Sampled, f: Findings, roles: Roles) -> bool:
@@ -90,6 +91,10 @@ def _mcp(output: Any) -> bool:
         all(isinstance(b, dict) and "type" in b for b in output["content"])
 
 
+def _failed(doc: dict) -> bool:
+    return any(last_key(p) in STATUS_KEYS and str(v).lower() in FAILED for p, v in doc.items())
+
+
 def find_specialist_output(samples: list[Sampled], f: Findings, roles: Roles) -> None:
     pairs = [(sp, s) for s in samples for sp in visible(s) if roles.is_specialist(sp) and sp.get("output") is not None]
     if not pairs:
@@ -99,23 +104,55 @@ def find_specialist_output(samples: list[Sampled], f: Findings, roles: Roles) ->
                  "structuredContent, isError), which the harness reads without pointers")
         return
     docs = [dict(leaves(sp["output"], "/output")) for sp, _ in pairs]
+    trees = [dict(nodes(sp["output"], "/output")) for sp, _ in pairs]
     # The text is read from calls that worked: a failed call may carry only its error.
-    worked = [d for d in docs if not any(last_key(p) in STATUS_KEYS and str(v).lower() in FAILED
-                                         for p, v in d.items())] or docs
-    texts = [p for p in common(worked) if all(isinstance(d[p], str) for d in worked)]
-    if texts:
-        texts.sort(key=lambda p: (_rank(p, TEXT_KEYS), -sum(len(d[p]) for d in worked)))
-        f.choose("vocabulary.specialist_output.text", texts[0], where(*pairs[0], texts[0]))
-    base = texts[0].rsplit("/", 1)[0] if texts else "/output"
-    for sp, s in pairs:
-        out = sp["output"]
-        for key, value in (out.items() if isinstance(out, dict) else ()):
-            if key.lower() in DATA_KEYS and isinstance(value, (dict, list)) and value:
-                f.choose("vocabulary.specialist_output.data", f"/output/{key}", where(sp, s, f"/output/{key}"))
-                break
-        if "vocabulary.specialist_output.data" in f.choices:
-            break
-    _error_shape(docs, pairs, base, f)
+    worked = [i for i, d in enumerate(docs) if not _failed(d)] or list(range(len(docs)))
+    text = _text_pointer([trees[i] for i in worked], [pairs[i] for i in worked], f)
+    _data_pointer(trees, pairs, text, f)
+    _error_shape(docs, pairs, text.rsplit("/", 1)[0] if text else "/output", f)
+
+
+def _text_pointer(trees: list[dict], pairs: list, f: Findings) -> str | None:
+    """The pointer of a tool's text: a string in every call that worked (or, where a tool returns data, the
+    value that is text in some calls and a JSON document in others), never a MIME type or an id."""
+    found = common(trees)
+    plain = [p for p in found if all(not_text(t[p]) is None for t in trees) and any(reads_as_text(t[p]) for t in trees)]
+    if plain:
+        plain.sort(key=lambda p: (_rank(p, TEXT_KEYS), -sum(len(t[p]) for t in trees)))
+        f.choose("vocabulary.specialist_output.text", plain[0], where(*pairs[0], plain[0]))
+        return plain[0]
+    mixed = [p for p in found if any(reads_as_text(t[p]) for t in trees)
+             and all(isinstance(t[p], (dict, list)) or not_text(t[p]) is None for t in trees)]
+    if mixed:
+        mixed.sort(key=lambda p: (_rank(p, TEXT_KEYS), -p.count("/")))
+        n = sum(isinstance(t[mixed[0]], (dict, list)) for t in trees)
+        f.choose("vocabulary.specialist_output.text", mixed[0], where(*pairs[0], mixed[0]) + f": text in "
+                 f"{len(trees) - n} call(s), a JSON document in {n} (read as its JSON text)")
+        return mixed[0]
+    refused = [f"{p} is {not_text(trees[0][p])}" for p in found if isinstance(trees[0][p], str) and not_text(trees[0][p])]
+    f.leave("vocabulary.specialist_output.text", "no value that every tool output has is text"
+            + (f" ({'; '.join(refused[:3])})" if refused else ""),
+            "point specialist_output.text at each tool's text (traces sample --json); without it the whole "
+            "output is read")
+    return None
+
+
+def _data_pointer(trees: list[dict], pairs: list, text: str | None, f: Findings) -> None:
+    """The structured part of a tool's output: an object (or list) beside the text, or the tool's value
+    itself where the tool returns a JSON document."""
+    for key in DATA_KEYS:
+        for pointer in sorted({p for t in trees for p in t if p.count("/") == 2 and last_key(p) == key}):
+            held = [t[pointer] for t in trees if pointer in t]
+            if all(isinstance(v, (dict, list)) for v in held) and any(held):
+                sp, s = next(pair for t, pair in zip(trees, pairs) if t.get(pointer))
+                f.choose("vocabulary.specialist_output.data", pointer, where(sp, s, pointer))
+                return
+    if text is not None:
+        with_data = [pair for t, pair in zip(trees, pairs) if isinstance(t.get(text), (dict, list)) and t[text]]
+        if with_data:
+            names = sorted({sp.get("name") for sp, _ in with_data})
+            f.choose("vocabulary.specialist_output.data", text, where(*with_data[0], text) + ": a JSON document "
+                     f"where the tool returns data ({', '.join(names)})")
 
 
 def _error_shape(docs: list[dict], pairs: list, base: str, f: Findings) -> None:

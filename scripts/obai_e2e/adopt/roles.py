@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from .choices import Findings
-from .leaves import common, last_key, leaves
+from .leaves import ID_LIKE, common, last_key, leaves
 from .sample import Sampled
 from .yamltext import has_control, literal_span, shown, template_span
 
@@ -42,6 +42,8 @@ class Roles:
     skill_names: tuple[str, ...] = ()      # every span name that is a skill load
     specialists: tuple[str, ...] = ()      # the specialists' names as cases write them
     specialist_names: tuple[str, ...] = ()  # the spans' own names
+    specialist_prefix: str | None = None    # the prefix of every tool span's name (agent:{name}), if any
+    answer_tools: tuple[str, ...] = ()      # tool spans whose output is the final answer: no specialists
 
     def is_specialist(self, span: dict) -> bool:
         return span.get("name") in self.specialist_names
@@ -128,9 +130,6 @@ def find_skills(samples: list[Sampled], f: Findings, roles: Roles) -> None:
                 "point skill_name_field at the skill's name in that span (see traces sample --json)")
 
 
-ID_LIKE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-|^[0-9a-f]{16,}$", re.I)
-
-
 def _texts(span: dict) -> list[tuple[str, str]]:
     """Short text values of a span's input, metadata and output: the kind a skill's name is."""
     return [(p, v) for part in ("input", "metadata", "output") for p, v in leaves(span.get(part), "/" + part)
@@ -165,7 +164,7 @@ def find_specialists(samples: list[Sampled], f: Findings, roles: Roles) -> None:
     prefixes = {m.group(1) for m in matches if m}
     first = where(*spans[0])
     if all(matches) and len(prefixes) == 1 and (len(names) > 1 or prefixes == {OTEL_TOOL}):
-        prefix = prefixes.pop()
+        prefix = roles.specialist_prefix = prefixes.pop()
         roles.specialists = tuple(m.group(2) for m in matches)
         f.choose("vocabulary.specialist_span", template_span(prefix),
                  first + f"; every tool span is named {prefix}<name>")

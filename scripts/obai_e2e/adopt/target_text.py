@@ -1,12 +1,16 @@
 """The draft target.yaml as text: every value with the span it came from in a comment above it."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from .choices import Findings
 from .yamltext import scalar, shown
 
 DEFAULT_CATALOG = "{bundle}/catalogs/loss-catalog.v1.json"
+SCRIPT = re.compile(r"\.(?:py|js|mjs|cjs|ts|mts|sh|bash|rb|pl|php|jar|exe)$", re.I)
 
 
 @dataclass(frozen=True)
@@ -19,6 +23,28 @@ class Settings:
     command: list[str] | None
     refusal_exit_code: int | None
     version_command: list[str] | None = None
+    workdir: str | None = None           # where the command runs, relative to the draft's folder
+    relative: tuple[str, ...] = ()       # the command's relative paths that need it
+
+
+def relative_paths(argv: list[str] | None, cwd: Path) -> list[str]:
+    """The arguments of ``argv`` that name a path relative to the folder the command is run in."""
+    out = []
+    for part in argv or []:
+        if "{" in part or part.startswith(("-", "/", "~")) or re.match(r"^[a-z][a-z0-9+.-]*://", part, re.I):
+            continue
+        if "/" in part or os.sep in part or SCRIPT.search(part) or (cwd / part).is_file():
+            out.append(part)
+    return out
+
+
+def with_workdir(s: Settings, out_dir: Path, cwd: Path) -> Settings:
+    """``s`` with the folder the agent's command runs in, when the command names a relative path: the
+    folder adopt runs in, written relative to the draft's folder (a target file's paths start there)."""
+    found = relative_paths(s.command, cwd) + relative_paths(s.version_command, cwd)
+    if not found:
+        return s
+    return replace(s, workdir=os.path.relpath(cwd.resolve(), out_dir.resolve()), relative=tuple(found))
 
 
 class _Lines:
@@ -55,6 +81,9 @@ def render(f: Findings, s: Settings, header: list[str]) -> str:
             "given to adopt (--command)" if s.command else "a placeholder: write the argv of one turn")
     if s.version_command:
         out.add(1, "version_command", s.version_command, "given to adopt (--version-command)")
+    if s.workdir is not None:
+        out.add(1, "workdir", s.workdir, f"the folder adopt ran in, from this file's folder: the command names "
+                f"{', '.join(s.relative[:3])}, relative to it")
     out.add(1, "refusal_exit_code", s.refusal_exit_code if s.refusal_exit_code is not None else 1,
             "given to adopt (--refusal-exit-code)" if s.refusal_exit_code is not None
             else "assumed: a trace does not show exit codes")
@@ -70,6 +99,9 @@ def render(f: Findings, s: Settings, header: list[str]) -> str:
                 "guardrail_refused_values", "skill_load_span", "skill_name_field", "specialist_span",
                 "specialist_type", "specialists"):
         _choice(out, f, 1, f"vocabulary.{key}", key)
+    if "adopt.answer_tools" in f.choices:
+        out.text(*[f"  # {line}" for line in _wrap("No specialist: " + f.choices["adopt.answer_tools"].source, 96)])
+    _choice(out, f, 1, "vocabulary.options_specialist", "options_specialist")
     output = [k for k in ("text", "data", "errors") if f.get(f"vocabulary.specialist_output.{k}") is not None]
     if output:
         out.text("  specialist_output:")
@@ -77,6 +109,7 @@ def render(f: Findings, s: Settings, header: list[str]) -> str:
             _choice(out, f, 2, f"vocabulary.specialist_output.{key}", key)
     elif "vocabulary.specialist_output" in f.choices:
         out.text(*[f"  # {line}" for line in _wrap(f.choices["vocabulary.specialist_output"].source, 96)])
+    _choice(out, f, 1, "vocabulary.options_payload", "options_payload")
     if f.get("rubric.refusal_patterns"):
         out.text("", "rubric:")
         _choice(out, f, 1, "rubric.refusal_patterns", "refusal_patterns")

@@ -48,12 +48,13 @@ def resolves(backend: Backend, config: TargetConfig, s: Sampled, query: str) -> 
             "ok": ok}
 
 
-def unread(config: TargetConfig, s: Sampled, curated: Curated) -> list[str]:
-    """What the draft's vocabulary leaves unread in this trace."""
+def unread(config: TargetConfig, s: Sampled, curated: Curated, answer_tools: tuple[str, ...] = ()) -> list[str]:
+    """What the draft's vocabulary leaves unread in this trace (the answer's own tools are left out on purpose)."""
     v, d, out = config.vocabulary, curated.digest, []
     for span in visible(s):
         if span.get("type") == "tool" and v.specialist_name(span.get("name"), "tool") is None \
-                and not v.skill_load.matches(span.get("name")) and not v.guardrail.matches(span.get("name")):
+                and not v.skill_load.matches(span.get("name")) and not v.guardrail.matches(span.get("name")) \
+                and span.get("name") not in answer_tools:
             out.append(f"tool span {span.get('name')!r} is no specialist")
     if d.guardrail is None:
         out.append("no guardrail span")
@@ -65,20 +66,24 @@ def unread(config: TargetConfig, s: Sampled, curated: Curated) -> list[str]:
     return out
 
 
+def packet_for(config: TargetConfig, case: Case, s: Sampled, curated: Curated, answer: str) -> Packet:
+    """The packet a run would have written for this trace's turn (exit code from the guardrail's decision)."""
+    refused = curated.digest.guardrail is not None and curated.digest.guardrail.refused
+    turn = TurnResult(exit_code=config.target.refusal_exit_code if refused else 0, stdout=answer,
+                      started_at=s.trace.get("start_time") or "", ended_at=s.trace.get("end_time") or "")
+    return Packet(unit_id=case.id, case_id=case.id, run_id="adopt", case=case.to_json(), turn=turn, answer=answer,
+                  trace=TraceBlock(RESOLVED, trace_id=s.id, curated=curated.text, digest=curated.digest,
+                                   answer=answer))
+
+
 def check(backend: Backend | None, config: TargetConfig, cases: dict[str, Case], s: Sampled, curated: Curated,
-          case_id: str | None, query: str) -> dict:
+          case_id: str | None, query: str, answer_tools: tuple[str, ...] = ()) -> dict:
     answer = answer_in(config, s, curated)
-    row = {"trace_id": s.id, "case": case_id, "unread": unread(config, s, curated)}
+    row = {"trace_id": s.id, "case": case_id, "unread": unread(config, s, curated, answer_tools)}
     row["resolution"] = resolves(backend, config, s, query) if backend is not None else None
     case = cases.get(case_id or "")
     if case is None:
         return row
-    refused = curated.digest.guardrail is not None and curated.digest.guardrail.refused
-    turn = TurnResult(exit_code=config.target.refusal_exit_code if refused else 0, stdout=answer,
-                      started_at=s.trace.get("start_time") or "", ended_at=s.trace.get("end_time") or "")
-    packet = Packet(unit_id=case.id, case_id=case.id, run_id="adopt", case=case.to_json(), turn=turn, answer=answer,
-                    trace=TraceBlock(RESOLVED, trace_id=s.id, curated=curated.text, digest=curated.digest,
-                                     answer=answer))
-    result = check_packet(packet, case, config)
+    result = check_packet(packet_for(config, case, s, curated, answer), case, config)
     row.update(verdict=result.verdict, reasons=result.reasons)
     return row

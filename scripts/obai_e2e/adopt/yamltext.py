@@ -75,8 +75,11 @@ def literal_span(name: str) -> str:
     return name
 
 
-def template_span(prefix: str) -> str:
-    """A span-name value for ``<prefix><name>``: a template, or a ``re:`` pattern when the prefix reads as one."""
+def template_span(prefix: str, names: tuple[str, ...] | list[str] | None = None) -> str:
+    """A span-name value for ``<prefix><name>``: a template, or a ``re:`` pattern when the prefix reads as one
+    or when only ``names`` may stand for ``<name>``."""
+    if names is not None:
+        return "re:" + _regex_literal(prefix) + "(?P<name>" + "|".join(_regex_literal(n) for n in names) + ")"
     if prefix.startswith("re:") or any(c in prefix for c in "{}*") or any(_unsafe(c) for c in prefix):
         return "re:" + _regex_literal(prefix) + f"(?P<name>{NAME_CHARS})"
     return prefix + "{name}"

@@ -12,6 +12,9 @@ EPILOG = """exit codes:
   0   drafted (the summary lists what could not be decided, and the check of every trace)
   2   bad arguments, the output files exist (--force replaces them), or the draft would not
       load (no question found, say): nothing is written
+  4   drafted, but the draft failed its own check (self_check: a number planted in an
+      answer was not flagged, or a case missing a specialist did not fail): the files are
+      written, status "unsound", and undecided names the part to fix
   9   the trace backend is unreachable, or the local store is not running
   10  no trace matched"""
 
@@ -23,8 +26,9 @@ def register(sub) -> None:
                     "spans are the hub, guardrail, skill loads and specialists, where the guardrail's decision, a "
                     "tool's text and error, the question and the answer are, and how a turn can be tied to its "
                     "trace. Writes target.yaml and cases.yaml with every choice commented with the span it came "
-                    "from, then resolves, curates and judges those same traces with the draft and prints what it "
-                    "could not decide.",
+                    "from, then resolves, curates and judges those same traces with the draft, replays them with "
+                    "a number planted in each answer and with a specialist taken out (the draft must flag both), "
+                    "and prints what it could not decide.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--project", required=True, help="the Opik project of the agent's traces")
     p.add_argument("--kind", choices=("local", "opik"), default="local",
@@ -78,4 +82,8 @@ def run(args) -> int:
         bad = [] if (row.get("resolution") or {}).get("ok", True) else [f"resolution {row['resolution']['status']}"]
         print(f"checked {row['trace_id'][:13]} {row.get('case') or '-'}: {row.get('verdict', '-')} "
               f"{' '.join(row.get('reasons') or [])} {'; '.join(bad + row['unread'])}".rstrip(), file=sys.stderr)
-    return 0
+    itself = summary["self_check"]
+    print("self-check: " + ", ".join(f"{name.replace('_', ' ')} flagged in {p['flagged']} of {p['checked']} trace(s)"
+                                     for name, p in itself.items() if name != "ok")
+          + ("" if itself["ok"] else " — the draft is unsound: see undecided"), file=sys.stderr)
+    return 0 if itself["ok"] else 4

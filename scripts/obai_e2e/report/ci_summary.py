@@ -30,15 +30,15 @@ def summary_markdown(run_dir: Path, report_link: str | None = None) -> str:
     diff = _read(run_dir / "diff.json")
     run_id = (results.get("run") or {}).get("run_id", run_dir.name)
     lines = [f"### E2E regression {inline(run_id)}: {summary_line(results.get('summary') or {})}", ""]
-    unasked = not_asked_line(results.get("summary") or {})
-    if unasked:
-        lines += [f"_{inline(unasked)}_", ""]
     if diff is not None:
         base = (diff.get("baseline") or {}).get("run_id")
         lines.append(f"**Changes since {inline(base)}**" if base else "**Changes**")
         lines.append("")
         lines += markdown_lines(diff)
         lines.append("")
+    unasked = not_asked_line(results.get("summary") or {})
+    if unasked:
+        lines += [f"_{inline(unasked)}_", ""]
     top = run_dir / "TOP-REGRESSIONS.md"
     if top.exists():
         found = tables(top.read_text(encoding="utf-8", errors="replace"))

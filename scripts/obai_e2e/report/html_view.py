@@ -18,6 +18,7 @@ from ..config.units import unit_key
 from ..judge.panel.calibration import lines as calibration_lines
 from . import judges_note
 from .html_changes import changes_and_charts
+from .report_md import NOT_ASKED_SHOWN
 from .html_loss import fmt, loss_view
 from .trace_pages import page_links
 from .html_inputs import (
@@ -260,6 +261,15 @@ def judges_view(judges: Any) -> dict | None:
             "details": judges_note.details(judges) if warn else []}
 
 
+def _not_asked(summary: dict, units: list[dict]) -> dict:
+    """The count of judgment questions no judge was asked (shown under the changes) and the units that have
+    them (their own section, further down)."""
+    n_units = int(summary.get("units_not_asked") or 0)
+    listed = [(u["id"], ", ".join(u["not_asked"])) for u in units if u.get("not_asked")][:NOT_ASKED_SHOWN]
+    return {"questions": int(summary.get("questions_not_asked") or 0), "units": n_units, "list": listed,
+            "more": max(0, n_units - len(listed))}
+
+
 def build_context(run_dir: Path, case_set: CaseSet | None = None) -> dict:
     """The page's data; ``case_set`` is the run's own cases when the caller has them loaded."""
     run_dir = Path(run_dir)
@@ -303,8 +313,7 @@ def build_context(run_dir: Path, case_set: CaseSet | None = None) -> dict:
         },
         "total": total,
         "counts": counts,
-        "not_asked": {"questions": int(summary.get("questions_not_asked") or 0),
-                      "units": int(summary.get("units_not_asked") or 0)},
+        "not_asked": _not_asked(summary, units),
         "features": sorted(features.items()),
         "disabled": [{"id": d.get("id", ""), "reason": d.get("reason", "")} for d in results.get("disabled") or []],
         "judges": judges_view(results.get("judges")),

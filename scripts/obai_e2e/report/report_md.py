@@ -8,6 +8,7 @@ never by a substring that might also occur in a query or a reason.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from ..base.fsutil import append_text, atomic_write_text, trim_torn_tail
@@ -99,48 +100,63 @@ def ensure_header(path: Path, timestamp: str, disabled_line: str | None, title: 
     return True
 
 
-def insert_changes(path: Path, baseline_run_id: str | None, lines: list[str]) -> bool:
-    """Put the "Changes since" block under the title, once; True when written.
+# The notes under the title, in the order a reader meets them: what changed first, then what
+# was left undecided, then the judge panel. Each is written once, when the run finishes.
+HEAD_ORDER = (CHANGES_MARK, NOT_ASKED_MARK, JUDGES_MARK)
+_HEAD_END = re.compile(r"^(?:_|\| ID \| )", re.M)  # the disabled-cases line or the table's header
+NOT_ASKED_HEADING = "Judgment questions not asked"
 
-    report.md grows by appends while a run is driven; the block is known only at the end,
-    so the file is rewritten once, atomically, with the block between title and table.
+
+def _insert_head(path: Path, mark: str, block: str, tail: str = "") -> bool:
+    """Put ``block`` (whose first line carries ``mark``) among the notes under the title, in HEAD_ORDER,
+    and ``tail`` at the end of the file, in one atomic rewrite; False when the note is there already.
+
+    report.md grows by appends while a run is driven; the notes are known only at the end, so the
+    file is rewritten once per note.
     """
     path = Path(path)
     text = path.read_text(encoding="utf-8")
-    if CHANGES_MARK in text[:4096]:
+    if mark in text[:8192]:
         return False
     title, sep, rest = text.partition("\n\n")
-    heading = f"## Changes since {inline(baseline_run_id)}" if baseline_run_id else "## Changes"
-    block = f"{heading} {CHANGES_MARK}\n\n" + "\n".join(lines) + "\n\n"
-    atomic_write_text(path, title + sep + block + rest)
+    later = [rest.find(m) for m in HEAD_ORDER[HEAD_ORDER.index(mark) + 1:] if m in rest[:8192]]
+    if later:
+        at = rest.rfind("\n", 0, min(later)) + 1
+    else:
+        end = _HEAD_END.search(rest)
+        at = end.start() if end else len(rest)
+    body = rest[:at] + block + rest[at:]
+    if tail:
+        body = body.rstrip("\n") + "\n\n" + tail
+    atomic_write_text(path, title + sep + body)
     return True
+
+
+def insert_changes(path: Path, baseline_run_id: str | None, lines: list[str]) -> bool:
+    """Put the "Changes since" block first under the title, once; True when written."""
+    heading = f"## Changes since {inline(baseline_run_id)}" if baseline_run_id else "## Changes"
+    return _insert_head(path, CHANGES_MARK, f"{heading} {CHANGES_MARK}\n\n" + "\n".join(lines) + "\n\n")
 
 
 def insert_judges(path: Path, headline: str, details: list[str], *, warn: bool) -> bool:
-    """Put the judge panel's note under the title, once; True when written (see insert_changes)."""
-    path = Path(path)
-    text = path.read_text(encoding="utf-8")
-    if JUDGES_MARK in text[:8192]:
-        return False
-    title, sep, rest = text.partition("\n\n")
+    """Put the judge panel's note under the title, after the changes, once; True when written."""
     lead = f"> **Warning:** {inline(headline)}" if warn else f"> {inline(headline)}"
-    block = f"{lead} {JUDGES_MARK}\n" + "".join(f"> - {inline(d)}\n" for d in details) + "\n"
-    atomic_write_text(path, title + sep + block + rest)
-    return True
+    return _insert_head(path, JUDGES_MARK,
+                        f"{lead} {JUDGES_MARK}\n" + "".join(f"> - {inline(d)}\n" for d in details) + "\n")
 
 
 def insert_not_asked(path: Path, questions: int, n_units: int, units: list[tuple[str, list[str]]]) -> bool:
-    """Put the count of judgment questions no judge was asked under the title, with the units that have
-    them (``units``: the first NOT_ASKED_SHOWN of the ``n_units``, by name), once; True when written."""
-    path = Path(path)
-    text = path.read_text(encoding="utf-8")
-    if not questions or NOT_ASKED_MARK in text[:8192]:
+    """Say on one line under the changes how many judgment questions no judge was asked, and list the
+    units that have them (``units``: the first NOT_ASKED_SHOWN of the ``n_units``) in a section of
+    their own at the end of the file, once; True when written."""
+    if not questions:
         return False
-    title, sep, rest = text.partition("\n\n")
-    lines = [f"> **{questions} judgment question(s) not asked** in {n_units} unit(s): no panel and no judge "
-             f"decided them, so they are undecided, not passed (`not_asked` in results.json). {NOT_ASKED_MARK}"]
-    lines += [f"> - {inline(uid)}: {inline(', '.join(qs))}" for uid, qs in units[:NOT_ASKED_SHOWN]]
-    if n_units > len(units[:NOT_ASKED_SHOWN]):
-        lines.append(f"> - … {n_units - len(units[:NOT_ASKED_SHOWN])} more units (results.json)")
-    atomic_write_text(path, title + sep + "\n".join(lines) + "\n\n" + rest)
-    return True
+    notice = (f"> **{questions} judgment question(s) not asked** in {n_units} unit(s): undecided, not passed; "
+              f"listed under \"{NOT_ASKED_HEADING}\" below (`not_asked` in results.json). {NOT_ASKED_MARK}\n\n")
+    shown = units[:NOT_ASKED_SHOWN]
+    lines = [f"## {NOT_ASKED_HEADING}", "",
+             "No panel and no judge decided these questions, so they are undecided, not passed.", ""]
+    lines += [f"- {inline(uid)}: {inline(', '.join(qs))}" for uid, qs in shown]
+    if n_units > len(shown):
+        lines.append(f"- … {n_units - len(shown)} more units (results.json)")
+    return _insert_head(path, NOT_ASKED_MARK, notice, "\n".join(lines) + "\n")

@@ -142,6 +142,15 @@ def _error_spans(ordered: list[dict]) -> list[ErrorSpan]:
     return error_spans
 
 
+def _ties(ordered: list[dict], roles: set[str]) -> list[list[str]]:
+    """Groups of the ``roles`` spans (ids) that began at the same stamped instant, in start order."""
+    groups: dict = {}
+    for s in ordered:
+        if s.get("id") in roles and s.get("start_time"):
+            groups.setdefault(parse_iso(s["start_time"]), []).append(s["id"])
+    return [ids for ids in groups.values() if len(ids) > 1]
+
+
 def _final_text(trace: dict, v: Vocabulary) -> str | None:
     final = dig(trace, v.final_response_field)
     return final if isinstance(final, str) else (None if final is None else dumps(final))
@@ -179,5 +188,6 @@ def curate(trace: dict, spans: list[dict], vocabulary: Vocabulary, *, complete: 
         usage=usage,
         cost=cost,
         cut=_cut_values(trace, ordered, v),
+        ties=_ties(ordered, {c.span_id for c in calls} | {s.span_id for s in skill_loads}),
     )
     return Curated(text=render_text(trace, digest), digest=digest)

@@ -121,12 +121,20 @@ class TraceDigest(Record):
     usage: dict[str, int] | None = None  # token counts of the turn, when its trace carries them
     cost: float | None = None  # estimated cost of the turn, when its trace carries it
     cut: list[CutValue] = field(default_factory=list)
+    # Span ids of skill loads and specialist calls that began at one stamped instant (an SDK that
+    # stamps milliseconds starts two spans in one): their start order is no order.
+    ties: list[list[str]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         out = super().to_json()
-        if not self.cut:
-            out.pop("cut")  # written only when a value arrived cut
+        for key in ("cut", "ties"):
+            if not out[key]:
+                out.pop(key)  # written only when there is one
         return out
+
+    def tied(self, a: str | None, b: str | None) -> bool:
+        """True when spans ``a`` and ``b`` began at the same stamped instant."""
+        return a is not None and b is not None and any(a in group and b in group for group in self.ties)
 
     def cut_of(self, role: str, name: str | None = None) -> list[CutValue]:
         """The cut values of one role (and, for a specialist, of that specialist)."""

@@ -29,6 +29,16 @@ def _name(value: object) -> str:
     return inline(value, NAME_CHARS)
 
 
+def _ties(d: TraceDigest) -> dict[int, int]:
+    """Call number -> the earlier call that began at the same stamped instant (the start order then says nothing)."""
+    out: dict[int, int] = {}
+    for i, c in enumerate(d.specialist_calls, 1):
+        earlier = next((j for j, e in enumerate(d.specialist_calls[:i - 1], 1) if d.tied(e.span_id, c.span_id)), None)
+        if earlier is not None:
+            out[i] = earlier
+    return out
+
+
 def render_text(trace: dict, d: TraceDigest) -> str:
     lines = [
         f"TRACE {_name(d.trace_id)}  name={_name(d.name)}",
@@ -49,8 +59,10 @@ def render_text(trace: dict, d: TraceDigest) -> str:
     lines += [f"    - {_name(s.skill)}  +{s.offset_ms} ms  {_sid(s.span_id)}" for s in d.skill_loads] or ["    (none)"]
     lines.append("")
     lines.append("SPECIALIST CALLS (start order):")
+    ties = _ties(d)
     lines += [f"    {i}. {_name(c.name)}  +{c.offset_ms} ms  ({c.duration_ms} ms)  {_sid(c.span_id)}"
               + (f"  [{_name(c.span_name)}]" if c.span_name else "")
+              + (f"  (tie: same start as {ties[i]}.)" if i in ties else "")
               for i, c in enumerate(d.specialist_calls, 1)] or ["    (none)"]
     lines.append("")
     names = []

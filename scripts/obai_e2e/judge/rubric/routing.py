@@ -3,7 +3,8 @@
 trace.error_span:<span_name> (first: a raised span is the cause of what follows it),
 guardrail.false_refusal (next: a refused question loads no skill and calls no specialist),
 routing.skill_missing, routing.skill_overload, routing.specialist_missing,
-routing.sequence_violation, routing.unexpected_specialist (soft), routing.hub_paraphrase.
+routing.sequence_violation (two first starts at one stamped instant are a tie, not out of order),
+routing.unexpected_specialist (soft), routing.hub_paraphrase.
 """
 from __future__ import annotations
 
@@ -101,11 +102,13 @@ def _first_starts(ctx: Context) -> dict[str, tuple[int, int | None, str | None]]
 
 
 def sequence_violation(ctx: Context) -> RuleOutcome:
+    """Each adjacent pair (A, B): A's first start precedes B's, or both began in the same instant (a tie)."""
     rule = "routing.sequence_violation"
     seq = ctx.case.expected_sequence
     if len(seq) < 2:
         return RuleOutcome(rule, LAYER, SKIPPED, detail="no sequence of two or more entries expected")
     first = _first_starts(ctx)
+    ties = []
     for a, b in zip(seq, seq[1:]):
         absent = next((x for x in (a, b) if x not in first), None)
         if absent is not None:
@@ -113,12 +116,15 @@ def sequence_violation(ctx: Context) -> RuleOutcome:
                    if absent.startswith(SKILL_PREFIX) else f"{absent} was not called (see routing.specialist_missing)")
             return RuleOutcome(rule, LAYER, SKIPPED, detail=why)
         (pa, oa, sa), (pb, ob, sb) = first[a], first[b]
-        if pa > pb:
+        if ctx.digest.tied(sa, sb):
+            ties.append(f"{a} and {b} started in the same instant (+{oa} ms): a tie, not out of order")
+        elif pa > pb:
             return RuleOutcome(rule, LAYER, FAIL, code=rule,
-                           detail=f"{b} (+{ob} ms) started before {a} (+{oa} ms)",
-                           evidence=[Evidence(f"{b} first start +{ob} ms", sb),
-                                     Evidence(f"{a} first start +{oa} ms", sa)])
-    return RuleOutcome(rule, LAYER, PASS, detail=" → ".join(seq) + " in order", evidence=[_calls_summary(ctx)])
+                               detail=f"{b} (+{ob} ms) started before {a} (+{oa} ms)",
+                               evidence=[Evidence(f"{b} first start +{ob} ms", sb),
+                                         Evidence(f"{a} first start +{oa} ms", sa)])
+    return RuleOutcome(rule, LAYER, PASS, detail=" → ".join(seq) + " in order" + "".join(f"; {t}" for t in ties),
+                       evidence=[_calls_summary(ctx)])
 
 
 def unexpected_specialist(ctx: Context) -> RuleOutcome:
