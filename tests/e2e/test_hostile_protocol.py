@@ -4,7 +4,8 @@ A gate result arrives after its run's seal, so the seal's file list cannot hold 
 attestation instead (the seal's hash, its own hash and, with OBAI_E2E_SEAL_KEY, a signature). A forger
 who can write into a sealed run adds a gate result by hand, edits one, copies one from another run or
 re-attests one without the key; a forger who can write the bundle adds an open to the holdout ledger.
-Each is detected by ``freeze-audit verify`` and refused by the holdout. On stored data, no agent driven.
+Each is detected by ``freeze-audit verify`` and refused by the holdout, naming the file (exit 6). On stored data,
+no agent driven.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import os
 from pathlib import Path
 
 import pytest
-from obai_e2e.base.errors import HoldoutSealed
+from obai_e2e.base.errors import FrozenArtifactChanged, HoldoutSealed
 from obai_e2e.config.target import load_target_config
 from obai_e2e.protocol import freeze
 from obai_e2e.protocol.holdout import open_holdout, require_open
@@ -73,7 +74,7 @@ def test_a_hand_written_passed_gate_is_detected_and_opens_nothing(frozen_home):
     (dev / "gate-development.json").write_text(json.dumps(gate_body()))
     code, out = verify_cli(dev)
     assert code == 6 and not out["clean"] and out["added"] == ["gate-development.json (unsealed)"]
-    with pytest.raises(HoldoutSealed, match="unsealed"):
+    with pytest.raises(FrozenArtifactChanged, match="unsealed"):
         opened(frozen_home, dev)
     assert not ledger_path(frozen_home).exists()
 
@@ -84,19 +85,19 @@ def test_an_edited_a_copied_and_an_unsigned_gate_are_each_refused(frozen_home, m
     failed = attest(dev, gate_body(passed=False))
     gate.write_text(json.dumps({**failed, "passed": True}))           # the failed gate, flipped
     assert verify_seal(dev).changed == ["gate-development.json"]
-    with pytest.raises(HoldoutSealed, match="changed"):
+    with pytest.raises(FrozenArtifactChanged, match="changed"):
         opened(frozen_home, dev)
 
     other = sealed_dev_run(frozen_home, "another-run")           # a passed gate of another run
     gate.write_text(json.dumps(attest(other, gate_body())))
-    with pytest.raises(HoldoutSealed, match="unsealed"):
+    with pytest.raises(FrozenArtifactChanged, match="unsealed"):
         opened(frozen_home, dev)
 
     monkeypatch.delenv(KEY_ENV)                                        # attested by a forger without the key
     gate.write_text(json.dumps(attest(dev, gate_body())))
     monkeypatch.setenv(KEY_ENV, KEY)
     assert verify_seal(dev).added == ["gate-development.json (unsigned)"]
-    with pytest.raises(HoldoutSealed, match="unsigned"):
+    with pytest.raises(FrozenArtifactChanged, match="unsigned"):
         opened(frozen_home, dev)
 
 

@@ -19,6 +19,7 @@ QUERY_CHARS = 120
 CHANGES_MARK = "<!-- what changed -->"
 JUDGES_MARK = "<!-- judge panel -->"
 NOT_ASKED_MARK = "<!-- judgment questions not asked -->"
+INPUTS_MARK = "<!-- inputs -->"
 NOT_ASKED_SHOWN = 50  # units listed by name; the rest are counted
 
 
@@ -143,4 +144,20 @@ def insert_not_asked(path: Path, questions: int, n_units: int, units: list[tuple
     if n_units > len(units[:NOT_ASKED_SHOWN]):
         lines.append(f"> - … {n_units - len(units[:NOT_ASKED_SHOWN])} more units (results.json)")
     atomic_write_text(path, title + sep + "\n".join(lines) + "\n\n" + rest)
+    return True
+
+
+def insert_inputs(path: Path, lines: list[str]) -> bool:
+    """Put what the run says of its inputs (an input changed while it ran; a run without copies) under the
+    title, once; True when written."""
+    path = Path(path)
+    if not lines or not path.exists():
+        return False
+    text = path.read_text(encoding="utf-8")
+    if INPUTS_MARK in text[:8192]:
+        return False
+    title, sep, rest = text.partition("\n\n")
+    block = "".join(f"> **{inline(line)}** {INPUTS_MARK}\n" if i == 0 else f"> {inline(line)}\n"
+                    for i, line in enumerate(lines))
+    atomic_write_text(path, title + sep + block + "\n" + rest)
     return True
