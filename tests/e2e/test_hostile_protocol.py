@@ -117,3 +117,26 @@ def test_the_harness_own_gate_opens_the_holdout_once_and_a_forged_ledger_opens_n
         require_open(frozen_home.parent / "runs" / "planted", holdout_cases, root=frozen_home)
     with pytest.raises(HoldoutSealed, match="not signed with the key"):
         require_open(Path(entry["holdout_run"]), holdout_cases, root=frozen_home)
+
+
+def test_the_gate_verifies_the_sealed_run_before_it_reads_a_file_of_it(frozen_home, monkeypatch):
+    from obai_e2e.protocol import gates
+    from obai_e2e.protocol.seal import require_intact
+
+    dev = sealed_dev_run(frozen_home)
+    assert require_intact(dev, "the gate")["files"]  # intact and signed with the key: it stands
+    aggregate = dev / "judging" / "r1" / "aggregate.json"
+    aggregate.parent.mkdir(parents=True)
+    aggregate.write_text(json.dumps({"calibration": {"n": 5, "judges": {}, "majority": {}}}))
+    (dev / "results.json").write_text(json.dumps({"run": {"run_id": "dev"}, "units": [], "forged": True}))
+    with pytest.raises(FrozenArtifactChanged, match=r"changed: results\.json; added: judging/r1/aggregate\.json"):
+        gates.gate(dev, "development", None)
+    assert not (dev / "gate-development.json").exists()
+
+    unsigned = sealed_dev_run(frozen_home, "sealed-without-the-key")
+    seal_file = unsigned / "seal.json"
+    seal_file.write_text(json.dumps({k: v for k, v in json.loads(seal_file.read_text()).items() if k != "mac"}))
+    with pytest.raises(FrozenArtifactChanged, match="carries no signature while OBAI_E2E_SEAL_KEY is set"):
+        gates.gate(unsigned, "development", None)
+    monkeypatch.delenv(KEY_ENV)  # without the key nothing can be checked but the list itself
+    assert require_intact(unsigned, "the gate")["files"]

@@ -366,3 +366,8 @@ def test_the_verdict_schema_admits_exactly_the_hard_codes():
     schema = json.loads((Path(codes.__file__).parents[4] / "schemas" / "verdict.v1.schema.json").read_text())
     assert schema["properties"]["override"]["properties"]["rule"]["pattern"] == codes.HARD_PATTERN
     assert schema["allOf"][1]["then"]["properties"]["reasons"]["items"]["pattern"] == codes.HARD_PATTERN
+
+
+def test_a_trace_read_again_unchanged_keeps_the_unit_verdict():
+    assert (read_again("MD1", "unchanged").verdict, read_again("MD1", "unchanged").reasons) == ("pass", [])
+    assert read_again("MD1", "opik_unreachable").reasons == ["opik_unreachable"]  # not shown unchanged: not judged
