@@ -58,7 +58,8 @@ def reread_turn(config: TargetConfig, backend: Backend, role: str, block: TraceB
     if block.content_sha256 and now != block.content_sha256:
         return TurnReread(role, trace_id, freshness.CHANGED,
                           f"the trace {trace_id} and its spans differ from what was read at {block.read_at} (SHA-256 "
-                          f"now {now[:12]}…, then {block.content_sha256[:12]}…): written after its turn ended")
+                          f"now {now[:12]}…, then {block.content_sha256[:12]}…): written after its turn ended (or, on a "
+                          "backend that shows writes late, not yet all visible when it was read)")
     return TurnReread(role, trace_id, UNCHANGED)
 
 
