@@ -135,3 +135,25 @@ def test_a_run_made_before_runs_kept_copies_reads_its_files_as_before_with_a_not
     assert config.path == team / "target.yaml" and cases.path == team / "cases.yaml"
     note = inputs.summary(meta.inputs)
     assert note["frozen"] is False and "made before runs kept a copy" in inputs.lines(note)[0]
+
+
+def test_a_resumed_run_is_judged_by_the_panel_file_it_was_made_with(team):
+    from obai_e2e.judge.models.config import load as load_judges
+    from obai_e2e.run.headless import frozen_panel
+
+    judges = team / "judges.yaml"
+    shutil.copy(REPO / "catalogs" / "judges.yaml", judges)
+    config = load_target_config(team / "target.yaml")
+    run_dir, meta = create_run(config, load_cases_for(config, team / "cases.yaml"), Filters(ids=("MD1",)),
+                               root=team.parent / "runs", judges=(judges, sha256_file(judges)))
+    assert meta.inputs["judges"].sha256 == sha256_file(judges)
+    same = load_judges(judges)
+    assert frozen_panel(same, run_dir, meta.inputs) is same
+    # The panel file in the repository now sends the first judge's questions to another endpoint.
+    judges.write_text(judges.read_text().replace("model: claude-sonnet-4-5", "model: a-model-of-the-agents-choosing"))
+    resumed = frozen_panel(load_judges(judges), run_dir, meta.inputs)
+    assert resumed.judges[0].model == "claude-sonnet-4-5" and resumed.sha256 == meta.inputs["judges"].sha256
+    other = team / "another-panel.yaml"  # a panel file named for this command: used as given
+    shutil.copy(judges, other)
+    given = load_judges(other)
+    assert frozen_panel(given, run_dir, meta.inputs) is given

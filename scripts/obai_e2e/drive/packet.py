@@ -65,6 +65,7 @@ def _trace_block(backend: Backend, config: TargetConfig, key: TurnKey, *, turn_f
     deadline = config.backend.failed_turn_deadline_s if turn_failed else None
     try:
         res = resolve(backend, config, key, deadline_s=deadline, project_seen=project_seen)
+        found_at = iso(utc_now())
     except Interrupted:
         raise
     except Exception as exc:  # noqa: BLE001 - a harness fault is recorded, not raised
@@ -78,7 +79,7 @@ def _trace_block(backend: Backend, config: TargetConfig, key: TurnKey, *, turn_f
         fetched = fetch(backend, res.trace_id, found=res.trace, settle=settle_s(config.backend.settle_s, backend))
     except Exception as exc:  # noqa: BLE001
         if freshness.is_gone(exc):  # found by the search a moment ago
-            block.status, block.message = freshness.DELETED, freshness.gone_message(backend, res.trace_id, iso(utc_now()))
+            block.status, block.message = freshness.DELETED, freshness.gone_message(backend, res.trace_id, found_at)
             return block
         block.status = "opik_unreachable" if is_unreachable_error(exc) else "harness_error"
         block.message = f"reading the trace failed: {type(exc).__name__}: {exc}"[:500]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..base.errors import Exit, UsageError
+from ..base.paths import recorded
 from ..config.cases import CaseSet
 from ..config.selection import Filters, Selection
 from ..config.target import TargetConfig
@@ -178,12 +179,14 @@ def _drive_and_finish(config: TargetConfig, case_set: CaseSet, run_dir: Path, ba
 
 
 def frozen_panel(panel: PanelConfig | None, run_dir: Path, inputs: dict) -> PanelConfig | None:
-    """The judge panel from the run's copy of its panel file, when the panel came from a file that differs from it
-    (a resumed run is judged by the panel it was made with)."""
-    if panel is None or not panel.sha256:
-        return panel
+    """The judge panel from the run's copy of its panel file when the panel was read from the file the run copied
+    and that file changed since (a resumed run is judged by the panel it was made with); a panel file named
+    otherwise is used as given."""
     path = frozen_path(run_dir, inputs, "judges")
-    return panel if path is None or inputs["judges"].sha256 == panel.sha256 else load_judges(path)
+    if panel is None or not panel.sha256 or path is None or inputs["judges"].sha256 == panel.sha256:
+        return panel
+    copied_from = recorded(inputs["judges"].source)
+    return load_judges(path) if copied_from and copied_from.resolve() == Path(panel.source).resolve() else panel
 
 
 def inconclusive(outcome: dict) -> bool:
