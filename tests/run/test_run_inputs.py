@@ -157,3 +157,31 @@ def test_a_resumed_run_is_judged_by_the_panel_file_it_was_made_with(team):
     shutil.copy(judges, other)
     given = load_judges(other)
     assert frozen_panel(given, run_dir, meta.inputs) is given
+
+
+def test_a_copy_never_holds_a_secret_and_a_turn_is_never_driven_from_one_without_it(team):
+    token = "ledger-token-0123456789abcdef"
+    live = team / "cases.yaml"
+    data = yaml.safe_load(live.read_text())
+    next(c for c in data["cases"] if c["id"] == "MD1")["env"] = {"LEDGER_API_TOKEN": token, "LEDGER_TIER": "pro"}
+    live.write_text(yaml.safe_dump(data, sort_keys=False))
+    run_dir, meta = new_run(team)
+    rec = meta.inputs["cases"]
+    copy = run_dir / rec.file
+    assert token not in copy.read_text() and "LEDGER_API_TOKEN: REDACTED" in copy.read_text()
+    assert rec.source_sha256 == sha256_file(live) != rec.sha256 == sha256_file(copy)
+    assert not any(token in p.read_text(errors="replace") for p in run_dir.rglob("*") if p.is_file())
+    # While the file it came from is unchanged, its bytes are the copy with the secret in: a stage reads it.
+    _, cases = load(on_run(run_dir))
+    assert cases.path == live and cases.by_id("MD1").env["LEDGER_API_TOKEN"] == token
+    assert inputs.withheld(run_dir, meta.inputs) == [] and inputs.live_changes(meta.inputs) == []
+    inputs.require_secrets(run_dir, meta.inputs)
+    # Once it changed, the copy is read, its secret withheld: judged from, never driven from.
+    data["cases"][0]["expected_tools"] = ["fundamentals_analysis"]
+    live.write_text(yaml.safe_dump(data, sort_keys=False))
+    _, cases = load(on_run(run_dir))
+    assert cases.path == copy and cases.by_id("MD1").expected_tools == ("market_data_analysis",)
+    assert cases.by_id("MD1").env == {"LEDGER_API_TOKEN": "REDACTED", "LEDGER_TIER": "pro"}
+    assert inputs.withheld(run_dir, meta.inputs) == [str(copy)]
+    with pytest.raises(UsageError, match=r"holds no secret values \(REDACTED\) .* restore .*cases\.yaml \(SHA-256 "):
+        inputs.require_secrets(run_dir, meta.inputs)

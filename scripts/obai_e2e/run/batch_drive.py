@@ -20,6 +20,7 @@ from ..drive.sandbox import clear_leftovers, install_signal_teardown
 from ..drive.ui import close_all as close_ui_channels
 from ..judge.rubric import check_packet
 from ..report.record import verdict_path
+from ..rundir.inputs import require_secrets
 from ..rundir.lock import RunLock
 from ..trace.backend import connect, warm_up
 from .drive_log import DONE, FAILED, INTERRUPTED, DriveLog, UnitLine
@@ -67,6 +68,7 @@ def drive_run(config: TargetConfig, case_set: CaseSet, run_dir: Path, jobs: int)
                         log.add(unit_line(config, unit, packet))
             backend = None
             if p.pending:
+                require_secrets(run_dir, p.meta.inputs)  # a copy without its secrets drives no turn
                 backend = connect(config)
                 warm_up(backend)
 

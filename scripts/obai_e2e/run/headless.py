@@ -36,7 +36,7 @@ from ..protocol.seal import seal
 from ..report.record import verdict_path
 from ..report.results import finalize, unit_result
 from ..report.spool import EntrySpool
-from ..rundir.inputs import frozen_path, with_copies
+from ..rundir.inputs import frozen_path, require_secrets, with_copies
 from ..rundir.lock import RunLock
 from ..rundir.meta import RunMeta, load_run
 from ..trace.backend import Backend, connect, warm_up
@@ -132,6 +132,7 @@ def _drive_and_finish(config: TargetConfig, case_set: CaseSet, run_dir: Path, ba
     with RunLock(run_dir):
         p = plan(run_dir, case_set, selection=selection)
         if p.pending:
+            require_secrets(run_dir, inputs)  # a copy without its secrets drives no turn
             warm_up(backend)  # the SDK is imported while the first turns run; a finished run never needs it
         if p.disabled_line:
             say(p.disabled_line)
@@ -183,7 +184,7 @@ def frozen_panel(panel: PanelConfig | None, run_dir: Path, inputs: dict) -> Pane
     and that file changed since (a resumed run is judged by the panel it was made with); a panel file named
     otherwise is used as given."""
     path = frozen_path(run_dir, inputs, "judges")
-    if panel is None or not panel.sha256 or path is None or inputs["judges"].sha256 == panel.sha256:
+    if panel is None or not panel.sha256 or path is None or inputs["judges"].live_sha256 == panel.sha256:
         return panel
     copied_from = recorded(inputs["judges"].source)
     return load_judges(path) if copied_from and copied_from.resolve() == Path(panel.source).resolve() else panel

@@ -6,6 +6,7 @@ handed to every later step.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -15,11 +16,13 @@ from ..base.clock import iso, parse_iso, utc_now
 from ..base.errors import ObaiError, UsageError
 from ..base.fsutil import sha256_file
 from ..base.paths import bundle_root, portable, recorded
+from ..base.redact import Redactor
 from ..config.cases import CaseSet, load_cases_for
 from ..config.judges_file import default_path as default_judges_path
 from ..config.selection import Filters, Selection
 from ..config.target import TargetConfig
 from ..config.units import Unit, units_of
+from ..drive.agent_env import judge_keys
 from ..drive.containment import run_version_command
 from ..loss.plan import default_plan_path
 from ..protocol.gates import GATES_FILE
@@ -77,6 +80,15 @@ def input_sources(config: TargetConfig, case_set: CaseSet, extra: dict | None,
             "gates": bundle_root() / GATES_FILE, "judges": judges or default_judges_path()}
 
 
+def input_secrets(config: TargetConfig, case_set: CaseSet) -> list[str]:
+    """What never goes into the run's copies, as into its packets: the values of secret-named variables of the
+    harness's environment, the target's ``env`` and every case's ``env``."""
+    env = {**os.environ, **config.target.env}
+    for case in case_set.cases:
+        env.update(case.env)
+    return Redactor(env, [*config.redact_patterns, *judge_keys()]).values
+
+
 def create_run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, root: Path | None = None,
                extra: dict | None = None, repeats: dict[str, int] | None = None,
                holdout: bool = False, shard: ShardSpec | None = None,
@@ -115,7 +127,7 @@ def create_run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, roo
     sources = input_sources(config, case_set, extra, judges[0] if judges else None)
     expect = {"cases": case_set.sha256, "target": target_sha, **({"judges": judges[1]} if judges and judges[1] else {})}
     try:
-        inputs = copy_inputs(run_dir, sources, expect)
+        inputs = copy_inputs(run_dir, sources, expect, secrets=input_secrets(config, case_set))
     except ObaiError:
         shutil.rmtree(run_dir, ignore_errors=True)  # not a run yet: no run.json
         raise
