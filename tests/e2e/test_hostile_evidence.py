@@ -6,7 +6,8 @@ situation of a real Opik server, whose key the harness cannot scope, so the agen
 delete the project. Each unit's evidence is frozen when it is resolved and read once more after the run's last
 turn: a write after a unit's turn makes that unit inconclusive and names the cause; every other unit keeps its
 verdict. The cases file lives in the target's repository, where the agent can write: the run keeps its own copy
-and names the change. One run per attack, few turns each.
+and names the change. One run per attack, few turns each; the deleted project goes through the chat flow's
+background drive, the rest through `obai-e2e run`.
 """
 from __future__ import annotations
 
@@ -115,17 +116,30 @@ def test_a_later_turn_patching_an_earlier_trace_and_editing_the_cases_is_named_n
     assert "judging/r1/aggregate.json" in gate["message"] and not (run_dir / "gate-development.json").exists()
 
 
-def test_a_deleted_project_is_named_on_every_unit_it_took(opik_env, tmp_path):
+def test_a_deleted_project_is_named_on_every_unit_it_took_in_the_chat_flow(opik_env, tmp_path):
+    """The chat flow's background drive reads every unit's traces again once its last turn ended."""
     cases = cases_file(tmp_path / "repo", {"D1": {}, "D2": {}, "D3": {"env": {"HOSTILE_AGENT": "delete_project"}}})
     target = opik_target(tmp_path, "evidence-deleted")
-    code, out, err = run_in(opik_env, "run", "--jobs", "1", "--target", str(target), "--cases", str(cases))
-    assert code == 3, err[-3000:]
-    units = units_of(out)
-    for uid in ("D1", "D2"):  # read when their turns ended, gone when read again
-        assert (units[uid]["verdict"], units[uid]["reasons"]) == ("inconclusive", ["trace_deleted"]), units[uid]
-        assert "the project 'evidence-deleted' no longer exists" in units[uid]["judgment"]
-        assert "was there at" in units[uid]["judgment"]
-    d3 = units["D3"]  # its own trace went before the harness could read it
-    assert (d3["verdict"], d3["reasons"]) == ("inconclusive", ["trace_not_found"]), d3
-    assert "the project 'evidence-deleted' no longer exists" in d3["judgment"]
-    assert "was deleted since" in d3["judgment"]
+    given = ("--target", str(target), "--cases", str(cases))
+    code, made, err = obai_json_here("new-run", *given, env=opik_env)
+    assert code == 0, err[-2000:]
+    run_dir = made["run_dir"]
+    lines: list[str] = []
+    for _ in range(30):
+        code, out, err = obai_json_here("drive", "--run-dir", run_dir, "--wait", "30", *given, env=opik_env)
+        assert code == 0 and out, err[-2000:]
+        lines += out["units"]
+        if out["status"] == "done":
+            break
+    assert out["status"] == "done" and "3 units driven" in out["count"], out
+    # D1 and D2 were read when their turns ended, and were gone when read again: each gets a second line.
+    assert [line.split()[:3] for line in lines if line.startswith(("D1 ", "D2 "))][-2:] == \
+        [["D1", "inconclusive", "trace_deleted"], ["D2", "inconclusive", "trace_deleted"]], lines
+    for uid in ("D1", "D2"):
+        code, check, err = obai_json_here("check-case", "--run-dir", run_dir, "--id", uid, env=opik_env)
+        assert (check["verdict"], check["reasons"]) == ("inconclusive", ["trace_deleted"]), (check, err[-1000:])
+        assert "the project 'evidence-deleted' no longer exists" in check["judgment"]
+        assert "was there at" in check["judgment"]
+    code, d3, err = obai_json_here("check-case", "--run-dir", run_dir, "--id", "D3", env=opik_env)
+    assert (d3["verdict"], d3["reasons"]) == ("inconclusive", ["trace_not_found"]), d3  # gone before it was read
+    assert "the project 'evidence-deleted' no longer exists" in d3["judgment"] and "deleted since" in d3["judgment"]
