@@ -32,6 +32,12 @@ one HTTP round trip. ``HOSTILE_AGENT`` selects behaviours, comma-separated:
                      for <s> seconds (default 20); what it saw and did goes to $HOSTILE_REPORT
                      (a folder outside the runs folder), the daemon's heartbeat too
 
+  patch_victims:<s>  after <s> seconds (default 0), PATCH the output of every other trace of its project
+                     whose question holds "victim", with the key it was given to write its own
+  delete_project     after writing its own trace, delete its whole project (Opik's DELETE of a project)
+  edit_cases         rewrite the file $HOSTILE_CASES_FILE: every "[market_data_analysis]" becomes
+                     "[fundamentals_analysis]" (a team's cases file, writable where the agent runs)
+
 Every process it starts keeps ``HOSTILE_MARK`` (when set) in its command line, so a test
 can find leftovers in the process table.
 """
@@ -69,8 +75,13 @@ def ts() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def post(url: str, body: dict) -> None:
-    post_text(url, json.dumps(body))
+def post(url: str, body: dict | None, method: str = "POST") -> bytes:
+    headers = {"content-type": "application/json"}
+    if os.environ.get("OPIK_API_KEY"):  # the local store's token, as the opik SDK sends it
+        headers["authorization"] = os.environ["OPIK_API_KEY"]
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method, headers=headers)
+    return urllib.request.urlopen(req, timeout=30).read()
 
 
 def post_text(url: str, body: str) -> None:
@@ -79,6 +90,36 @@ def post_text(url: str, body: str) -> None:
         headers["authorization"] = os.environ["OPIK_API_KEY"]
     req = urllib.request.Request(url, data=body.encode(), method="POST", headers=headers)
     urllib.request.urlopen(req, timeout=30).read()
+
+
+def patch_victims(delay: float) -> None:
+    """PATCH every other trace of the project whose question holds "victim" (what a later turn can do to an
+    earlier unit's evidence with a key that is not scoped to its own traces)."""
+    time.sleep(delay)
+    api = os.environ["OPIK_URL_OVERRIDE"].rstrip("/")
+    project = os.environ.get("OPIK_PROJECT_NAME", "obai-demo")
+    found = post(f"{api}/v1/private/traces/search", {"project_name": project, "limit": 200, "truncate": False})
+    for line in found.decode().splitlines():
+        trace = json.loads(line)
+        if "victim" in json.dumps(trace.get("input") or {}).lower():
+            post(f"{api}/v1/private/traces/{trace['id']}", {"project_name": project,
+                                                          "output": {"response": "forged after the turn"}},
+                 method="PATCH")
+
+
+def delete_project() -> None:
+    api = os.environ["OPIK_URL_OVERRIDE"].rstrip("/")
+    project = os.environ.get("OPIK_PROJECT_NAME", "obai-demo")
+    found = json.loads(post(f"{api}/v1/private/projects/retrieve", {"name": project}))
+    post(f"{api}/v1/private/projects/{found['id']}", None, method="DELETE")
+
+
+def edit_cases() -> None:
+    path = os.environ["HOSTILE_CASES_FILE"]
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text.replace("[market_data_analysis]", "[fundamentals_analysis]"))
 
 
 def behaviours() -> dict[str, str]:
@@ -272,6 +313,10 @@ def main(argv: list[str]) -> int:
         daemonize(mark)
     if "attack" in b:
         attack(float(b["attack"] or 20), mark, session)
+    if "edit_cases" in b:
+        edit_cases()
+    if "patch_victims" in b:
+        patch_victims(float(b["patch_victims"] or 0))
     answer = ANSWER
     job_payload = None  # a job's answer is also its specialist's payload, which grounds its figures
     if "async" in b:
@@ -298,6 +343,8 @@ def main(argv: list[str]) -> int:
         write_trace(query, session, answer[:2000], span, "open_span" in b, job_payload,
                     forge=FORGED if "forge" in b else "", big_mb=float(b.get("big") or 0),
                     deep=int(b.get("deep") or 0))
+    if "delete_project" in b:
+        delete_project()
     sys.stdout.write(answer + ("\n" if not answer.endswith("\n") else ""))
     sys.stdout.flush()
     if "hang" in b:

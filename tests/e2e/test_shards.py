@@ -126,6 +126,10 @@ def test_the_merged_seal_covers_the_verified_bytes(sharded):
         for name in [f"{u}.json" for u in units] + [f"{u}.verdict.json" for u in units] + \
                 [f"traces/{u}.json" for u in units]:
             assert merged[name] == sealed[name], name
+        # every part's copy of the run's inputs is the merged run's copy, byte for byte
+        part_inputs = json.loads((part / "run.json").read_text())["inputs"]
+        assert {r: i["sha256"] for r, i in m_meta["inputs"].items()} == {r: i["sha256"] for r, i in part_inputs.items()}
+        assert all(merged[i["file"]] == sealed[i["file"]] == i["sha256"] for i in part_inputs.values())
 
 
 def test_the_merged_run_has_every_units_trace_pages(sharded):

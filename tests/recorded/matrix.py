@@ -91,6 +91,9 @@ DERIVED: dict[str, str] = {
     "hub.answer_truncated": "MD1",   # stdout over 1 MB: a recording of it would hold a megabyte
     "hub.incomplete_answer": "MD1",  # a judgment: a judge panel's majority trips it, never a program
     "harness_error": "MD1",          # the harness itself failed while driving the unit
+    # The unit's trace, read again after the run's last turn (drive/evidence.py), was written to or gone.
+    "trace_changed_after_turn": "MD1",
+    "trace_deleted": "MD1",
     "trace_truncated": "MD1",        # a specialist output read cut, as a search without truncate=false reads it
     # The ui channel: the recorded unit as a ui unit whose page showed something else (the
     # observation the browser driver writes); the recordings are of the cli channel.

@@ -130,3 +130,26 @@ def test_a_broken_snapshot_is_named(tmp_path):
     with pytest.raises(ConfigError, match=r"traces/MD1.json: field /turns"):
         load_snapshots(tmp_path, "MD1")
     assert load_snapshots(tmp_path, "F1") == []
+
+
+def test_a_kept_trace_is_the_one_its_packet_recorded_or_it_is_refused(tmp_path):
+    """The packet binds the unit's kept trace by its SHA-256: a snapshot changed afterwards is never shown."""
+    from obai_e2e.base.errors import FrozenArtifactChanged
+
+    run, entry = finished_run(tmp_path, "zero_trades")
+    uid = entry["unit_id"]
+    kept = json.loads(snapshot_path(run, uid).read_text())
+    with pytest.raises(FrozenArtifactChanged, match="is driven already"):  # once the packet exists (below)
+        (run / f"{uid}.json").write_text("{}")
+        write_snapshots(run, uid, kept["turns"])
+    (run / f"{uid}.json").unlink()
+    evidence = write_snapshots(run, uid, kept["turns"])
+    packet_data = {**packet(FAULTS, "zero_trades").to_json(), "evidence": evidence.to_json()}
+    (run / f"{uid}.json").write_text(json.dumps(packet_data))
+    assert evidence.file == f"traces/{uid}.json" and len(load_snapshots(run, uid)) == 1
+    forged = snapshot_path(run, uid)
+    forged.write_text(forged.read_text().replace("Total trades: 0", "Total trades: 14"))
+    with pytest.raises(FrozenArtifactChanged, match=f"{forged}: the unit's kept trace differs from the one its packet"):
+        load_snapshots(run, uid)
+    with pytest.raises(FrozenArtifactChanged, match="kept trace differs"):
+        write_trace_pages(run)

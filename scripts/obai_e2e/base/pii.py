@@ -43,9 +43,9 @@ _PHONE = re.compile(
 _US_PHONE = re.compile(r"(?<![\w+./:,-])\d{3}-\d{3}-\d{4}(?![\w-])")
 _CARD = re.compile(r"(?<![\w.,:/+-])\d(?:[ -]?\d){12,18}(?![\w])")
 
-# Keys whose values are identifiers or timestamps the harness made; never personal data.
+# Keys whose values are identifiers, timestamps or hashes the harness made; never personal data.
 _SKIP_KEYS = {"id", "session", "correlation_tag", "candidates", "schema_version"}
-_SKIP_SUFFIXES = ("_id", "_ids", "_at", "_time")
+_SKIP_SUFFIXES = ("_id", "_ids", "_at", "_time", "sha256")
 
 
 def _skip(key: Any) -> bool:

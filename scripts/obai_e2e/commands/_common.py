@@ -145,17 +145,21 @@ def _existing(path: Path | None) -> Path | None:
 
 
 def load(args) -> tuple[TargetConfig, CaseSet]:
-    """The configuration and the case set the command was given (for an existing run: the run's own)."""
+    """The configuration and the case set the command was given; for an existing run the run's own: its copies
+    of them (rundir/inputs.py), or for a run made before runs kept copies, the files run.json names."""
     from ..config.cases import load_cases_for
     from ..config.target import load_target_config
     from ..protocol.holdout import load_holdout_cases
+    from ..rundir.inputs import frozen_config
     from ..rundir.meta import load_run
 
     run_dir = run_dir_of(args)
     meta = load_run(run_dir) if run_dir is not None else None
-    target = getattr(args, "target", None) or (_existing(meta.target_config_path) if meta else None)
-    config = load_target_config(target)
-    cases_path = getattr(args, "cases", None) or (_existing(meta.cases_path) if meta else None)
+    given_target, given_cases = getattr(args, "target", None), getattr(args, "cases", None)
+    config = frozen_config(run_dir, meta.inputs) if meta is not None and not given_target else None
+    if config is None:
+        config = load_target_config(given_target or (_existing(meta.target_config_path) if meta else None))
+    cases_path = given_cases or ((meta.input_path(run_dir, "cases") or _existing(meta.cases_path)) if meta else None)
     if meta is not None and meta.holdout:
         return config, load_holdout_cases(config, run_dir, cases_path or meta.cases_path)
     return config, load_cases_for(config, cases_path)

@@ -35,4 +35,6 @@ def run(args) -> int:
     say(f"report.html: {out['report_html']}")
     if out.get("diff_line"):
         say(out["diff_line"])
+    for line in out.get("inputs_lines") or []:
+        say(line)
     return 0

@@ -10,7 +10,7 @@ from ..base.paths import bundle_root
 from ..config.target import load_target_config
 from ..protocol import freeze as core
 from ..protocol import gates, holdout
-from ..protocol.seal import SEAL, describe_signature, signature, verify_seal
+from ..protocol.seal import SEAL, describe_signature, require_intact, signature, verify_seal
 from ..run.plan import git_commit, open_holdout_run
 from ..rundir.lock import RunLock
 from ..rundir.meta import load_run
@@ -85,11 +85,12 @@ def run(args) -> int:
         entry = open_holdout_run(config, args.dev_run, args.holdout_cases)
         emit({"status": "opened", **entry, "next_step": f"obai-e2e run --resume {entry['holdout_run']}"})
         return 0
-    # gate
-    _, cases = load(args)
-    name = args.name or ("holdout" if load_run(args.run_dir).holdout else "development")
+    # gate: the sealed run is verified (and its signature, with the key set) before any of its files is read
     with RunLock(args.run_dir, timeout_s=30):
-        result = gates.gate(args.run_dir, name, cases)
+        require_intact(args.run_dir, "freeze-audit gate")
+        _, cases = load(args)
+        name = args.name or ("holdout" if load_run(args.run_dir).holdout else "development")
+        result = gates.gate(args.run_dir, name, cases, verified=True)
     emit(result)
     for line in gates.describe_failures(result):
         say(f"gate {name} failed: {line}")

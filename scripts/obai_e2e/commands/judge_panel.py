@@ -23,14 +23,16 @@ def register(sub) -> None:
                                    "(e.g. no judge answered).")
     p.add_argument("--run-dir", required=True, type=Path)
     p.add_argument("--judges-file", type=Path, default=None,
-                   help="panel configuration (default: catalogs/judges.yaml, or $OBAI_E2E_JUDGES)")
+                   help="panel configuration (default: the run's copy of the panel file it was made with; for an older "
+                        "run catalogs/judges.yaml, or $OBAI_E2E_JUDGES)")
     add_config_args(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    cfg = load_judges(args.judges_file)
     config, _, plan = load_plan(args)
+    # The run's own copy of its panel file unless one is named (rundir/inputs.py).
+    cfg = load_judges(args.judges_file or plan.meta.input_path(plan.run_dir, "judges"))
     out = brief(run_panel(args.run_dir, config, plan.units, cfg, say=say), cfg)
     emit(out)
     say(out["line"])

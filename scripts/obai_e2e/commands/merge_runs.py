@@ -13,6 +13,7 @@ from ..run.fail_on import decide
 from ..run.finish import finish
 from ..run.merge import load_parts, merge
 from ..run.plan import plan
+from ..rundir.inputs import frozen_config
 from ._common import add_fail_on_arg, add_json_arg
 
 
@@ -35,10 +36,10 @@ def register(sub) -> None:
     p.add_argument("--baseline", type=Path, metavar="RESULTS_OR_RUN_DIR",
                    help="compare against this run directory or results.json; an empty directory means no "
                         "baseline (default: the newest comparable finished run, if any)")
-    p.add_argument("--target", type=Path, default=None, help="target configuration (default: the shards' own, found in this checkout by its "
-                        "recorded path and SHA-256)")
-    p.add_argument("--cases", type=Path, default=None, help="cases file (default: the shards' own, found in this checkout by its recorded path and "
-                        "SHA-256)")
+    p.add_argument("--target", type=Path, default=None, help="target configuration (default: the shards' own copy; for "
+                        "older shards the file found in this checkout by its recorded path and SHA-256)")
+    p.add_argument("--cases", type=Path, default=None, help="cases file (default: the shards' own copy; for older shards the file found in this "
+                        "checkout by its recorded path and SHA-256)")
     p.add_argument("--summary-md", type=Path, metavar="PATH",
                    help="append a short Markdown summary for a pull request here (also to $GITHUB_STEP_SUMMARY)")
     p.add_argument("--report-url", metavar="URL", help="where the report can be opened, for the summary")
@@ -51,8 +52,12 @@ def register(sub) -> None:
 def run(args) -> int:
     parts = load_parts(args.parts)
     first = parts[0].meta
-    config = load_target_config(args.target or first.located("target_config", "--target"))
-    cases = load_cases_for(config, args.cases or first.located("cases", "--cases"))
+    # The first part's own copies of its inputs (its seal verified), unless others are named; for parts made
+    # before runs kept copies, the files they name, found in this checkout by path and SHA-256.
+    config = (frozen_config(parts[0].run_dir, first.inputs) if not args.target else None) \
+        or load_target_config(args.target or first.located("target_config", "--target"))
+    cases = load_cases_for(config, args.cases or first.input_path(parts[0].run_dir, "cases")
+                           or first.located("cases", "--cases"))
     try:
         into = merge(config, cases, parts, args.into)
     except OSError as exc:  # a file the checks did not reach (the target directory, a full disk)
@@ -71,4 +76,6 @@ def run(args) -> int:
         say(decision.why)
     if out.get("diff_line"):
         say(out["diff_line"])
+    for line in out.get("inputs_lines") or []:
+        say(line)
     return decision.code

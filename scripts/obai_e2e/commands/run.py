@@ -127,6 +127,8 @@ def run(args) -> int:
             say(decision.why)
         if out.get("diff_line"):
             say(out["diff_line"])
+        for line in out.get("inputs_lines") or []:
+            say(line)
     elif out.get("reason"):
         say(f"not ready: {out['reason']}")
         if out.get("next_step"):

@@ -22,6 +22,7 @@ def run(args) -> int:
     from ..drive.packet import drive
     from ..drive.packet_record import packet_path
     from ..drive.sandbox import install_signal_teardown
+    from ..rundir.inputs import require_secrets
     from ..rundir.lock import RunLock
     from ..rundir.meta import load_run
 
@@ -33,6 +34,7 @@ def run(args) -> int:
         return 0
     config, _, plan = load_plan(args)
     unit = plan.unit(args.id)
+    require_secrets(plan.run_dir, plan.meta.inputs)  # a copy without its secrets drives no turn
     install_signal_teardown()
     with RunLock(args.run_dir, timeout_s=30):
         drive(config, args.run_dir, plan.meta, unit)

@@ -7,6 +7,7 @@ from ..base.errors import Exit
 from ..base.output import result, say
 from ..config.target import load_target_config
 from ..loss.score_run import score_run
+from ..rundir.inputs import frozen_config
 from ..rundir.meta import RUN_FILE, load_run, plan_of
 from ._common import add_json_arg
 
@@ -23,7 +24,7 @@ def register(sub) -> None:
     p.add_argument("--baseline", type=Path, default=None,
                    help="run directory or results.json to compare with (a suite.json only of the same catalog version)")
     p.add_argument("--catalog", type=Path, default=None,
-                   help="loss catalog (default: run.catalog of the target configuration)")
+                   help="loss catalog (default: the run's copy of it, else run.catalog of the target configuration)")
     p.add_argument("--plan", type=Path, default=None,
                    help="loss plan (default: the run's own, else run.plan of the target, else cases/plan.yaml or "
                         "$OBAI_E2E_PLAN)")
@@ -37,7 +38,9 @@ def register(sub) -> None:
 def run(args) -> int:
     meta = load_run(args.run_dir) if (args.run_dir / RUN_FILE).is_file() else None
     recorded = meta.target_config_path if meta and meta.target_config_path and meta.target_config_path.is_file() else None
-    config = load_target_config(args.target or recorded)
+    # The run's own copies of its target configuration, loss catalog and plan (rundir/inputs.py), unless named.
+    config = (frozen_config(args.run_dir, meta.inputs) if meta and not args.target else None) \
+        or load_target_config(args.target or recorded)
     plan = args.plan or (plan_of(args.run_dir) if meta else None) or config.plan
     out = score_run(args.run_dir, config=config, baseline=args.baseline, catalog_path=args.catalog, plan_path=plan)
     result(out, args.json)

@@ -77,6 +77,7 @@ class TraceBackend:
     flush_timeout_s: int
     agent_key: bool = True  # kind opik: the agent gets OPIK_API_KEY to write its traces
     failed_turn_deadline_s: float = 0.0  # how long to look for the trace of a turn that failed (0: one search)
+    clock_skew_s: float = 1.0  # how far the backend's clock may be from the harness's (trace/freshness.py)
 
 
 @dataclass(frozen=True)

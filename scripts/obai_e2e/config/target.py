@@ -95,8 +95,12 @@ class TargetConfig:
         return f"{self.path}:{line}" if line else str(self.path)
 
 
-def load_target_config(path: Path | None = None) -> TargetConfig:
-    """Read, check and fill in a target configuration; every problem of the file is named in one ConfigError."""
+def load_target_config(path: Path | None = None, *, folder: Path | None = None) -> TargetConfig:
+    """Read, check and fill in a target configuration; every problem of the file is named in one ConfigError.
+
+    ``folder``: where the file's relative paths start (default: its own folder); a run's copy of the file
+    reads them against the folder of the file it was copied from.
+    """
     path = Path(path) if path else default_target_path()
     source = str(path)
     doc = load_yaml_doc(path, label=source)
@@ -104,7 +108,7 @@ def load_target_config(path: Path | None = None) -> TargetConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping at the top level")
     # Paths in the file are relative to the file's own folder.
-    f = Fields(source, lines, folder=path.resolve().parent)
+    f = Fields(source, lines, folder=Path(folder).resolve() if folder else path.resolve().parent)
     f.problems.extend(schema.problems(data, "target.schema.json", source=source, lines=lines))
     try:
         schema.refuse_yaml11_booleans(data, "target.schema.json", doc.yaml11_bools, source=source, lines=lines)
@@ -191,6 +195,7 @@ def _backend(b: dict) -> TraceBackend:
         flush_timeout_s=int(b.get("flush_timeout_s", 2)),
         agent_key=bool(b.get("agent_key", True)),
         failed_turn_deadline_s=float(b.get("failed_turn_deadline_s", 0)),
+        clock_skew_s=float(b.get("clock_skew_s", 1)),
     )
 
 

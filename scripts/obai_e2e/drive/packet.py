@@ -25,6 +25,7 @@ from ..config.target import TargetConfig
 from ..config.units import Unit
 from ..rundir.meta import RunMeta
 from ..trace.backend import Backend, connect, is_unreachable_error, settle_s, warm_up
+from ..trace import freshness
 from ..trace.curate import curate
 from ..trace.resolve import INCOMPLETE, RESOLVED, TurnKey, fetch, resolve
 from ..trace.values import dumps
@@ -47,21 +48,24 @@ from .privacy import protect_data, protect_packet
 from .sandbox import Sandbox
 from .slots import UnitSlot
 from . import turn_failure
-from .trace_snapshot import snapshot, write_snapshots
+from .trace_snapshot import any_kept, snapshot, write_snapshots
 from .turn import TurnResult, fill, run_turn
 from .ui import channel_for
 
 
 def _trace_block(backend: Backend, config: TargetConfig, key: TurnKey, *, turn_failed: bool = False,
-                 on_trace: Callable[[dict, list[dict], bool], None] | None = None) -> TraceBlock:
+                 on_trace: Callable[[dict, list[dict], bool], None] | None = None,
+                 project_seen: Callable[[], bool] | None = None) -> TraceBlock:
     """Resolve and curate the trace of one turn; failures become a status, never an exception.
 
     The trace of a turn that failed (``turn_failed``) is looked for once (or for
     ``failed_turn_deadline_s``): a target that never started its work has none to wait for.
+    ``project_seen``: whether the run kept a trace of the project before (a project missing now was deleted).
     """
     deadline = config.backend.failed_turn_deadline_s if turn_failed else None
     try:
-        res = resolve(backend, config, key, deadline_s=deadline)
+        res = resolve(backend, config, key, deadline_s=deadline, project_seen=project_seen)
+        found_at = iso(utc_now())
     except Interrupted:
         raise
     except Exception as exc:  # noqa: BLE001 - a harness fault is recorded, not raised
@@ -74,9 +78,13 @@ def _trace_block(backend: Backend, config: TargetConfig, key: TurnKey, *, turn_f
     try:
         fetched = fetch(backend, res.trace_id, found=res.trace, settle=settle_s(config.backend.settle_s, backend))
     except Exception as exc:  # noqa: BLE001
+        if freshness.is_gone(exc):  # found by the search a moment ago
+            block.status, block.message = freshness.DELETED, freshness.gone_message(backend, res.trace_id, found_at)
+            return block
         block.status = "opik_unreachable" if is_unreachable_error(exc) else "harness_error"
         block.message = f"reading the trace failed: {type(exc).__name__}: {exc}"[:500]
         return block
+    block.read_at, block.content_sha256 = iso(utc_now()), freshness.content_sha256(fetched.trace, fetched.spans)
     curated = curate(fetched.trace, fetched.spans, config.vocabulary, complete=fetched.complete)
     if on_trace is not None:
         on_trace(fetched.trace, fetched.spans, fetched.complete)
@@ -86,21 +94,26 @@ def _trace_block(backend: Backend, config: TargetConfig, key: TurnKey, *, turn_f
         value = jsonptr.resolve(fetched.trace.get("output"), pointer)
         block.answer = "" if value is jsonptr.MISSING or value is None else dumps(value).strip()
     block.fetch_ms, block.complete = fetched.waited_ms, fetched.complete
-    if not fetched.complete:
+    allowance = freshness.allowance_s(config.backend.flush_timeout_s, config.backend.clock_skew_s)
+    late = freshness.late_writes(fetched.trace, fetched.spans, key.ended_at, allowance)
+    if late:  # the harness read it while later turns ran: a write after this turn's end is not its evidence
+        block.status, block.message = freshness.CHANGED, freshness.describe_late(res.trace_id, late, key.ended_at,
+                                                                                 allowance)
+    elif not fetched.complete:
         block.status, block.message = INCOMPLETE, "the trace or some of its spans never ended"
     return block
 
 
 def _one_turn(config: TargetConfig, backend: Backend, box: Sandbox, query: str, session: str,
               case: Case, channel: str, extra_env: dict[str, str] | None,
-              slot: UnitSlot, on_trace=None) -> tuple[TurnResult, TraceBlock, UiObservation | None]:
+              slot: UnitSlot, on_trace=None, project_seen=None) -> tuple[TurnResult, TraceBlock, UiObservation | None]:
     """One turn and its trace; the turn itself runs in one of the run's slots (``slot``).
 
     ``on_trace`` receives the resolved trace and its spans (for the run's own trace page).
     """
     tag = f"e2e-{uuid.uuid4().hex}"
     if channel == "ui":
-        return _one_ui_turn(config, backend, query, session, case.timeout_s, slot, on_trace)
+        return _one_ui_turn(config, backend, query, session, case.timeout_s, slot, on_trace, project_seen)
     argv = fill(config.target.command, {"query": query, "session": session})
     env = box.env()
     env.update(case.env)
@@ -125,13 +138,14 @@ def _one_turn(config: TargetConfig, backend: Backend, box: Sandbox, query: str, 
         key = TurnKey(query=query, started_at=turn.started_at, ended_at=turn.ended_at,
                       tag=tag if config.correlation.match in ("tag", "metadata") else None, session=session)
         ok_exit = config.target.refusal_exit_code if case.expect_rejection else 0
-        trace = _trace_block(backend, config, key, turn_failed=turn_failure.failed(turn, ok_exit), on_trace=on_trace)
+        trace = _trace_block(backend, config, key, turn_failed=turn_failure.failed(turn, ok_exit), on_trace=on_trace,
+                             project_seen=project_seen)
     return turn, trace, None
 
 
 def _one_ui_turn(config: TargetConfig, backend: Backend, query: str, session: str,
                  timeout_s: float | None, slot: UnitSlot,
-                 on_trace=None) -> tuple[TurnResult, TraceBlock, UiObservation]:
+                 on_trace=None, project_seen=None) -> tuple[TurnResult, TraceBlock, UiObservation]:
     """Ask through the web UI within the case's timeout (else ui.timeout_s); the trace is found by the
     tag the page passed on. A question whose browser crashed is asked once more, with a new tag; a
     second crash is the unit's upstream outage."""
@@ -153,7 +167,7 @@ def _one_ui_turn(config: TargetConfig, backend: Backend, query: str, session: st
     else:
         key = TurnKey(query=query, started_at=turn.started_at, ended_at=turn.ended_at,
                       tag=tag if config.correlation.match in ("tag", "metadata") else None, session=session)
-        trace = _trace_block(backend, config, key, on_trace=on_trace)
+        trace = _trace_block(backend, config, key, on_trace=on_trace, project_seen=project_seen)
     return turn, trace, obs
 
 
@@ -232,6 +246,9 @@ def _build_packet(config: TargetConfig, backend: Backend, run_dir: Path, meta: R
     target_ms = 0
     planted = Planted()
     traces: list[dict] = []  # each resolved turn's trace, for the run's own trace pages
+
+    def seen() -> bool:  # the run kept a trace before: its project existed during this run
+        return bool(traces) or any_kept(run_dir)
     with Sandbox(config, token, base_env, defer_removal=defer_removal, protect=(Path(run_dir),)) as box:
         try:
             if case.adversarial and config.canaries:
@@ -241,12 +258,12 @@ def _build_packet(config: TargetConfig, backend: Backend, run_dir: Path, meta: R
                                      **planted.env}, secrets)
             packet.turn, packet.trace, packet.ui = _one_turn(config, backend, box, case.query, session, case,
                                                              unit.channel, planted.env, slot,
-                                                             on_trace=_keep(traces, "initial"))
+                                                             on_trace=_keep(traces, "initial"), project_seen=seen)
             packet.answer = answer_of(config, packet.turn, packet.trace)
             target_ms += packet.turn.wall_ms
             if case.expect_async_job and not packet.turn.timed_out:
                 target_ms += _follow_job(config, backend, box, session, packet, case, planted.env, slot,
-                                         _keep(traces, "followup"))
+                                         _keep(traces, "followup"), seen)
         except ObaiError:
             raise
         except Exception as exc:  # noqa: BLE001 - kept apart from the target's own faults
@@ -265,7 +282,9 @@ def _build_packet(config: TargetConfig, backend: Backend, run_dir: Path, meta: R
                                  wall_ms=wall_ms, target_ms=target_ms, waited_ms=waited_ms,
                                  overhead_ms=max(0, wall_ms - target_ms - waited_ms), error=packet.harness.error)
     data = redactor.data(packet.to_json())
-    write_snapshots(run_dir, unit.id, protect_data(redactor.data(traces), case, config, run_dir=run_dir))
+    kept = write_snapshots(run_dir, unit.id, protect_data(redactor.data(traces), case, config, run_dir=run_dir))
+    if kept is not None:
+        data["evidence"] = kept.to_json()  # the packet binds the kept trace: what the judgment read
     return protect_packet(data, case, config, run_dir=run_dir)
 
 
@@ -293,7 +312,8 @@ def answer_of(config: TargetConfig, turn: TurnResult, trace: TraceBlock) -> str:
 
 
 def _follow_job(config: TargetConfig, backend: Backend, box: Sandbox, session: str, packet: Packet,
-                case: Case, extra_env: dict[str, str] | None, slot: UnitSlot, on_trace=None) -> int:
+                case: Case, extra_env: dict[str, str] | None, slot: UnitSlot, on_trace=None,
+                project_seen=None) -> int:
     """Wait for the announced job and ask for its result in the same session; the follow-up's wall time."""
     job_id, eta = parse_job(config, packet.answer)
     if job_id is None:
@@ -304,7 +324,7 @@ def _follow_job(config: TargetConfig, backend: Backend, box: Sandbox, session: s
         raise Interrupted("the run was stopped while waiting for an async job")
     query = config.async_jobs.followup_query.replace("{job_id}", job_id)
     f_turn, f_trace, f_ui = _one_turn(config, backend, box, query, session, case, packet.channel, extra_env, slot,
-                                      on_trace=on_trace)
+                                      on_trace=on_trace, project_seen=project_seen)
     if f_turn.timed_out or (f_turn.exit_code is not None and f_turn.exit_code != 0) or (
             f_ui is not None and f_ui.state != "done"):
         how = "timed out" if f_turn.timed_out else f"exited {f_turn.exit_code}"

@@ -18,6 +18,7 @@ from .canaries import CanaryFinding
 from .turn import TurnResult
 
 PACKET_SCHEMA_VERSION = 1
+TRACES_DIR = "traces"  # the unit's kept traces (trace_snapshot.py) and its re-read
 
 
 @dataclass
@@ -37,6 +38,15 @@ class TraceBlock(Record):
     complete: bool | None = None
     url: str | None = None  # the trace's page in the backend's UI, when there is one
     answer: str | None = None  # the final answer read from the trace's output (target.answer_from)
+    read_at: str | None = None  # when the harness read the trace and its spans
+    content_sha256: str | None = None  # of what was read (trace/freshness.py), for the one re-read
+
+    def to_json(self) -> dict:
+        out = super().to_json()
+        for key in ("read_at", "content_sha256"):
+            if out[key] is None:
+                out.pop(key)  # a trace that was not read, or a packet from before they were kept
+        return out
 
     @property
     def resolved(self) -> bool:
@@ -107,6 +117,40 @@ class HarnessInfo(Record):
 
 
 @dataclass
+class Evidence(Record):
+    """The unit's trace snapshot (drive/trace_snapshot.py) as written with the packet: its file and SHA-256."""
+
+    file: str
+    sha256: str
+
+
+@dataclass
+class TurnReread(Record):
+    """One turn's trace read once more after every turn of the run ended: ``status`` and why."""
+
+    role: str          # initial | followup
+    trace_id: str
+    status: str        # unchanged | trace_changed_after_turn | trace_deleted | opik_unreachable
+    message: str = ""
+
+
+@dataclass
+class Reread(Record):
+    """A unit's traces read once more (``traces/<unit>.reread.json``, write-once), on a backend where a later
+    write cannot be prevented; the first turn whose trace did not stay as read decides the unit."""
+
+    unit_id: str
+    read_at: str
+    turns: list[TurnReread] = field(default_factory=list)
+
+    def problem(self) -> TurnReread | None:
+        return next((t for t in self.turns if t.status != UNCHANGED), None)
+
+
+UNCHANGED = "unchanged"
+
+
+@dataclass
 class Packet(Record):
     """Everything one unit produced: its turn(s), trace(s) and timings (``<run_dir>/<unit>.json``)."""
 
@@ -128,13 +172,18 @@ class Packet(Record):
     channel: str = "cli"
     ui: UiObservation | None = None
     canaries: list[CanaryFinding] = field(default_factory=list)
+    evidence: Evidence | None = None  # the trace snapshot written with this packet
+    reread: Reread | None = None  # never stored in the packet: load_packet adds the unit's re-read, if any
 
     def to_json(self) -> dict:
         out = super().to_json()
+        out.pop("reread")
         if self.ui is None:
             out.pop("ui")  # only on the ui channel
         if not self.canaries:
             out.pop("canaries")  # only for adversarial units with planted canaries
+        if self.evidence is None:
+            out.pop("evidence")  # a packet without a kept trace, or from before the snapshot's hash was kept
         return out
 
     @property
@@ -151,5 +200,13 @@ def packet_path(run_dir: Path, unit_id: str) -> Path:
     return Path(run_dir) / f"{check_unit_id(unit_id)}.json"
 
 
+def reread_path(run_dir: Path, unit_id: str) -> Path:
+    return Path(run_dir) / TRACES_DIR / f"{check_unit_id(unit_id)}.reread.json"
+
+
 def load_packet(run_dir: Path, unit_id: str) -> Packet | None:
-    return Packet.load(packet_path(run_dir, unit_id))
+    """The stored packet, with the unit's re-read (when its traces were read again) as ``reread``."""
+    packet = Packet.load(packet_path(run_dir, unit_id))
+    if packet is not None:
+        packet.reread = Reread.load(reread_path(run_dir, unit_id))
+    return packet

@@ -6,8 +6,10 @@ turn, which the finish step renders into the run's own trace pages, so that a re
 trace links need no trace store: not after the store restarts, not in a CI artifact.
 
 Written before the packet (the packet is what makes a unit driven), replaced if the unit
-is driven again; long string values and values nested deeper than ``jsonwalk.MAX_DEPTH`` levels
-are cut with a visible marker to bound the file.
+is driven again before its packet exists; long string values and values nested deeper than
+``jsonwalk.MAX_DEPTH`` levels are cut with a visible marker to bound the file. The packet keeps the
+snapshot's SHA-256 (``evidence``), so once the unit is driven the snapshot is its evidence as read: every
+reader checks it against that hash.
 """
 from __future__ import annotations
 
@@ -16,13 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..base.errors import ConfigError
-from ..base.fsutil import atomic_write_text, dumps_json
+from ..base.errors import ConfigError, FrozenArtifactChanged
+from ..base.fsutil import atomic_write_text, dumps_json, sha256_bytes
 from ..base.jsonwalk import rebuild
 from ..base.record import Record
 from ..config.units import check_unit_id
+from .packet_record import TRACES_DIR, Evidence, packet_path
 
-SNAPSHOT_DIR = "traces"
+SNAPSHOT_DIR = TRACES_DIR
 VALUE_CHARS = 50_000
 MAX_SPANS = 5_000
 ROLES = ("initial", "followup")
@@ -61,27 +64,57 @@ def snapshot(role: str, trace: dict, spans: list[dict], complete: bool) -> dict:
                          total_spans=len(spans)).to_json()
 
 
-def write_snapshots(run_dir: Path, unit_id: str, turns: list[dict]) -> Path | None:
-    """Write the unit's snapshots (their JSON forms, already redacted); None when there is none."""
+def write_snapshots(run_dir: Path, unit_id: str, turns: list[dict]) -> Evidence | None:
+    """Write the unit's snapshots (their JSON forms, already redacted); the packet's record of them, None when
+    there is none. Refused once the unit's packet exists: then the snapshot is evidence, never rewritten."""
     if not turns:
         return None
     path = snapshot_path(run_dir, unit_id)
+    if packet_path(run_dir, unit_id).exists():
+        raise FrozenArtifactChanged(f"{path}: the unit {unit_id} is driven already; its kept trace is not written again")
     path.parent.mkdir(exist_ok=True)
-    atomic_write_text(path, dumps_json({"unit_id": unit_id, "turns": turns}))
-    return path
+    text = dumps_json({"unit_id": unit_id, "turns": turns})
+    atomic_write_text(path, text)
+    return Evidence(file=path.relative_to(run_dir).as_posix(), sha256=sha256_bytes(text.encode("utf-8")))
 
 
-def load_snapshots(run_dir: Path, unit_id: str) -> list[TraceSnapshot]:
-    """The unit's snapshots, initial turn first; [] when the unit has none."""
+def any_kept(run_dir: Path) -> bool:
+    """Whether the run kept any unit's trace yet."""
+    return any(Path(run_dir, SNAPSHOT_DIR).glob("*.json"))
+
+
+def load_snapshots(run_dir: Path, unit_id: str, evidence: Evidence | None = None) -> list[TraceSnapshot]:
+    """The unit's snapshots, initial turn first; [] when the unit has none.
+
+    ``evidence``: the packet's record of the snapshot (read from the packet when not given); bytes that differ
+    from it are refused (FrozenArtifactChanged), never shown as the unit's trace."""
     path = snapshot_path(run_dir, unit_id)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
     except FileNotFoundError:
         return []
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
+        raise ConfigError(f"{path}: not a readable trace snapshot ({exc})") from None
+    kept = evidence or _packet_evidence(run_dir, unit_id)
+    if kept is not None and sha256_bytes(raw) != kept.sha256:
+        raise FrozenArtifactChanged(f"{path}: the unit's kept trace differs from the one its packet recorded when it "
+                                    f"was driven (SHA-256 now {sha256_bytes(raw)[:12]}…, recorded {kept.sha256[:12]}…)")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except ValueError as exc:
         raise ConfigError(f"{path}: not a readable trace snapshot ({exc})") from None
     turns = data.get("turns") if isinstance(data, dict) else None
     if not isinstance(turns, list):
         raise ConfigError(f"{path}: field /turns: expected a list of the unit's traces")
     out = [TraceSnapshot.from_json(t, source=f"{path}: turn {i}") for i, t in enumerate(turns)]
     return sorted(out, key=lambda s: ROLES.index(s.role) if s.role in ROLES else len(ROLES))
+
+
+def _packet_evidence(run_dir: Path, unit_id: str) -> Evidence | None:
+    """The snapshot's record in the unit's packet (None: no packet yet, or one from before it was kept)."""
+    try:
+        data = json.loads(packet_path(run_dir, unit_id).read_bytes())
+    except (OSError, ValueError):
+        return None
+    kept = data.get("evidence") if isinstance(data, dict) else None
+    return Evidence.from_json(kept, source=str(packet_path(run_dir, unit_id))) if isinstance(kept, dict) else None

@@ -23,7 +23,8 @@ from ..base.yamlio import load_yaml
 from ..report.report_md import read_rows
 from ..report.results import load_results
 from .freeze import current_freeze_hash
-from .seal import attest
+from ..rundir.meta import load_run
+from .seal import attest, require_intact
 
 GATES_FILE = "catalogs/gates.yaml"
 PASS, FAIL, SKIP = "pass", "fail", "skipped"
@@ -204,9 +205,16 @@ def evaluate(run_dir: Path, name: str, case_set, *, gates: dict | None = None) -
             "freeze_hash": current_freeze_hash(), "conditions": [c.to_json() for c in checks]}
 
 
-def gate(run_dir: Path, name: str, case_set) -> dict:
-    """Evaluate and write ``gate-<name>.json`` once; an identical re-evaluation is a no-op."""
-    result = attest(run_dir, evaluate(run_dir, name, case_set))
+def gate(run_dir: Path, name: str, case_set, *, verified: bool = False) -> dict:
+    """Verify the sealed run, then evaluate and write ``gate-<name>.json`` once; an identical re-evaluation is a
+    no-op. Nothing of the run is read before its seal (and, with the key set, its signature) stood: a file edited
+    after the seal refuses the gate (FrozenArtifactChanged, exit 6) naming it. The gate definitions are the run's
+    own copy (rundir/inputs.py), the bundle's for a run made before runs kept their inputs. ``verified``: the
+    caller verified the run under the lock it holds, before it read the cases."""
+    if not verified:
+        require_intact(run_dir, f"the {name} gate")
+    definitions = load_gates(load_run(run_dir).input_path(Path(run_dir), "gates"))
+    result = attest(run_dir, evaluate(run_dir, name, case_set, gates=definitions))
     path = Path(run_dir) / f"gate-{name}.json"
     write_once(path, dumps_json(result))
     return {**result, "gate_file": str(path)}

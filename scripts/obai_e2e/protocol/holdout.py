@@ -14,14 +14,14 @@ import json
 from pathlib import Path
 
 from ..base.clock import iso, utc_now
-from ..base.errors import FrozenArtifactChanged, HoldoutSealed, UsageError
+from ..base.errors import FrozenArtifactChanged, HoldoutSealed
 from ..base.fsutil import sha256_file
 from ..base.paths import bundle_root
 from ..config.cases import CaseSet, load_cases_for
 from ..config.target import TargetConfig
 from .freeze import load_manifest, verify
 from .ledger import append_entry, holdout_result_exists, ledger_entries, signed_entries
-from .seal import KEY_ENV, SEAL, attestation_problem, signature, verify_seal
+from .seal import SEAL, attestation_problem, require_intact
 
 
 def is_holdout_file(path: Path) -> bool:
@@ -66,25 +66,20 @@ def require_open(run_dir: Path | None, cases_path: Path, root: Path | None = Non
 
 def sealed_gate(dev_run: Path) -> dict:
     """The development run's gate result, when the run's seal verifies and the gate file is the one the harness
-    attested to that seal (signed, with OBAI_E2E_SEAL_KEY set); refused otherwise."""
+    attested to that seal (signed, with OBAI_E2E_SEAL_KEY set). A run that is not sealed is refused
+    (HoldoutSealed); a sealed run with any difference, or a gate file the harness did not attest, is refused
+    naming the file (FrozenArtifactChanged, exit 6), before anything of it is read."""
     gate_file = dev_run / "gate-development.json"
     if not gate_file.exists() and not gate_file.is_symlink():
         raise HoldoutSealed(f"no development gate result in {dev_run} (run: freeze_audit.py gate --run-dir {dev_run}); the holdout stays sealed")
-    try:
-        drift = verify_seal(dev_run)
-        sealed = json.loads((dev_run / SEAL).read_text(encoding="utf-8"))
-    except (UsageError, FrozenArtifactChanged, OSError, ValueError) as exc:
-        raise HoldoutSealed(f"the development run {dev_run} is not a sealed run ({exc}); the holdout stays sealed") from None
-    _, signed = signature(sealed)
-    if signed is not None:
-        raise HoldoutSealed(f"the development run's seal is {signed} under {KEY_ENV}; the holdout stays sealed")
+    if not (dev_run / SEAL).is_file():
+        raise HoldoutSealed(f"the development run {dev_run} is not a sealed run (no {SEAL}); the holdout stays sealed")
+    require_intact(dev_run, "open-holdout")
     problem = attestation_problem(dev_run, gate_file.name)
     if problem is not None:
-        raise HoldoutSealed(f"{gate_file} is {problem}: it is not the gate result the harness wrote and attested to "
-                            f"this run's seal (re-gate with: freeze_audit.py gate --run-dir {dev_run}); the holdout "
-                            "stays sealed")
-    if not drift.clean:
-        raise HoldoutSealed(f"the development run changed since it was sealed ({drift.describe()}); the holdout stays sealed")
+        raise FrozenArtifactChanged(f"{gate_file} is {problem}: it is not the gate result the harness wrote and "
+                                    f"attested to this run's seal (re-gate with: freeze_audit.py gate --run-dir "
+                                    f"{dev_run}); the holdout stays sealed")
     return json.loads(gate_file.read_text(encoding="utf-8"))
 
 
@@ -96,7 +91,7 @@ def open_holdout(config: TargetConfig, dev_run: Path, holdout_cases: Path, *, cr
         raise HoldoutSealed("nothing is frozen: freeze first (freeze_audit.py freeze), then run and gate the development set")
     drift = verify(config, root, manifest)
     if not drift.clean:
-        raise HoldoutSealed(f"the freeze does not verify ({drift.describe()}); the holdout stays sealed")
+        raise FrozenArtifactChanged(f"the freeze does not verify ({drift.describe()}); the holdout stays sealed")
     gate = sealed_gate(Path(dev_run))
     if gate.get("freeze_hash") != manifest["freeze_hash"]:
         raise HoldoutSealed("the development gate was evaluated under another freeze; re-run and re-gate the development set")

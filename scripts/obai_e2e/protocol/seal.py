@@ -145,6 +145,26 @@ def describe_signature(problem: str, where: Path) -> str:
             "sealed with another key, or written again by someone without the key")
 
 
+def require_intact(run_dir: Path, reader: str) -> dict:
+    """The run's seal, when every file of the sealed run is as sealed, every late file carries the harness's
+    attestation to this seal, and (with OBAI_E2E_SEAL_KEY set) the seal is signed with the key; otherwise
+    :class:`FrozenArtifactChanged` naming the files, before ``reader`` (what is about to read the run) reads any."""
+    drift = verify_seal(run_dir)
+    path = Path(run_dir) / SEAL
+    try:
+        sealed = json.loads(read_bytes(path, limit=LATE_MAX_BYTES * 16, what="the seal"))
+    except (OSError, UnsafeFile, ValueError) as exc:
+        raise FrozenArtifactChanged(f"{path} is not a readable seal ({exc}); {reader} reads nothing from "
+                                    f"{run_dir}") from None
+    _, problem = signature(sealed)
+    if problem is not None:
+        raise FrozenArtifactChanged(f"{describe_signature(problem, path)}; {reader} reads nothing from {run_dir}")
+    if not drift.clean:
+        raise FrozenArtifactChanged(f"{run_dir} changed since it was sealed ({drift.describe()}); {reader} reads "
+                                    "nothing from it (freeze_audit.py verify --run-dir shows the same)")
+    return sealed
+
+
 def verify_seal(run_dir: Path) -> Drift:
     run_dir = Path(run_dir)
     path = run_dir / SEAL

@@ -13,10 +13,11 @@ from typing import Iterator
 
 from markdown_it import MarkdownIt
 
-from ..base.errors import ConfigError, ObaiError
+from ..base.errors import ConfigError, ObaiError, UsageError
 from ..base.mdtable import tables, unescape
 from ..base.paths import recorded
 from ..config.cases import CaseSet, default_cases_path, load_cases
+from ..rundir.meta import load_run
 from .rows import open_results
 
 VERDICT_ORDER = ("pass", "fail", "needs_review", "inconclusive", "not_judged")
@@ -151,6 +152,12 @@ def read_suite(path: Path) -> dict | None:
 def cases_for_run(results: dict, run_dir: Path) -> CaseSet | None:
     """The cases file the run used (run.json ``cases_file``, else the bundle's), or None."""
     candidates: list[Path] = []
+    try:  # the run's own copy of its cases first (rundir/inputs.py)
+        copy = load_run(run_dir).input_path(run_dir, "cases")
+    except UsageError:  # not a run directory: no copy to read
+        copy = None
+    if copy is not None:
+        candidates.append(copy)
     named = (results.get("run") or {}).get("cases_file")
     if not named:
         try:

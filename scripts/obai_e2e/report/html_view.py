@@ -16,6 +16,7 @@ from ..base.invisible import reveal
 from ..config.cases import CaseSet
 from ..config.units import unit_key
 from ..judge.panel.calibration import lines as calibration_lines
+from ..rundir.inputs import lines as inputs_lines
 from . import judges_note
 from .html_changes import changes_and_charts
 from .report_md import NOT_ASKED_SHOWN
@@ -317,6 +318,7 @@ def build_context(run_dir: Path, case_set: CaseSet | None = None) -> dict:
         "features": sorted(features.items()),
         "disabled": [{"id": d.get("id", ""), "reason": d.get("reason", "")} for d in results.get("disabled") or []],
         "judges": judges_view(results.get("judges")),
+        "inputs": inputs_lines(results.get("inputs")),  # live inputs that changed while the run went on
         "loss": loss_view(suite, regressions, read_comparison(run_dir / "comparison.json")),
         **changes_and_charts(run_dir, results),
         "data": {"page_size": PAGE_SIZE, "units": units,

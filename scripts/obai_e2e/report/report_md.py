@@ -20,6 +20,7 @@ QUERY_CHARS = 120
 CHANGES_MARK = "<!-- what changed -->"
 JUDGES_MARK = "<!-- judge panel -->"
 NOT_ASKED_MARK = "<!-- judgment questions not asked -->"
+INPUTS_MARK = "<!-- inputs -->"
 NOT_ASKED_SHOWN = 50  # units listed by name; the rest are counted
 
 
@@ -102,7 +103,7 @@ def ensure_header(path: Path, timestamp: str, disabled_line: str | None, title: 
 
 # The notes under the title, in the order a reader meets them: what changed first, then what
 # was left undecided, then the judge panel. Each is written once, when the run finishes.
-HEAD_ORDER = (CHANGES_MARK, NOT_ASKED_MARK, JUDGES_MARK)
+HEAD_ORDER = (CHANGES_MARK, NOT_ASKED_MARK, INPUTS_MARK, JUDGES_MARK)
 _HEAD_END = re.compile(r"^(?:_|\| ID \| )", re.M)  # the disabled-cases line or the table's header
 NOT_ASKED_HEADING = "Judgment questions not asked"
 
@@ -160,3 +161,14 @@ def insert_not_asked(path: Path, questions: int, n_units: int, units: list[tuple
     if n_units > len(shown):
         lines.append(f"- … {n_units - len(shown)} more units (results.json)")
     return _insert_head(path, NOT_ASKED_MARK, notice, "\n".join(lines) + "\n")
+
+
+def insert_inputs(path: Path, lines: list[str]) -> bool:
+    """Put what the run says of its inputs (an input changed while it ran; a run without copies) among the
+    notes under the title, after the changes, once; True when written."""
+    path = Path(path)
+    if not lines or not path.exists():
+        return False
+    block = "".join(f"> **{inline(line)}** {INPUTS_MARK}\n" if i == 0 else f"> {inline(line)}\n"
+                    for i, line in enumerate(lines))
+    return _insert_head(path, INPUTS_MARK, block + "\n")

@@ -23,13 +23,14 @@ from ..judge.open_questions import not_asked
 from ..judge.panel.calibration import lines as calibration_lines
 from ..judge.rubric import check_packet
 from ..judge.rubric.check import CheckResult
+from ..rundir.inputs import lines as inputs_lines, summary as inputs_summary
 from ..rundir.meta import RunMeta, chosen_baseline, load_run
 from . import judges_note
 from .diff import build_diff, diff_fields, failing_not_before, markdown_lines, write_diff
 from .diff import summary as diff_summary
 from .diff import summary_line as diff_summary_line
 from .record import load_verdict
-from .report_md import NOT_ASKED_MARK, NOT_ASKED_SHOWN, insert_changes, insert_judges, insert_not_asked
+from .report_md import NOT_ASKED_MARK, NOT_ASKED_SHOWN, insert_changes, insert_inputs, insert_judges, insert_not_asked
 from .rows import (
     STREAMED_VERSION,
     UNITS_FILE,
@@ -222,6 +223,7 @@ def build_results(config: TargetConfig, case_set: CaseSet, run_dir: Path, units:
     judges = report_block(run_dir)
     if judges is not None:
         out["judges"] = judges
+    out["inputs"] = inputs_summary(meta.inputs)  # which live inputs changed while the run went on
     return out
 
 
@@ -321,8 +323,10 @@ def finalize(config: TargetConfig, case_set: CaseSet, run_dir: Path, units: list
             unasked = [] if NOT_ASKED_MARK in text else [
                 (u["unit_id"], u["not_asked"]) for _, u in _rows_of(run_dir, data) if u.get("not_asked")]
         insert_not_asked(run_dir / "report.md", s["questions_not_asked"], s.get("units_not_asked", 0), unasked)
+    insert_inputs(run_dir / "report.md", inputs_lines(data.get("inputs")))
     link_latest(run_dir)
     return {"status": "finished", "run_dir": str(run_dir), "results": str(path),
+            "inputs_lines": inputs_lines(data.get("inputs")),
             "report_md": str(run_dir / "report.md"), "report_html": str(run_dir / "report.html"),
             "summary": data["summary"], "summary_line": summary_line(data["summary"]),
             "not_asked_line": not_asked_line(data["summary"]),

@@ -14,10 +14,13 @@ from pathlib import Path
 from ..config.cases import CaseSet
 from ..config.target import TargetConfig
 from ..config.units import Unit
+from ..drive.evidence import needs_reread, reread_all
 from ..drive.packet_record import Packet, load_packet
 from ..drive.sandbox import clear_leftovers, install_signal_teardown
 from ..drive.ui import close_all as close_ui_channels
 from ..judge.rubric import check_packet
+from ..report.record import verdict_path
+from ..rundir.inputs import require_secrets
 from ..rundir.lock import RunLock
 from ..trace.backend import connect, warm_up
 from .drive_log import DONE, FAILED, INTERRUPTED, DriveLog, UnitLine
@@ -33,6 +36,18 @@ def unit_line(config: TargetConfig, unit: Unit, packet: Packet, seconds: float |
     return UnitLine(unit=unit.id, verdict=check.verdict, reasons=list(check.reasons),
                     open=[q["id"] for q in check.questions],
                     seconds=None if seconds is None else round(seconds, 1))
+
+
+def reread_driven(config: TargetConfig, backend, run_dir: Path, units: list[Unit], log: DriveLog) -> None:
+    """Once every turn ended: read the units' traces again where a later write can only be detected
+    (drive/evidence.py); a unit whose trace did not stay as read gets a new line with its new verdict."""
+    unjudged = [u for u in units if not verdict_path(run_dir, u.id).exists()]
+    if not needs_reread(config.backend.kind) or not unjudged:
+        return
+    backend = backend or connect(config, start_local=False)
+    for uid in reread_all(config, backend, run_dir, unjudged):
+        unit = next(u for u in units if u.id == uid)
+        log.add(unit_line(config, unit, load_packet(run_dir, uid)))
 
 
 def drive_run(config: TargetConfig, case_set: CaseSet, run_dir: Path, jobs: int) -> dict:
@@ -51,7 +66,9 @@ def drive_run(config: TargetConfig, case_set: CaseSet, run_dir: Path, jobs: int)
                     packet = load_packet(run_dir, unit.id)
                     if packet is not None:
                         log.add(unit_line(config, unit, packet))
+            backend = None
             if p.pending:
+                require_secrets(run_dir, p.meta.inputs)  # a copy without its secrets drives no turn
                 backend = connect(config)
                 warm_up(backend)
 
@@ -62,6 +79,7 @@ def drive_run(config: TargetConfig, case_set: CaseSet, run_dir: Path, jobs: int)
                     drive_all(config, p, backend, jobs, each, sync_dir=True)
                 finally:
                     close_ui_channels()
+            reread_driven(config, backend, run_dir, p.to_judge + p.pending, log)
         except (KeyboardInterrupt, SystemExit):
             log.end(state, INTERRUPTED, "stopped by a signal; the units it was driving stay pending")
             raise

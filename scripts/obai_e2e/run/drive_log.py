@@ -169,8 +169,14 @@ class DriveLog:
         return " | ".join(kept[-lines:])
 
 
+def latest(lines: list[UnitLine]) -> list[UnitLine]:
+    """Each unit's last line (a unit whose trace changed after its turn has a second one), in first-seen order."""
+    return list({line.unit: line for line in lines}.values())
+
+
 def tally(lines: list[UnitLine]) -> str:
     """``54 pass, 12 fail, 1 needs_review, 0 inconclusive by the rules; 60 with open questions``"""
+    lines = latest(lines)
     counts = {v: 0 for v in ("pass", "fail", "needs_review", "inconclusive")}
     for line in lines:
         counts[line.verdict] = counts.get(line.verdict, 0) + 1

@@ -30,7 +30,7 @@ from ..base.child_env import split_environ
 from ..base.seal_key import KEY_ENV as SEAL_KEY_ENV
 from ..drive.agent_env import judge_keys
 from ..rundir.meta import load_run
-from .drive_log import DONE, FAILED, RUNNING, DriveLog, DriveState, tally
+from .drive_log import DONE, FAILED, RUNNING, DriveLog, DriveState, latest, tally
 
 POLL_S = 0.25
 UNITS_CHARS = 20_000  # the unit lines of one poll, at most; the rest wait for the next poll
@@ -115,13 +115,13 @@ def report(run_dir: Path, log: DriveLog, state: DriveState | None, *, total: int
     if status == RUNNING and not log.worker_alive(state):
         status = "stopped"
     out: dict = {"status": status, "run_dir": str(run_dir), "units": new,
-                 "driven": f"{len(lines)} of {total} units have a packet and a check"}
+                 "driven": f"{len(latest(lines))} of {total} units have a packet and a check"}
     left = len(lines) - shown - len(new)
     if left:
         out["not_listed"] = (f"{left} more driven units (the lines of a call stop at {UNITS_CHARS:,} characters): "
                              "the same command again lists them")
     if status == DONE:
-        out["count"] = f"{len(lines)} units driven: {tally(lines)}"
+        out["count"] = f"{len(latest(lines))} units driven: {tally(lines)}"
         out["next"] = "every unit is driven; go on with the next step"
     elif status == RUNNING:
         out["next"] = "the drive goes on in the background: run the same command again"

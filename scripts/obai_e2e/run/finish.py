@@ -20,13 +20,15 @@ from ..report.html import open_in_browser, write_report
 from ..report.junit import write_junit
 from ..report.results import finalize
 from ..report.trace_pages import write_trace_pages
-from ..rundir.meta import chosen_baseline, plan_of
+from ..rundir.inputs import with_copies
+from ..rundir.meta import chosen_baseline, load_run, plan_of
 from .feedback import write_feedback
 from .plan import RunPlan
 
 
 def finish(config: TargetConfig, case_set: CaseSet, plan: RunPlan, *, allow_incomplete: bool = False,
            html: bool = True, open_browser: bool = False, baseline: Path | None = None) -> dict:
+    config = with_copies(config, plan.run_dir, plan.meta.inputs)
     out = finalize(config, case_set, plan.run_dir, plan.units, allow_incomplete=allow_incomplete,
                    catalog_version=catalog_version(config), baseline=baseline)
     out.update(after_run(config, case_set, html=html, open_browser=open_browser, baseline=baseline)(plan.run_dir, out))
@@ -52,18 +54,19 @@ def after_run(config: TargetConfig, case_set: CaseSet, *, html: bool = True, ope
     """
     def hook(run_dir: Path, outcome: dict) -> dict:
         run_dir = Path(run_dir)
+        cfg = with_copies(config, run_dir, load_run(run_dir).inputs)  # the run's own loss catalog and plan
         out: dict = {}
         out["junit_xml"] = write_junit(run_dir, case_set=case_set)["junit_xml"]
         out["trace_pages"] = write_trace_pages(run_dir)["trace_pages"]
 
-        if loss and config.catalog is not None:
+        if loss and cfg.catalog is not None:
             base = chosen_baseline(run_dir, baseline)
-            scored = score_run(run_dir, config=config, baseline=base, plan_path=plan_of(run_dir) or config.plan)
+            scored = score_run(run_dir, config=cfg, baseline=base, plan_path=plan_of(run_dir) or cfg.plan)
             out["loss"] = {k: scored[k] for k in ("suite_score", "suite_status", "findings", "top_findings",
                                                  "suite_json", "top_regressions", "baseline", "warnings")}
 
-        if config.report.feedback_scores:
-            out["feedback_scores"] = write_feedback(config, run_dir)
+        if cfg.report.feedback_scores:
+            out["feedback_scores"] = write_feedback(cfg, run_dir)
 
         if html:
             rendered = write_report(run_dir, case_set)

@@ -16,22 +16,27 @@ from pathlib import Path
 from typing import Callable
 
 from ..base.errors import Exit, UsageError
+from ..base.paths import recorded
 from ..config.cases import CaseSet
 from ..config.selection import Filters, Selection
 from ..config.target import TargetConfig
 from ..config.units import Unit
 from ..drive.agent_env import hold_back
+from ..drive.evidence import needs_reread, reread_all
 from ..drive.packet import build_packet, store_packet
 from ..drive.packet_record import Packet
 from ..drive.sandbox import install_signal_teardown, remove_finished
 from ..drive.slots import Slots, UnitSlot
 from ..drive.ui import close_all as close_ui_channels
 from ..judge.models.config import PanelConfig, command_panel
+from ..judge.models.config import load as load_judges
 from ..judge.models.keys import preflight as preflight_judges
 from ..judge.models.runner import brief, run_panel
 from ..protocol.seal import seal
+from ..report.record import verdict_path
 from ..report.results import finalize, unit_result
 from ..report.spool import EntrySpool
+from ..rundir.inputs import frozen_path, require_secrets, with_copies
 from ..rundir.lock import RunLock
 from ..rundir.meta import RunMeta, load_run
 from ..trace.backend import Backend, connect, warm_up
@@ -98,7 +103,7 @@ def run(config: TargetConfig, case_set: CaseSet, options: RunOptions) -> tuple[i
     if panel is not None:
         preflight_judges(panel, os.environ)  # a missing key stops the run before any unit is driven
         hold_back(j.api_key_env for j in panel.judges)  # the judges' keys never reach the agent
-    report = preflight.run(config.path, case_set, baseline=options.baseline,
+    report = preflight.run(config, case_set, baseline=options.baseline,
                            filters=load_run(options.resume).selection_filters if options.resume else options.filters)
     if not report.ready:
         return Exit.NOT_READY, {"status": "not_ready", "reason": report.reason, "next_step": report.next_step}
@@ -109,8 +114,10 @@ def run(config: TargetConfig, case_set: CaseSet, options: RunOptions) -> tuple[i
         run_dir = Path(options.resume)
         load_run(run_dir)
     else:
+        judges_file = (Path(panel.source), panel.sha256) if panel is not None and panel.sha256 else None
         run_dir, _ = create_run(config, case_set, options.filters, repeats=options.repeats, extra=options.extra,
-                                shard=options.shard, shard_timings=options.shard_timings, selection=report.selection)
+                                shard=options.shard, shard_timings=options.shard_timings, selection=report.selection,
+                                judges=judges_file)
     options.on_run_dir(run_dir)
     say(f"run directory: {run_dir}")
     return _drive_and_finish(config, case_set, run_dir, backend, panel, report.selection, options)
@@ -120,18 +127,23 @@ def _drive_and_finish(config: TargetConfig, case_set: CaseSet, run_dir: Path, ba
                       panel: PanelConfig | None, selection: Selection | None, options: RunOptions) -> tuple[int, dict]:
     """Drive, judge, record and finish ``run_dir`` under its lock; the exit code and the outcome."""
     say = options.say
+    inputs = load_run(run_dir).inputs
+    config, panel = with_copies(config, run_dir, inputs), frozen_panel(panel, run_dir, inputs)
     with RunLock(run_dir):
         p = plan(run_dir, case_set, selection=selection)
         if p.pending:
+            require_secrets(run_dir, inputs)  # a copy without its secrets drives no turn
             warm_up(backend)  # the SDK is imported while the first turns run; a finished run never needs it
         if p.disabled_line:
             say(p.disabled_line)
         todo = p.to_judge + p.pending
         judged = {u.id for u in p.done}
         spool = (EntrySpool(run_dir), p.meta)
-        # With a panel every unit is driven first, then judged, so that the panel's
-        # majority is part of each verdict; without one, units are judged as they finish.
-        defer = panel is not None
+        # With a panel every unit is driven first, then judged, so that the panel's majority is part of
+        # each verdict; on a backend where a later write can only be detected, every unit is driven first
+        # and its traces read once more (drive/evidence.py); otherwise units are judged as they finish.
+        reread = needs_reread(backend.kind)
+        defer = panel is not None or reread
         asked = None
         with Progress(total=len(todo)) as progress:
             if not defer:
@@ -144,9 +156,15 @@ def _drive_and_finish(config: TargetConfig, case_set: CaseSet, run_dir: Path, ba
                 drive_all(config, p, backend, options.jobs, None if defer else each, sync_dir=defer)
             finally:
                 close_ui_channels()  # the browser and a web UI the run started
-            if defer:
+            if reread:
+                unjudged = [u for u in todo if not verdict_path(run_dir, u.id).exists()]
+                changed = reread_all(config, backend, run_dir, unjudged)
+                if changed:
+                    say(f"traces changed after their turns ended (read again): {', '.join(changed[:20])}")
+            if panel is not None:
                 asked = run_panel(run_dir, config, p.units, panel, say=say)
                 say(brief(asked, panel)["line"])
+            if defer:
                 for unit in todo:
                     _judge(config, run_dir, unit, judged, progress, time.monotonic(), spool)
         outcome = finalize(config, case_set, run_dir, p.units, catalog_version=catalog_version(config), spool=spool[0],
@@ -159,6 +177,17 @@ def _drive_and_finish(config: TargetConfig, case_set: CaseSet, run_dir: Path, ba
     s = outcome["summary"]
     code = Exit.UNIT_FAILED if s["fail"] else (Exit.INCONCLUSIVE if inconclusive(outcome) else Exit.OK)
     return code, outcome
+
+
+def frozen_panel(panel: PanelConfig | None, run_dir: Path, inputs: dict) -> PanelConfig | None:
+    """The judge panel from the run's copy of its panel file when the panel was read from the file the run copied
+    and that file changed since (a resumed run is judged by the panel it was made with); a panel file named
+    otherwise is used as given."""
+    path = frozen_path(run_dir, inputs, "judges")
+    if panel is None or not panel.sha256 or path is None or inputs["judges"].live_sha256 == panel.sha256:
+        return panel
+    copied_from = recorded(inputs["judges"].source)
+    return load_judges(path) if copied_from and copied_from.resolve() == Path(panel.source).resolve() else panel
 
 
 def inconclusive(outcome: dict) -> bool:

@@ -83,6 +83,10 @@ def check_parts(parts: list[Part]) -> dict[str, tuple[Part, dict[str, str]]]:
                                f"{str(p.meta.shard.get('plan_sha256'))[:12]} vs "
                                f"{str(first.meta.shard.get('plan_sha256'))[:12]}): every shard must run the same "
                                "cases, filters, target configuration and timings", str(p.run_dir))
+        if input_hashes(p.meta) != input_hashes(first.meta):
+            raise MergeRefused("part_differs", f"{p.label} was made from other inputs than {first.label} "
+                               f"({input_hashes(p.meta)} vs {input_hashes(first.meta)}); shards of one run share "
+                               "them", str(p.run_dir))
         for key in SHARED:
             if getattr(p.meta, key) != getattr(first.meta, key):
                 raise MergeRefused("part_differs", f"{p.label} differs from {first.label} in {key}: "
@@ -110,6 +114,11 @@ def check_parts(parts: list[Part]) -> dict[str, tuple[Part, dict[str, str]]]:
                            f"{', '.join(lacking[:20]) or 'none'}; not planned {', '.join(extra[:20]) or 'none'}")
     owner = {u: p for p in parts for u in p.meta.units}
     return {u: (owner[u], owner[u].shard.unit_files(u)) for u in plan_units}
+
+
+def input_hashes(meta: RunMeta) -> dict[str, str]:
+    """{role: SHA-256} of the inputs a part copied (rundir/inputs.py); where they came from may differ."""
+    return {role: rec.sha256 for role, rec in sorted(meta.inputs.items())}
 
 
 def merged_meta(parts: list[Part], into: Path, plan_units: list[str]) -> RunMeta:
@@ -153,6 +162,9 @@ def merge(config: TargetConfig, case_set: CaseSet, parts: list[Part], into: Path
     with RunLock(into):
         if not existing.exists():
             meta.write(into)
+        source = min(parts, key=lambda p: p.meta.created_at)  # the part merged_meta took run.json from
+        for rec in meta.inputs.values():  # the run's copies of its inputs, as that part's seal holds them
+            write_once(into / rec.file, source.shard.read(rec.file))
         stamp = parse_iso(meta.created_at).strftime("%Y-%m-%d %H:%M:%S UTC")
         ensure_header(into / "report.md", stamp, meta.selection_filters.apply(case_set).disabled_line(),
                       meta.target.get("display_name") or config.display_name)

@@ -6,21 +6,29 @@ handed to every later step.
 """
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..base.clock import iso, parse_iso, utc_now
-from ..base.errors import UsageError
+from ..base.errors import ObaiError, UsageError
 from ..base.fsutil import sha256_file
-from ..base.paths import bundle_root, portable
+from ..base.paths import bundle_root, portable, recorded
+from ..base.redact import Redactor
 from ..config.cases import CaseSet, load_cases_for
+from ..config.judges_file import default_path as default_judges_path
 from ..config.selection import Filters, Selection
 from ..config.target import TargetConfig
 from ..config.units import Unit, units_of
+from ..drive.agent_env import judge_keys
 from ..drive.containment import run_version_command
+from ..loss.plan import default_plan_path
+from ..protocol.gates import GATES_FILE
 from ..protocol.holdout import is_holdout_file, open_holdout
 from ..report.report_md import ensure_header, judged_ids
+from ..rundir.inputs import copy_inputs
 from ..rundir.meta import (
     RunMeta,
     latest_comparable_run,
@@ -62,15 +70,36 @@ def planned_units(selection, repeats: dict[str, int] | None) -> tuple[dict[str, 
     return planned, [u.id for c in selection.cases for u in units_of(c, planned, channels=selection.channels)]
 
 
+def input_sources(config: TargetConfig, case_set: CaseSet, extra: dict | None,
+                  judges: Path | None = None) -> dict[str, Path | None]:
+    """The files a new run copies (rundir/inputs.py): its cases, the target configuration, the loss plan it will
+    be scored with, the loss catalog, the gate definitions and the judge panel file (``judges``, else the
+    default one)."""
+    plan = recorded((extra or {}).get("loss_plan")) or config.plan or default_plan_path()
+    return {"cases": case_set.path, "target": config.path, "plan": plan, "catalog": config.catalog,
+            "gates": bundle_root() / GATES_FILE, "judges": judges or default_judges_path()}
+
+
+def input_secrets(config: TargetConfig, case_set: CaseSet) -> list[str]:
+    """What never goes into the run's copies, as into its packets: the values of secret-named variables of the
+    harness's environment, the target's ``env`` and every case's ``env``."""
+    env = {**os.environ, **config.target.env}
+    for case in case_set.cases:
+        env.update(case.env)
+    return Redactor(env, [*config.redact_patterns, *judge_keys()]).values
+
+
 def create_run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, root: Path | None = None,
                extra: dict | None = None, repeats: dict[str, int] | None = None,
                holdout: bool = False, shard: ShardSpec | None = None,
-               shard_timings: Path | None = None, selection: Selection | None = None) -> tuple[Path, RunMeta]:
-    """Make a run directory with run.json and the report header.
+               shard_timings: Path | None = None, selection: Selection | None = None,
+               judges: tuple[Path, str | None] | None = None) -> tuple[Path, RunMeta]:
+    """Make a run directory with run.json, the run's copy of its inputs and the report header.
 
     ``repeats`` (from a sampling plan) overrides how often each selected case runs; ``shard``
     keeps only this runner's part of the units (see run/shard.py). ``selection`` is ``filters``
-    applied to ``case_set`` when the caller has built it already (preflight does).
+    applied to ``case_set`` when the caller has built it already (preflight does). ``judges``:
+    the judge panel file the run was given and the SHA-256 it was read with.
     """
     selection = selection or filters.apply(case_set)
     if repeats:
@@ -95,7 +124,15 @@ def create_run(config: TargetConfig, case_set: CaseSet, filters: Filters, *, roo
                                                weights=weights)}
         units = [u for u in units if split[u] == shard.index]
         baseline = None  # a part is compared with nothing; the merged run is
+    sources = input_sources(config, case_set, extra, judges[0] if judges else None)
+    expect = {"cases": case_set.sha256, "target": target_sha, **({"judges": judges[1]} if judges and judges[1] else {})}
+    try:
+        inputs = copy_inputs(run_dir, sources, expect, secrets=input_secrets(config, case_set))
+    except ObaiError:
+        shutil.rmtree(run_dir, ignore_errors=True)  # not a run yet: no run.json
+        raise
     meta = RunMeta(
+        inputs=inputs,
         run_id=run_id_of(run_dir),
         created_at=iso(created),
         target={"name": config.target.name, "display_name": config.display_name, "command": config.target.command,

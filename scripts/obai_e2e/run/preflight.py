@@ -55,7 +55,7 @@ class Report:
 class State:
     """What preflight was asked, and what its checks found so far (read by the later checks)."""
 
-    target_path: Path | None
+    target_path: Path | TargetConfig | None
     cases_given: CaseSet | Path | None
     start_store: bool
     verify_freeze: Callable[[], str | None] | None
@@ -138,7 +138,7 @@ def target_config(s: State) -> str:
     """The target configuration, with every problem of the file and every file it names that does not exist
     listed at once."""
     try:
-        s.config = load_target_config(s.target_path)
+        s.config = s.target_path if isinstance(s.target_path, TargetConfig) else load_target_config(s.target_path)
     except ConfigError as exc:
         if not exc.missing:
             raise
@@ -345,7 +345,7 @@ CHECKS = (
 )
 
 
-def run(target_path: Path | None = None, cases: CaseSet | Path | None = None, *, start_store: bool = True,
+def run(target_path: Path | TargetConfig | None = None, cases: CaseSet | Path | None = None, *, start_store: bool = True,
         verify_freeze: Callable[[], str | None] | None = None, baseline: Path | None = None,
         filters: Filters | None = None) -> Report:
     """Run ``CHECKS`` in order until one fails; ``cases`` is a loaded case set, a cases file, or None for the bundle's.

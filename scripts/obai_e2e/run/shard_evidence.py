@@ -19,7 +19,7 @@ from typing import Any
 
 from ..base.errors import MergeRefused, ObaiError
 from ..base.fsutil import sha256_bytes
-from ..drive.packet_record import Packet, packet_path
+from ..drive.packet_record import Packet, packet_path, reread_path
 from ..drive.trace_snapshot import snapshot_path
 from ..judge.verdict import Verdict
 from ..protocol.seal import SEAL, describe_signature, signature, verify_seal
@@ -119,7 +119,7 @@ class SealedShard:
 
     def unit_files(self, unit_id: str) -> dict[str, str]:
         """{name in the run directory: sealed SHA-256} of the unit's packet and verdict, after checking both,
-        and of the traces it kept (which its trace pages are written from)."""
+        and of the traces it kept (which its trace pages are written from) and their re-read."""
         names = {kind: path_of(self.run_dir, unit_id).name for kind, path_of in
                  (("packet", packet_path), ("verdict", verdict_path))}
         if names["verdict"] not in self.sealed:
@@ -137,8 +137,9 @@ class SealedShard:
             raise MergeRefused("unit_mismatch", f"{self.run_dir / names['packet']} is a packet of run "
                                                 f"{packet.run_id!r}, not of this shard ({self.meta.run_id})",
                                str(self.run_dir / names["packet"]))
-        kept = snapshot_path(self.run_dir, unit_id).relative_to(self.run_dir).as_posix()
-        return {name: self.sealed[name] for name in (*names.values(), kept) if name in self.sealed}
+        kept = [path.relative_to(self.run_dir).as_posix() for path in (snapshot_path(self.run_dir, unit_id),
+                                                                        reread_path(self.run_dir, unit_id))]
+        return {name: self.sealed[name] for name in (*names.values(), *kept) if name in self.sealed}
 
     def _record(self, kind, name: str, unit_id: str):
         path = self.run_dir / name

@@ -18,6 +18,7 @@ from ..base.fsutil import sha256_file, write_once_json
 from ..base.paths import bundle_root, recorded, runs_root
 from ..base.record import Record
 from ..config.selection import Filters
+from .inputs import FrozenInput, frozen_path
 
 RUN_SCHEMA_VERSION = 1
 RUN_FILE = "run.json"
@@ -46,10 +47,13 @@ class RunMeta(Record):
     disabled_skipped: list[str] = field(default_factory=list)
     holdout: bool = False
     shard: dict[str, Any] | None = None
+    inputs: dict[str, FrozenInput] = field(default_factory=dict)  # the run's copies of its inputs (inputs.py)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         out = super().to_json()
+        if not self.inputs:
+            out.pop("inputs")  # a run made before runs kept their inputs
         if not self.holdout:
             out.pop("holdout")  # written only for the one holdout run
         if self.shard is None:
@@ -87,6 +91,11 @@ class RunMeta(Record):
         raise UsageError(f"the {label} the run was created with, {text or '(none recorded)'}, is not in this "
                          f"checkout (no file at that path, nor one with its SHA-256 under a trailing part of it); "
                          f"pass {flag} PATH")
+
+    def input_path(self, run_dir: Path, role: str) -> Path | None:
+        """The run's checked copy of an input (``cases``, ``target``, ``plan``, ``catalog``, ``gates``, ``judges``),
+        or None when the run has none (made before runs kept their inputs, or without that file)."""
+        return frozen_path(run_dir, self.inputs, role)
 
     @property
     def selection_filters(self) -> Filters:
@@ -164,8 +173,9 @@ def latest_comparable_run(filters: Filters, cases_file: Path, root: Path | None 
 
 
 def plan_of(run_dir: Path) -> Path | None:
-    """The loss plan the run was created with (``--plan``), or None for the configured one."""
-    return recorded(load_run(run_dir).extra.get("loss_plan"))
+    """The loss plan the run was created with: its copy, else the ``--plan`` it recorded; None for the configured one."""
+    meta = load_run(run_dir)
+    return meta.input_path(run_dir, "plan") or recorded(meta.extra.get("loss_plan"))
 
 
 def baseline_of(run_dir: Path) -> Path | None:

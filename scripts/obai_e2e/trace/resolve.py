@@ -149,8 +149,12 @@ def time_bounds(config: TargetConfig, key: TurnKey) -> tuple[datetime, datetime]
 
 
 def resolve(backend: Backend, config: TargetConfig, key: TurnKey, *, deadline_s: float | None = None,
-            search: Callable[[str], list[dict]] | None = None) -> Resolution:
-    """Find the one trace of this turn (see the module docstring for the outcomes)."""
+            search: Callable[[str], list[dict]] | None = None,
+            project_seen: Callable[[], bool] | None = None) -> Resolution:
+    """Find the one trace of this turn (see the module docstring for the outcomes).
+
+    ``project_seen``: whether the project held this run's traces before; a project missing then was deleted,
+    and the message says so instead of suggesting it was never written to."""
     b = config.backend
     deadline_s = b.resolve_deadline_s if deadline_s is None else deadline_s
     settle = settle_s(b.settle_s, backend)
@@ -213,17 +217,23 @@ def resolve(backend: Backend, config: TargetConfig, key: TurnKey, *, deadline_s:
                                   message=f"{backend.describe()} did not answer: {last_error}")
             return Resolution(NOT_FOUND, method, attempts=attempts, elapsed_ms=int(elapsed_s * 1000),
                               message=_not_found(backend, config, key, f"no trace matched ({method}: {filter_string}) "
-                                                 f"within {deadline_s:g} s", project_missing))
+                                                 f"within {deadline_s:g} s", project_missing,
+                                                 project_missing and project_seen is not None and project_seen()))
         if STOPPING.wait(min(delay, max(0.0, deadline_s - elapsed_s))):
             raise Interrupted("the run was stopped while this turn's trace was being looked up")
         delay = min(delay * 2, b.poll_max_s)
 
 
-def _not_found(backend: Backend, config: TargetConfig, key: TurnKey, what: str, project_missing: bool) -> str:
-    """Why no trace was found: the exports the backend refused when it says so, else a missing project."""
+def _not_found(backend: Backend, config: TargetConfig, key: TurnKey, what: str, project_missing: bool,
+               project_deleted: bool) -> str:
+    """Why no trace was found: the exports the backend refused when it says so, else a missing project (deleted,
+    when it held this run's traces before)."""
     refusals = refused.from_store(backend, time_bounds(config, key)[0])
     if refusals:
         return f"{refusals}; {what}"
+    if project_deleted:
+        return (f"the project {backend.project!r} no longer exists in the {backend.describe()}: it held this run's "
+                f"traces earlier and was deleted since; {what}")
     if project_missing:
         return (f"{what}; project {backend.project!r} does not exist in the {backend.describe()}: no trace was ever "
                 "written to it (check trace_backend.project)")

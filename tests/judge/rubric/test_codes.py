@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from markdown_it import MarkdownIt
-from obai_e2e.drive.packet_record import Packet
+from obai_e2e.drive.packet_record import Packet, Reread, TurnReread
 from obai_e2e.drive.turn import MAX_STDOUT_BYTES, run_turn
 from obai_e2e.judge.rubric import codes
 from obai_e2e.judge.rubric.check import CheckResult
@@ -115,6 +115,15 @@ def read_cut(unit: str) -> CheckResult:
     curated = curate(trace, [slim(s) for s in spans], config().vocabulary)
     assert "VALUES THAT ARRIVED CUT" in curated.text and curated.digest.cut[0].span_id == first["id"]
     p.trace.curated, p.trace.digest = curated.text, curated.digest
+    return check(p)
+
+
+def read_again(unit: str, status: str) -> CheckResult:
+    """``unit`` whose trace, read once more after the run's last turn, came back ``status`` (the re-read
+    drive/evidence.py stores beside the packet, which load_packet attaches)."""
+    p = packet(CLEAN, unit)
+    p.reread = Reread(unit_id=p.unit_id, read_at="2026-05-01T12:00:09.000000Z",
+                      turns=[TurnReread("initial", p.trace.trace_id, status, "the trace was PATCHed after its turn")])
     return check(p)
 
 
@@ -236,6 +245,10 @@ def test_the_recording_that_targets_a_code_trips_exactly_it(code, tmp_path):
             undecided = {o.rule for o in result.outcomes if o.status == "inconclusive"}
             assert {"specialist.tool_error", "specialist.empty", "hub.unverified_number"} <= undecided
             assert statuses(result)["routing.specialist_missing"] == "pass"  # names are never cut
+        elif code in ("trace_changed_after_turn", "trace_deleted"):
+            result = read_again(name, code)
+            assert (result.verdict, result.reasons) == ("inconclusive", [code]), result.judgment
+            assert "read again" in result.judgment
         elif code == "harness_error":
             result = harness_failed(name)
             assert (result.verdict, result.reasons) == ("inconclusive", [code])
@@ -353,3 +366,8 @@ def test_the_verdict_schema_admits_exactly_the_hard_codes():
     schema = json.loads((Path(codes.__file__).parents[4] / "schemas" / "verdict.v1.schema.json").read_text())
     assert schema["properties"]["override"]["properties"]["rule"]["pattern"] == codes.HARD_PATTERN
     assert schema["allOf"][1]["then"]["properties"]["reasons"]["items"]["pattern"] == codes.HARD_PATTERN
+
+
+def test_a_trace_read_again_unchanged_keeps_the_unit_verdict():
+    assert (read_again("MD1", "unchanged").verdict, read_again("MD1", "unchanged").reasons) == ("pass", [])
+    assert read_again("MD1", "opik_unreachable").reasons == ["opik_unreachable"]  # not shown unchanged: not judged

@@ -30,7 +30,7 @@ NO_VOTE = "no vote"
 def round_gold(run_dir: Path, unit_ids) -> tuple[dict[str, dict[str, str]], dict]:
     """(unit → {question: expected choice}, where the labels came from) for the units of a round."""
     meta = load_run(run_dir)
-    path = meta.cases_path
+    path = meta.input_path(run_dir, "cases") or meta.cases_path  # the run's own copy of its cases
     if path is None or not path.exists():
         return {}, {"cases_file": meta.cases_file or None, "found": False}
     case_set = load_cases(path, allow_holdout=meta.holdout)

@@ -120,6 +120,9 @@ def crashed(turn: TurnResult) -> str | None:
 def _infra(packet: Packet, case: Case, config: TargetConfig) -> dict | None:
     if packet.harness.error:
         return {"reason": "harness_error", "message": packet.harness.error}
+    changed = packet.reread.problem() if packet.reread is not None else None
+    if changed is not None:  # read again after the run's last turn: it is not the evidence it was (drive/evidence.py)
+        return {"reason": changed.status, "message": f"{changed.role} trace, read again: {changed.message}"}
     trace = packet.trace
     ui_obs = packet.ui
     if ui_obs is not None and trace.status != "resolved":

@@ -55,6 +55,8 @@ INFRA_REASONS = (
     "cli_timeout",
     "trace_incomplete",
     "trace_truncated",
+    "trace_changed_after_turn",
+    "trace_deleted",
     "harness_error",
     "target_crashed",
     "target_failed",
