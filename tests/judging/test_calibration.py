@@ -131,7 +131,7 @@ def _judged(run, config_cases, judges: dict, live: dict | None = None):
 def test_stored_replies_are_graded_on_the_fixed_items_only(run, config_cases):
     rnd, out, agg = _judged(run, config_cases, {"J1": "gold", "J2": "gold", "J3": "lenient"})
     cal = agg["calibration"]
-    assert cal["items"] == len(rnd.fixed) == 19 and cal["source"]["version"] == "v1"
+    assert cal["items"] == len(rnd.fixed) == 20 and cal["source"]["version"] == "v1"
     assert {j: f["worst_recall"]["exact"] for j, f in cal["judges"].items()} == {"J1": "8/8", "J2": "8/8", "J3": "0/8"}
     assert cal["judges"]["J3"]["by_question"][HUB]["recall"]["complete"]["exact"] == "11/11"
     assert cal["majority"]["balanced_accuracy"]["exact"] == "1/1"
@@ -144,8 +144,8 @@ def test_an_always_complete_judge_fails_the_gate_and_honest_judges_pass_it(run, 
     _judged(run, config_cases, {"J1": "gold", "J2": "gold", "J3": "lenient"})
     cond = {"id": "judges_accurate", "kind": "min_judge_accuracy", "value": 0.8, "min_items": 8}
     check = c_min_judge_accuracy(cond, run, {}, None)
-    assert check.status == FAIL and "J3 0/8 (0.00) on hub.incomplete_answer incomplete" in check.detail
-    assert "J1" not in check.detail and "19 fixed items" in check.detail
+    assert check.status == FAIL and "J3 0/8 (0.00) on hub.unfaithful_answer unfaithful" in check.detail
+    assert "J1" not in check.detail and "20 fixed items" in check.detail
     majority = c_min_judge_accuracy({**cond, "of": "majority", "value": 1}, run, {}, None)
     assert majority.status == PASS and "majority 8/8 (1.00)" in majority.detail
 
@@ -154,7 +154,7 @@ def test_the_gate_floor_is_compared_as_an_exact_fraction(run, config_cases):
     # J2 misses every unfaithful item and says "unfaithful" of every faithful one: recall 0 on both choices
     _judged(run, config_cases, {"J1": "gold", "J2": (FAITH,), "J3": "gold"})
     cal = json.loads((run / "judging" / "r1" / "aggregate.json").read_text())["calibration"]
-    assert worst_recall(cal, "J2")["question"] == FAITH and worst_recall(cal, "J2", HUB)["exact"] == "8/8"
+    assert worst_recall(cal, "J2")["question"] == FAITH and worst_recall(cal, "J2", HUB)["exact"] == "9/9"
     cond = {"id": "judges_accurate", "kind": "min_judge_accuracy", "value": 1}
     assert c_min_judge_accuracy({**cond, "question": HUB}, run, {}, None).status == PASS
     assert c_min_judge_accuracy({**cond, "question": FAITH}, run, {}, None).status == FAIL

@@ -29,7 +29,7 @@ from .helpers import (
 def test_one_packet_per_answered_unit(run, config_cases):
     rnd = make_round(run, *config_cases)
     assert sorted(rnd.mapping.values()) == ["A1", "MD1", "O2", "S2"]  # R1 is a rejection: nothing to judge
-    assert len(rnd.fixed) == 19 and len(rnd.packets) == 4 + 19  # the fixed calibration items beside them
+    assert len(rnd.fixed) == 20 and len(rnd.packets) == 4 + 20  # the fixed calibration items beside them
     for pid in rnd.mapping:
         packet = rnd.packets[pid]
         assert re.fullmatch(r"[0-9a-f]{16}", pid) and packet["packet_id"] == pid
@@ -227,11 +227,11 @@ def test_packets_and_bundles_leak_nothing(run, config_cases):
             if "." in name:  # MD1.json, results.json, report.md …
                 assert name not in bundle, name
         for word in ("mapping", "SECRET-RATIONALE", "J1", "J2", "J3", "aggregate", "baseline", "calibration", "gold",
-                     "fixed"):
+                     "fixed_item"):
             assert word not in bundle, word
         item_ids = {m["fixed_item"] for m in json.loads((rnd.dir / "mapping.json").read_text())["packets"].values()
                     if "fixed_item" in m}
-        assert len(item_ids) == 19 and not any(re.search(rf"\b{i}\b", bundle) for i in item_ids)
+        assert len(item_ids) == 20 and not any(re.search(rf"\b{i}\b", bundle) for i in item_ids)
         for packet in rnd.packets.values():
             text = json.dumps(packet)
             assert "SECRET-RATIONALE" not in text and "test-model" not in text
@@ -239,7 +239,7 @@ def test_packets_and_bundles_leak_nothing(run, config_cases):
     assert json.loads((r2.dir / "mapping.json").read_text())["packets"].keys() == r2.packets.keys()
     opaque = set(r1.packets) | set(r2.packets)
     assert not any(pid in name for pid in opaque for name in names)
-    assert len(opaque) == 2 * (4 + 19)
+    assert len(opaque) == 2 * (4 + 20)
 
 
 def test_labels_reach_no_packet_bundle_or_prompt(tmp_path, config_cases, monkeypatch):
@@ -274,7 +274,7 @@ def test_labels_reach_no_packet_bundle_or_prompt(tmp_path, config_cases, monkeyp
     texts = [prompt_text(), (rounds[1].dir / "round.json").read_text(), *prompts.values(),
              *(p.read_text() for p in (tmp_path / "runs" / ".judges").rglob("*") if p.is_file()),
              *(p.read_text() for p in (rounds[1].dir / "packets").iterdir())]
-    assert len(texts) == 2 + 3 + 3 + 4 + 19
+    assert len(texts) == 2 + 3 + 3 + 4 + 20
     for text in texts:
         assert "gold" not in text.lower() and "calibration" not in text.lower(), re.findall(r".{60}(?:gold|calibration).{20}", text.lower())
     # Read only once the answers are stored: the aggregate holds the units against them; the judges are
@@ -284,7 +284,7 @@ def test_labels_reach_no_packet_bundle_or_prompt(tmp_path, config_cases, monkeyp
     agg = json.loads((rounds[1].dir / "aggregate.json").read_text() if aggregate_round(labelled, "r1") else "{}")
     assert agg["expectations"]["n"] == 4 and agg["expectations"]["met"] == 2
     assert [a["unit_id"] for a in agg["expectations"]["against"]] == ["A1", "MD1"]
-    assert agg["calibration"]["items"] == 19 and agg["calibration"]["majority"]["worst_recall"]["exact"] == "8/8"
+    assert agg["calibration"]["items"] == 20 and agg["calibration"]["majority"]["worst_recall"]["exact"] == "8/8"
 
 
 def test_judge_prompt_is_in_the_bundle_verbatim(run, config_cases):

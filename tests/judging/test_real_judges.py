@@ -104,7 +104,7 @@ def test_each_model_only_fault_is_caught_by_its_own_question_and_only_there(run)
 @needs_new_recording
 def test_the_judges_are_graded_on_the_fixed_items_above_the_gates_floor(run):
     cal = _aggregate(run)["calibration"]
-    assert cal["items"] == 19 and cal["source"]["version"] == "v1"
+    assert cal["items"] == 20 and cal["source"]["version"] == "v1"
     for who, figures in {"majority": cal["majority"], **cal["judges"]}.items():
         worst = figures["worst_recall"]
         assert worst["n"] >= 8 and exact_of(worst) >= Fraction(4, 5), (who, worst)  # the judges_accurate gate

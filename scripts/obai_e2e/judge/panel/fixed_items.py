@@ -20,6 +20,7 @@ Which packet is which item is written only to ``mapping.json``, with its gold ch
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import uuid
@@ -40,7 +41,9 @@ COMPLETENESS, FAITHFULNESS = "hub.incomplete_answer", "hub.unfaithful_answer"
 
 
 def default_path() -> Path:
-    return catalogs_dir() / CALIBRATION_FILE
+    """``$OBAI_E2E_CALIBRATION`` when set (another agent's items), else the bundle's catalog."""
+    named = os.environ.get("OBAI_E2E_CALIBRATION")
+    return Path(named) if named else catalogs_dir() / CALIBRATION_FILE
 
 
 @dataclass(frozen=True)
@@ -146,15 +149,18 @@ def _uuid7(ms: int, rng: random.Random) -> str:
     return str(uuid.UUID(int=value))
 
 
+_HEXISH = re.compile(r"^[0-9a-fA-F\W_]+$")
+
+
 def _same_shape(template: str, rng: random.Random) -> str:
-    """``template`` with every hex digit (or other letter and digit) replaced at random, case kept."""
+    """``template`` with its letters and digits replaced at random, each by one of its kind (a hex id by hex
+    digits, case kept; else a digit by a digit, a letter by a letter of the same case); the rest kept."""
+    hexish = bool(_HEXISH.match(template))
     out = []
     for ch in template:
-        if ch in "0123456789abcdef":
-            out.append(rng.choice("0123456789abcdef"))
-        elif ch in "ABCDEF":
-            out.append(rng.choice("0123456789ABCDEF"))
-        elif ch.isdigit():
+        if hexish and ch.isalnum():
+            out.append(rng.choice("0123456789abcdef" if not ch.isupper() else "0123456789ABCDEF"))
+        elif ch.isascii() and ch.isdigit():
             out.append(rng.choice("0123456789"))
         elif ch.isascii() and ch.isalpha():
             out.append(rng.choice("abcdefghijklmnopqrstuvwxyz" if ch.islower() else "ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
