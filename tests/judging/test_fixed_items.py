@@ -71,6 +71,28 @@ def test_every_item_reads_like_an_answer_the_rules_pass(item):
     assert not re.search(r"\b(today|yesterday|tomorrow|this week|right now)\b", words), item["id"]
 
 
+def _labels(text: str) -> set[str]:
+    """The labels of a payload's lines (``Last close`` of ``Last close: 238.41 on …``)."""
+    return {line.split(": ", 1)[0] for line in text.splitlines() if ": " in line}
+
+
+def test_items_are_written_in_the_agents_own_forms_and_never_repeat_a_live_question():
+    """Each payload uses only line labels the demo's own specialists write (as recorded), so it reads like
+    theirs; no item asks a question of the default suite (one question answered two ways in a round would
+    single one of them out)."""
+    seen: dict[str, set[str]] = {}
+    for unit in clean_units():
+        digest = packet_json(CLEAN, unit)["trace"].get("digest") or {}
+        for call in digest.get("specialist_calls", []):
+            seen.setdefault(call["name"], set()).update(_labels(call["output_text"]))
+    for item in CATALOG["items"]:
+        for p in item["specialist_payloads"] + (item.get("followup") or {}).get("specialist_payloads", []):
+            assert _labels(p["output_text"]) <= seen[p["specialist"]], (item["id"], _labels(p["output_text"]) -
+                                                                        seen[p["specialist"]])
+    live = {c.query.strip().lower() for c in cases().cases}
+    assert not [i["id"] for i in CATALOG["items"] if i["query"].strip().lower() in live]
+
+
 def _write(tmp_path: Path, items: list[dict], **top) -> Path:
     path = tmp_path / "calibration.v1.json"
     path.write_text(json.dumps({"version": "v1", "min_per_choice": 1, "items": items, **top}))

@@ -95,10 +95,12 @@ def trace_ids(packet: dict) -> list[tuple[str, str]]:
 
 
 class Renamer:
-    """Stable names for the opaque identifiers of a recording, shared by all its units."""
+    """Stable names for the opaque identifiers of a recording, shared by all its units (numbered after
+    ``start``, so that units recorded again alone take ids no other recorded unit has)."""
 
-    def __init__(self):
+    def __init__(self, start: int = 0):
         self.ids: dict[str, str] = {}
+        self.start = start
 
     def unit(self, group: str, name: str, packet: dict, traces: list[dict]) -> tuple[dict, list[dict]]:
         """One recording (``name``: a unit id, a fault or an infra reason) with stable names."""
@@ -111,7 +113,7 @@ class Renamer:
         # New ids keep the order of the old ones: curation breaks start-time ties by id.
         for old in sorted(set(UUID.findall(text))):
             if old not in self.ids:
-                self.ids[old] = f"{len(self.ids) + 1:08x}-0000-7000-8000-000000000000"
+                self.ids[old] = f"{self.start + len(self.ids) + 1:08x}-0000-7000-8000-000000000000"
         names = {old: self.ids[old] for old in set(UUID.findall(text))}
         for i, old in enumerate(dict.fromkeys(TAG.findall(text))):
             names[old] = "e2e-" + hashlib.md5(f"{group}/{name}/{i}".encode()).hexdigest()
@@ -312,7 +314,8 @@ def record_clean(case_ids: list[str], out: Path, jobs: int) -> dict:
         say(f"recording {len(case_ids)} clean case(s), {jobs} at a time")
         _, done = headless.run(config, cases, headless.RunOptions(filters=Filters(ids=tuple(case_ids)), jobs=jobs,
                                                                   say=say))
-        run_dir, backend, renamer = Path(done["run_dir"]), connect(config), Renamer()
+        run_dir, backend = Path(done["run_dir"]), connect(config)
+        renamer = Renamer(start=_last_id(out, skip=set(case_ids)))
         units = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["units"]
         missing = []
         for unit in units:
@@ -341,6 +344,20 @@ def record_clean(case_ids: list[str], out: Path, jobs: int) -> dict:
     finally:
         stop(work / "store")
     return {"out": str(out), "units": len(units) - len(missing), "missing": missing}
+
+
+STABLE_ID = re.compile(r"\b([0-9a-f]{8})-0000-7000-8000-000000000000\b")
+
+
+def _last_id(out: Path, skip: set[str]) -> int:
+    """The highest stable id the recorded data of ``out`` uses, but for the units of the cases in ``skip``."""
+    last = 0
+    for path in out.rglob("*.json"):
+        if path.name.split(".")[0] in skip:
+            continue
+        for found in STABLE_ID.findall(path.read_text(encoding="utf-8")):
+            last = max(last, int(found, 16))
+    return last
 
 
 def _isolate(work: Path) -> None:
