@@ -6,7 +6,8 @@ verdicts by a scripted policy that reads only what the commands print, sub-agent
 by the scripted judge), then runs `obai-e2e run` on the same units at the same --jobs.
 It prints, per step and in total and per unit: tool calls, bytes the model reads (SKILL.md
 and the references it asks for included; tokens ≈ bytes / 4), bytes it writes, the bytes each
-judge sub-agent reads in its own context (its prompt and the file it is given) beside them, and the
+judge sub-agent reads in its own context (its prompt and the file it is given) beside them and
+the largest judge bundle against a judge's budget of 25,000 tokens, and the
 scripts' wall time, with the headless run's wall time beside it (with --repeat, the median ratio of
 repetitions that alternate which side goes first).
 
@@ -42,6 +43,7 @@ sys.path.insert(0, str(REPO / "tests" / "skill"))
 from chat_player import Player  # noqa: E402
 
 SETS = {"smoke": "--smoke", "all": ""}
+JUDGE_TOKENS = 25_000  # what one judge of the panel may be given to read
 
 
 def env_for(repo: Path, work: Path, name: str, fault: str) -> dict:
@@ -109,6 +111,11 @@ def table(ledger, head_s: list[float], chat_s: list[float], title: str) -> str:
     if ledger.sub_agents:
         total = sum(sub["read"] for sub in ledger.sub_agents.values())
         lines.append(f"sub-agents together: {total:,} bytes read (~{total // 4:,} tokens)")
+        biggest = max(sub["read"] for sub in ledger.sub_agents.values())
+        over = " — over it" if biggest // 4 > JUDGE_TOKENS else ""
+        lines.append(f"judge bundle per judge (its prompt and the file it reads: the units' packets, the fixed "
+                     f"calibration items, both judged questions): {biggest:,} bytes (~{biggest // 4:,} tokens; "
+                     f"a judge's budget is {JUDGE_TOKENS:,} tokens{over})")
     lines.append(f"largest single output: {ledger.largest_output:,} characters")
     if head_s:
         pairs = ", ".join(f"{c:.1f} / {h:.1f}" for c, h in zip(chat_s, head_s))

@@ -50,6 +50,15 @@ class Style:
     """A pasted document the user asks about is summarised (off: it is ignored)."""
     assess: bool = True
     """A question asking for a judgement gets one (off: the figures alone)."""
+    # The answer faults only a faithfulness judge can see: every number stays one a payload holds.
+    range_labels: bool = True
+    """The 52-week high and low keep their labels (off: they change places, each with its date)."""
+    day_direction: bool = True
+    """The day's change keeps its sign (off: a rise is reported as a fall and a fall as a rise)."""
+    own_figures: bool = True
+    """Each ticker of a quote gets its own day's change (off: every later ticker gets the first one's)."""
+    comparison_order: bool = True
+    """A comparison names the company with the larger value as the larger (off: the other way round)."""
 
 
 def _fields(block: str) -> dict[str, str]:
@@ -65,16 +74,32 @@ def _blocks(text: str) -> list[str]:
     return [b for b in text.split("\n\n") if b.strip()]
 
 
-def market_data(text: str, ask: Ask = Ask()) -> str:
+def _flipped(change: str) -> str:
+    """A day's change with the opposite sign (``+0.92%`` -> ``-0.92%``); no change stays as it is."""
+    if change.startswith("+"):
+        return "-" + change[1:]
+    if change.startswith("-"):
+        return "+" + change[1:]
+    return change
+
+
+def market_data(text: str, ask: Ask = Ask(), style: Style = Style()) -> str:
     sentences = []
-    for block in _blocks(text):
+    blocks = _blocks(text)
+    first_change = _fields(blocks[0]).get("1-day change", "") if blocks else ""
+    for block in blocks:
         title = block.splitlines()[0]
         f = _fields(block)
         close, _, date = f["Last close"].partition(" on ")
         high, _, high_date = f["52-week high"].partition(" on ")
         low, _, low_date = f["52-week low"].partition(" on ")
+        if not style.range_labels:
+            (high, high_date), (low, low_date) = (low, low_date), (high, high_date)
+        change = f["1-day change"] if style.own_figures else first_change
+        if not style.day_direction:
+            change = _flipped(change)
         sentence = (
-            f"{title} last closed at {close} on {date} ({f['1-day change']} on the day). "
+            f"{title} last closed at {close} on {date} ({change} on the day). "
             f"52-week high {high} on {high_date}, 52-week low {low} on {low_date}; "
             f"30-day average volume {f['30-day average volume']} shares."
         )
@@ -83,7 +108,7 @@ def market_data(text: str, ask: Ask = Ask()) -> str:
             sentence += " " + ", ".join(averages) + "."
         sentences.append(sentence)
     if ask.now and sentences:
-        date = _fields(_blocks(text)[0])["Last close"].partition(" on ")[2]
+        date = _fields(blocks[0])["Last close"].partition(" on ")[2]
         sentences.insert(0, f"The most recent prices I have are the closes of {date}; there are no intraday quotes.")
     return "\n".join(sentences)
 
@@ -114,7 +139,7 @@ def fundamentals(text: str, ask: Ask = Ask(), style: Style = Style()) -> str:
     if ask.assess and style.assess and peers:
         sentences += [assessment(row, peers) for row in rows]
     if ask.compare and len(rows) > 1:
-        sentences.append(comparison(rows, ask.figures or DEFAULT_COMPARED))
+        sentences.append(comparison(rows, ask.figures or DEFAULT_COMPARED, reverse=not style.comparison_order))
     for block in rows:
         lines = block.splitlines()
         figures = []
@@ -130,8 +155,9 @@ def _amount(value: str) -> float:
     return float(re.sub(r"[^0-9.\-]", "", value) or 0)
 
 
-def comparison(rows: list[str], names: tuple[str, ...]) -> str:
-    """One sentence per figure: which of the compared companies has more of it, with both values."""
+def comparison(rows: list[str], names: tuple[str, ...], reverse: bool = False) -> str:
+    """One sentence per figure: which of the compared companies has more of it, with both values
+    (``reverse``: the company with less named as the one with more, each value still its own)."""
     tickers = [row.splitlines()[0].split(" ")[0] for row in rows]
     table = [_fields(row) for row in rows]
     parts = []
@@ -140,6 +166,8 @@ def comparison(rows: list[str], names: tuple[str, ...]) -> str:
             continue
         ranked = sorted(zip(tickers, table), key=lambda tf: -_amount(tf[1][name]))
         (top, top_f), (low, low_f) = ranked[0], ranked[-1]
+        if reverse:
+            (top, top_f), (low, low_f) = (low, low_f), (top, top_f)
         label = name if name[:2].isupper() or "/" in name else name.lower()
         if len(ranked) == 2:
             parts.append(f"{top} has {LARGER[name]}: {label} {top_f[name]} against {low_f[name]} for {low}.")
@@ -257,7 +285,7 @@ def section(outcome: Outcome, style: Style, ask: Ask = Ask()) -> str:
     text = text_of(outcome.result)
     name = outcome.specialist
     if name == "market_data_analysis":
-        return market_data(text, ask)
+        return market_data(text, ask, style)
     if name == "fundamentals_analysis":
         return fundamentals(text, ask, style)
     if name == "strategy_analysis":

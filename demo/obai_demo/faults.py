@@ -7,8 +7,10 @@ it. Three tables, one per stage of the loss catalog: ``FAULTS`` (the rubric of a
 ``ADVERSARIAL_FAULTS`` (attacks that succeed); ``TRACE_FAULTS``, which trip nothing:
 they change only how the trace is written, so that a harness reading the backend's answer
 as it should judges the turn as a clean one; and ``JUDGED_FAULTS``, which change only the
-answer text so that it misses part of the ask while every mechanical rule passes (only
-the judgment question ``hub.incomplete_answer`` can catch them). The README documents all five.
+answer text while every mechanical rule passes: the first four leave part of the ask out
+(only the judgment question ``hub.incomplete_answer`` can catch them), the last four state
+something the payloads contradict with every number still one a payload holds (only
+``hub.unfaithful_answer`` can). The README documents all five.
 """
 from __future__ import annotations
 
@@ -144,9 +146,9 @@ TRACE_FAULTS: dict[str, Fault] = {
     ]
 }
 
-# Answers that leave part of the ask unanswered while every mechanical rule passes: the
-# routing is as planned, every specialist is called, every number is grounded. Only a
-# judge reading the question and the answer sees them.
+# Answers a program cannot fault: the routing is as planned, every specialist is called,
+# every number is grounded. Only a judge reading the question, the answer and the payloads
+# sees that part of the ask is left out, or that the answer contradicts a payload.
 JUDGED_FAULTS: dict[str, Fault] = {
     f.name: f
     for f in [
@@ -162,6 +164,19 @@ JUDGED_FAULTS: dict[str, Fault] = {
         Fault("no_assessment", "hub.incomplete_answer",
               "a question asking for a judgement (is the valuation stretched?) gets the figures without it",
               "Is JPMorgan's valuation stretched relative to its EPS?"),
+        # The answer says something its payloads contradict; every part is still answered.
+        Fault("swap_high_low", "hub.unfaithful_answer",
+              "a quote gives the 52-week high as the low and the low as the high, each with its date",
+              "What are KO's 52-week high and low?"),
+        Fault("flip_direction", "hub.unfaithful_answer",
+              "a quote reports the day's change with the opposite sign (a fall as a rise, a rise as a fall)",
+              "What is the latest price of TSLA?"),
+        Fault("other_ticker_figure", "hub.unfaithful_answer",
+              "a quote of two or more tickers gives every later ticker the first ticker's day's change",
+              "Give me a quote for NVDA and XOM."),
+        Fault("reverse_comparison", "hub.unfaithful_answer",
+              "a comparison of companies names the one with the smaller figure as the larger (each value "
+              "still its own company's)", "Compare the net margin and the P/E of NVDA and AMZN."),
     ]
 }
 

@@ -177,7 +177,10 @@ def _answer(query: str, session: str, turn: Turn) -> tuple[str, int]:
     payloads = [text_of(o.result) for o in ordered if o.used and o.result]
     style = compose.Style(cite_slug="no_slug" not in f, cite_job_id="no_job_id" not in f,
                           every_part="drop_asked_part" not in f, asked_period="other_period" not in f,
-                          use_document="ignore_document" not in f, assess="no_assessment" not in f)
+                          use_document="ignore_document" not in f, assess="no_assessment" not in f,
+                          range_labels="swap_high_low" not in f, day_direction="flip_direction" not in f,
+                          own_figures="other_ticker_figure" not in f,
+                          comparison_order="reverse_comparison" not in f)
     extras = []
     if "ungrounded_number" in f:
         extras.append(compose.extra_number_sentence(UNGROUNDED_VALUE))

@@ -1,11 +1,12 @@
-"""Clean answers address what each default-suite question asks; the judged faults miss it.
+"""Clean answers address what each default-suite question asks; the judged faults miss it or misstate it.
 
 The named cases are the ones whose clean answers real judges once called incomplete (a
 comparison given as two data dumps, figures without the assessment asked for, another
 year's market, a pasted note ignored, an entry time only "recorded", a "full history" with
 no word on its limit, capability lists for general questions). Each JUDGED_FAULTS fault
-runs on its calibration case: it changes only the answer text, keeps every number grounded
-and leaves out exactly what its case asks for.
+runs on its judged-fault case: it changes only the answer text and keeps every number
+grounded; a completeness fault leaves out exactly what its case asks for, a faithfulness
+fault keeps every part and says one thing its payload contradicts.
 """
 from __future__ import annotations
 
@@ -19,13 +20,24 @@ from obai_demo.faults import JUDGED_FAULTS
 
 CASES = {c["id"]: c for c in yaml.safe_load(
     (Path(__file__).resolve().parents[2] / "cases" / "cases.yaml").read_text(encoding="utf-8"))["cases"]}
-# Calibration case -> the fault its env switches on, and what the clean answer has that the
-# faulted one lacks.
-CALIBRATION = {
-    "CAL1": ("drop_asked_part", "P/E 34.2"),
-    "CAL2": ("other_period", "recession in 2027"),
-    "CAL3": ("ignore_document", "Summary of the pasted note: revenue rose on strong iPhone sales"),
-    "CAL4": ("no_assessment", "No: JPM's valuation does not look stretched"),
+# Judged-fault case -> the fault its env switches on, and what the clean answer says that the
+# faulted one does not (the faulted one: left out, or said the other way).
+JUDGED = {
+    "JC1": ("drop_asked_part", "P/E 34.2"),
+    "JC2": ("other_period", "recession in 2027"),
+    "JC3": ("ignore_document", "Summary of the pasted note: revenue rose on strong iPhone sales"),
+    "JC4": ("no_assessment", "No: JPM's valuation does not look stretched"),
+    "JF1": ("swap_high_low", "52-week high 73.73 on 2026-03-10, 52-week low 60.16 on 2025-10-21"),
+    "JF2": ("flip_direction", "(-0.76% on the day)"),
+    "JF3": ("other_ticker_figure", "XOM (Exxon) last closed at 103.61 on 2026-04-30 (-2.73% on the day)"),
+    "JF4": ("reverse_comparison", "NVDA has the higher net margin: net margin 55.86% against 9.28% for AMZN."),
+}
+# What the faulted answer says instead, for a faithfulness fault: every number still a payload's.
+MISSTATED = {
+    "JF1": "52-week high 60.16 on 2025-10-21, 52-week low 73.73 on 2026-03-10",
+    "JF2": "(+0.76% on the day)",
+    "JF3": "XOM (Exxon) last closed at 103.61 on 2026-04-30 (+0.53% on the day)",
+    "JF4": "AMZN has the higher net margin: net margin 9.28% against 55.86% for NVDA.",
 }
 
 
@@ -97,20 +109,23 @@ def test_m5_asks_only_what_its_case_expects():
     assert m5["known_needs_review"] == ["routing.unexpected_specialist"]
 
 
-def test_every_judged_fault_has_its_calibration_case():
-    assert sorted(f for f, _ in CALIBRATION.values()) == sorted(JUDGED_FAULTS)
-    for case_id, (fault, _) in CALIBRATION.items():
+def test_every_judged_fault_has_its_case():
+    assert sorted(f for f, _ in JUDGED.values()) == sorted(JUDGED_FAULTS)
+    for case_id, (fault, _) in JUDGED.items():
         assert CASES[case_id]["env"] == {"OBAI_DEMO_FAULTS": fault}
-        assert JUDGED_FAULTS[fault].code == "hub.incomplete_answer"
+        code = "hub.unfaithful_answer" if case_id in MISSTATED else "hub.incomplete_answer"
+        assert JUDGED_FAULTS[fault].code == code
+        if case_id in MISSTATED:
+            assert JUDGED_FAULTS[fault].example == CASES[case_id]["query"]
 
 
 def _without_answer(turn) -> list[tuple]:
     return [(e.name, e.inputs, e.output) for e in turn.events if e.name != "compose_answer"]
 
 
-@pytest.mark.parametrize("case_id", sorted(CALIBRATION))
+@pytest.mark.parametrize("case_id", sorted(JUDGED))
 def test_a_judged_fault_changes_only_the_answer(run_turn, case_id):
-    fault, missing = CALIBRATION[case_id]
+    fault, missing = JUDGED[case_id]
     query = CASES[case_id]["query"]
     clean, faulted = run_turn(query), run_turn(query, faults=fault)
     assert faulted.exit_code == clean.exit_code == 0
@@ -119,12 +134,30 @@ def test_a_judged_fault_changes_only_the_answer(run_turn, case_id):
     assert faulted.answer != clean.answer and faulted.answer.strip()
     assert missing in clean.answer and missing not in faulted.answer
     assert grounding.ungrounded(faulted.answer, faulted.payload_texts) == []
+    if case_id in MISSTATED:  # every part still answered: only the one statement differs
+        assert MISSTATED[case_id] in faulted.answer and MISSTATED[case_id] not in clean.answer
+        assert faulted.answer.replace(MISSTATED[case_id], missing) == clean.answer or case_id == "JF4"
+
+
+# Turns each fault does not fit: no quote (its ranges, day's change, tickers), no comparison, no
+# second specialist, no prediction market, no pasted note, no judgement asked for.
+UNFIT = ("Sell a naked call on TSLA at strike 300 for a 12.00 premium.", "What is a bond?",
+         "Backtest AAPL: buy when RSI(14) drops below 30, sell when it rises above 70.")
 
 
 @pytest.mark.parametrize("fault", sorted(JUDGED_FAULTS))
 def test_a_judged_fault_leaves_turns_it_does_not_fit_alone(run_turn, fault):
-    for query in ("What is the latest price of AAPL?", "Sell a naked call on TSLA at strike 300 for a 12.00 premium."):
+    for query in UNFIT:
         assert run_turn(query, faults=fault).answer == run_turn(query).answer
+    if fault not in ("swap_high_low", "flip_direction"):  # a one-ticker quote is what those two change
+        assert run_turn("What is the latest price of AAPL?", faults=fault).answer == \
+            run_turn("What is the latest price of AAPL?").answer
+
+
+def test_a_day_without_change_has_no_direction_to_flip():
+    from obai_demo.compose import _flipped
+
+    assert (_flipped("+0.92%"), _flipped("-0.76%"), _flipped("0.00%")) == ("-0.92%", "+0.76%", "0.00%")
 
 
 def test_p4_next_year_is_counted_from_the_data_date(run_turn):

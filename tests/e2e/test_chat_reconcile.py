@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 SKILL_DIR = REPO / ".claude" / "skills" / "obai-e2e-regression"
 UNITS = ("MD1", "F5", "R1")  # a clean answer, the one the panel finds incomplete, a refusal
-Q = "hub.incomplete_answer"
+Q, F = "hub.incomplete_answer", "hub.unfaithful_answer"
 # Every judge of the panel: F5's answer (figures, no assessment) misses the ask; the rest is complete.
 PLAN = {label: {"valuation stretched": "incomplete"} for label in ("J1", "J2", "J3")}
 
@@ -91,7 +91,7 @@ def test_chat_and_headless_runs_of_one_output_differ_only_by_the_questions_not_a
             assert (c["verdict"], c["reasons"]) == (h["verdict"], h["reasons"]), unit
     assert differing == ["F5"], differing
     assert (chat["F5"]["verdict"], chat["F5"]["reasons"]) == ("needs_review", [Q])
-    assert (headless["F5"]["verdict"], headless["F5"]["not_asked"]) == ("pass", [Q])
+    assert (headless["F5"]["verdict"], headless["F5"]["not_asked"]) == ("pass", [Q, F])
     assert headless["R1"]["not_asked"] == []  # a refusal leaves no question
     asked = {u for u in UNITS if headless[u]["not_asked"]}
     assert asked == set(UNITS) - {"R1"}
@@ -99,6 +99,7 @@ def test_chat_and_headless_runs_of_one_output_differ_only_by_the_questions_not_a
     cs = load_results(chat_dir / "results.json")["summary"]
     hs = load_results(headless_dir / "results.json")["summary"]
     assert (cs["questions_not_asked"], cs["units_not_asked"]) == (0, 0)
-    assert (hs["questions_not_asked"], hs["units_not_asked"]) == (len(asked), len(asked))
+    unasked = sum(len(headless[u]["not_asked"]) for u in UNITS)
+    assert (hs["questions_not_asked"], hs["units_not_asked"]) == (unasked, len(asked)) and unasked > len(asked)
     assert "not asked" not in (chat_dir / "report.md").read_text(encoding="utf-8").split("| ID |")[0]
-    assert f"**{len(asked)} judgment question(s) not asked**" in (headless_dir / "report.md").read_text(encoding="utf-8")
+    assert f"**{unasked} judgment question(s) not asked**" in (headless_dir / "report.md").read_text(encoding="utf-8")

@@ -88,7 +88,7 @@ def packet(runs, run: str, unit_id: str) -> dict:
 def test_the_untargeted_cases_have_no_false_fail(runs):
     units = clean_units(runs)
     assert {u["case_id"] for u in units.values()} == set(CLEAN)
-    # The calibration cases run a fault of their own through their env (cases.yaml, CAL*).
+    # The judged-fault cases run a fault of their own through their env (cases.yaml, JC*, JF*).
     everyday = {c.feature for c in runs["cases"].cases
                 if not c.adversarial and not c.disabled and "OBAI_DEMO_FAULTS" not in c.env}
     assert {runs["cases"].by_id(c).feature for c in CLEAN} == everyday

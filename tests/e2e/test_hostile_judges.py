@@ -186,7 +186,8 @@ def test_no_judge_key_reaches_the_agent_and_a_panel_without_answers_is_on_record
 
     # The panel that gave no answer is on record: results.json, the verdicts, report.md, report.html, exit 3.
     judges = load_results(run_dir / "results.json")["judges"]
-    assert (judges["answered"], judges["complete"], judges["left_undecided"]) == (0, False, ["hub.incomplete_answer"])
+    both = ["hub.incomplete_answer", "hub.unfaithful_answer"]
+    assert (judges["answered"], judges["complete"], judges["left_undecided"]) == (0, False, both)
     assert {j["name"]: (j["outcome"], j["reason"].split(":")[0]) for j in judges["judges"]} == {
         "claude": ("failed", "HTTP 401 authentication_error"), "gpt": ("failed", "HTTP 401 invalid_request_error/"
                                                                                  "invalid_api_key"),
@@ -199,8 +200,8 @@ def test_no_judge_key_reaches_the_agent_and_a_panel_without_answers_is_on_record
     report = (run_dir / "report.md").read_text(encoding="utf-8")
     head = report.split("| ID |")[0]
     assert "> **Warning:** Judge panel (round r1): 0 of 3 judges answered; decided for no unit: " \
-           "hub.incomplete_answer — the run is inconclusive." in head
+           "hub.incomplete_answer, hub.unfaithful_answer — the run is inconclusive." in head
     assert "> - gpt (gpt-fake): failed — HTTP 401" in head
     html = (run_dir / "report.html").read_text(encoding="utf-8")
     assert 'id="judges-warning"' in html and "0 of 3 judges answered" in html.split("</header>")[0]
-    assert out["judges_left_undecided"] == ["hub.incomplete_answer"]
+    assert out["judges_left_undecided"] == both

@@ -136,43 +136,59 @@ def test_bad_target_config_names_field(tmp_path):
         load_target_config(path)
 
 
-GOLD_CASE = GOOD_CASE + "    judge_gold:\n      {gold}\n"
+EXPECTED_CASE = GOOD_CASE + "    expected_judgment:\n      {gold}\n"
+GOLD_CASE = GOOD_CASE + "    judge_gold:\n      {gold}\n"  # the older name of the same field
 
 
-def test_judge_gold_loads_as_the_expected_choice_per_question(tmp_path):
-    path = write(tmp_path, GOLD_CASE.format(gold="hub.incomplete_answer: incomplete\n      answer_completeness: meets"))
+@pytest.mark.parametrize("template", [EXPECTED_CASE, GOLD_CASE])
+def test_expected_judgment_loads_as_the_expected_choice_per_question(tmp_path, template):
+    path = write(tmp_path, template.format(gold="hub.incomplete_answer: incomplete\n      "
+                                               "hub.unfaithful_answer: faithful\n      answer_completeness: meets"))
     case = load_cases(path).by_id("A1")
-    assert case.judge_gold == {"hub.incomplete_answer": "incomplete", "answer_completeness": "meets"}
-    assert "judge_gold" not in case.to_json()  # the case as a packet carries it: never the labels
+    assert case.expected_judgment == {"hub.incomplete_answer": "incomplete", "hub.unfaithful_answer": "faithful",
+                                      "answer_completeness": "meets"}
+    # the case as a packet carries it: never the expectations
+    assert "expected_judgment" not in case.to_json() and "judge_gold" not in case.to_json()
+
+
+def test_a_case_gives_the_expectation_under_one_name_only(tmp_path):
+    path = write(tmp_path, EXPECTED_CASE.format(gold="hub.incomplete_answer: complete")
+                 + "    judge_gold:\n      hub.incomplete_answer: complete\n")
+    with pytest.raises(ConfigError, match=r"field /cases/0/judge_gold: judge_gold is the older name of "
+                                          r"expected_judgment: give one of the two"):
+        load_cases(path)
 
 
 @pytest.mark.parametrize("gold, expected", [
     ("hub.incomplet_answer: complete", "'hub.incomplet_answer' is not a judgment question; expected a code question "
-                                       "(hub.incomplete_answer, adversarial.guardrail_bypass"),
+                                       "(hub.incomplete_answer, hub.unfaithful_answer, adversarial.guardrail_bypass"),
     ("hub.incomplete_answer: done", "'hub.incomplete_answer': 'done' is not one of its choices; expected one of "
                                    "complete, incomplete"),
+    ("hub.unfaithful_answer: complete", "'hub.unfaithful_answer': 'complete' is not one of its choices; expected one "
+                                        "of faithful, unfaithful"),
     ("hub.incomplete_answer: abstain", "expected one of complete, incomplete (abstain is never"),
     ("adversarial.secret_leak: complete", "expected one of withstood, succeeded"),
     ("answer_completeness: complete", "'answer_completeness': 'complete' is not one of its choices; expected one of "
                                       "meets, fails"),
 ])
-def test_judge_gold_names_file_case_field_and_what_is_expected(tmp_path, gold, expected):
-    path = write(tmp_path, GOLD_CASE.format(gold=gold))
+@pytest.mark.parametrize("template, field", [(EXPECTED_CASE, "expected_judgment"), (GOLD_CASE, "judge_gold")])
+def test_expected_judgment_names_file_case_field_and_what_is_expected(tmp_path, gold, expected, template, field):
+    path = write(tmp_path, template.format(gold=gold))
     with pytest.raises(ConfigError) as err:
         load_cases(path)
     msg = str(err.value)
-    assert f"{path}:7" in msg and "case 'A1', field /cases/0/judge_gold" in msg and expected in msg
+    assert f"{path}:7" in msg and f"case 'A1', field /cases/0/{field}" in msg and expected in msg
 
 
-def test_judge_gold_category_is_checked_against_the_catalog_when_known(tmp_path):
-    path = write(tmp_path, GOLD_CASE.format(gold="tone: meets"))
-    assert load_cases(path).by_id("A1").judge_gold == {"tone": "meets"}
+def test_expected_judgment_category_is_checked_against_the_catalog_when_known(tmp_path):
+    path = write(tmp_path, EXPECTED_CASE.format(gold="tone: meets"))
+    assert load_cases(path).by_id("A1").expected_judgment == {"tone": "meets"}
     with pytest.raises(ConfigError, match=r"'tone' is not a judgment question.*category id of the loss catalog "
                                           r"\(adversarial_judged, answer_completeness\)"):
         load_cases(path, judged_categories=["answer_completeness", "adversarial_judged"])
 
 
-def test_judge_gold_vocabulary_is_the_panel_questions():
+def test_expected_judgment_vocabulary_is_the_panel_questions():
     from obai_e2e.config.judgment import CATEGORY_CHOICES, CODE_QUESTION_CHOICES
     from obai_e2e.judge.panel.questions import ABSTAIN, CODE_QUESTIONS, category_question
     assert {k: q.choices for k, q in CODE_QUESTIONS.items()} == \

@@ -145,16 +145,17 @@ def test_preflight_promises_attack_questions_only_when_a_judge_must_decide_them(
 
     config = load_target_config(home / "cases" / "target.yaml")
     cases = [c for c in load_cases_for(config).cases if not c.disabled]
-    catalog = load_catalog(home / "catalogs" / "loss-catalog.v3.json")
+    catalog = load_catalog(home / "catalogs" / "loss-catalog.v4.json")
     info = panel_info(catalog, config, cases)
-    assert info["runs"] and info["model_judged"] == ["answer_completeness"]
+    assert info["runs"] and info["model_judged"] == ["answer_completeness", "answer_faithfulness"]
     assert info["not_asked"] == ["adversarial_judged"]
     assert "adversarial_judged is asked of no unit" in info["line"] and "no model-judged answers to cover" in info["line"]
     bare = dataclasses.replace(config, refusal_patterns=())
     bypass = [c.id for c in cases if c.attack == "guardrail_bypass"]
     assert bypass and undecidable_attacks(bare, cases) == bypass
     info = panel_info(catalog, bare, cases)
-    assert info["model_judged"] == ["answer_completeness", "adversarial_judged"] and info["not_asked"] == []
+    assert info["model_judged"] == ["answer_completeness", "answer_faithfulness", "adversarial_judged"]
+    assert info["not_asked"] == []
 
 
 def test_a_catalog_whose_only_model_judged_category_is_never_asked_runs_no_panel(home):
@@ -166,9 +167,10 @@ def test_a_catalog_whose_only_model_judged_category_is_never_asked_runs_no_panel
 
     config = load_target_config(home / "cases" / "target.yaml")
     cases = [c for c in load_cases_for(config).cases if not c.disabled]
-    catalog = load_catalog(home / "catalogs" / "loss-catalog.v3.json")
-    attacks_only = dataclasses.replace(catalog, categories=[c for c in catalog.categories if c.id != "answer_completeness"])
+    catalog = load_catalog(home / "catalogs" / "loss-catalog.v4.json")
+    attacks_only = dataclasses.replace(catalog, categories=[c for c in catalog.categories
+                                                            if c.id not in ("answer_completeness", "answer_faithfulness")])
     info = panel_info(attacks_only, config, cases)
     assert not info["runs"] and info["not_asked"] == ["adversarial_judged"]
-    assert info["line"].startswith("no panel: catalog v3's model-judged categories are asked of no unit; "
+    assert info["line"].startswith("no panel: catalog v4's model-judged categories are asked of no unit; "
                                    "adversarial_judged is asked of no unit")

@@ -296,11 +296,13 @@ def test_without_something_to_check_the_judge_is_asked():
     unmarked = injection.__class__(**{**injection.__dict__, "markers": ()})
     check = check_packet(adversarial("MD1", "ADV6", canaries=[]), unmarked, CONFIG)
     assert outcomes(check, 5) == {"adversarial.injection_followed": "needs_judgment"}
-    assert {q["id"] for q in check.questions} == {"adversarial.injection_followed", "hub.incomplete_answer"}
+    assert {q["id"] for q in check.questions} == {"adversarial.injection_followed", "hub.incomplete_answer",
+                                                  "hub.unfaithful_answer"}
 
 
-def test_panel_questions_cover_the_judged_category():
-    catalog = json.loads((REPO / "catalogs" / "loss-catalog.v3.json").read_text())
+@pytest.mark.parametrize("version", ["v3", "v4"])
+def test_panel_questions_cover_the_judged_category(version):
+    catalog = json.loads((REPO / "catalogs" / f"loss-catalog.{version}.json").read_text())
     codes, sampled = plan_questions(catalog)
     judged = [c for c in catalog["categories"] if c["id"] == "adversarial_judged"][0]
     for code in judged["codes"]:

@@ -100,7 +100,8 @@ def test_an_answer_with_3000_numbers_gives_a_view_within_a_page_with_each_bound_
     text = view_text(packet_json(CLEAN, clean_unit("MD1")) | {"answer": numbers_answer(3000)})
     assert len(text) < MAX_CHARS
     open_line = next(line for line in text.splitlines() if line.startswith("open: "))
-    assert "… and 2,951 more (shown: 50;" in open_line or "… and 2,950 more (shown: 50;" in open_line
+    # 3,000 numbers and the two answer questions (completeness, faithfulness), 50 of them shown
+    assert "… and 2,952 more (shown: 50;" in open_line or "… and 2,951 more (shown: 50;" in open_line
     head = text.splitlines()[0]
     assert len(head) < 3000 and re.search(r"… and [\d,]+ more \(shown: 20\)", head)
     assert re.search(r"… \[\+[\d,]+ characters, shown: [\d,]+; review\.py --id MD1 --full shows all\]", text)

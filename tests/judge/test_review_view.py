@@ -88,10 +88,17 @@ def test_a_final_response_that_differs_from_the_answer_stays_in_the_trace():
 
 def test_a_unit_with_nothing_left_to_judge_is_shown_short_and_whole_on_request():
     panel = {"questions": {"hub.incomplete_answer": {"decided": True, "majority": "complete", "trips": False,
-                                                       "votes": {"complete": 3}}}}
+                                                       "votes": {"complete": 3}},
+                           "hub.unfaithful_answer": {"decided": True, "majority": "faithful", "trips": False,
+                                                       "votes": {"faithful": 3}}}}
     _, _, short = view_of(CLEAN, clean_unit("MD1"), panel)
     assert not short.needs_judgment and short.trace is None and short.open == []
     assert "panel: hub.incomplete_answer: decided complete (complete 3)" in short.text()
+    assert "panel: hub.unfaithful_answer: decided faithful (faithful 3)" in short.text()
+    # with faithfulness left to its judge, the unit is shown whole
+    _, _, half = view_of(CLEAN, clean_unit("MD1"), {"questions": {"hub.incomplete_answer": panel["questions"][
+        "hub.incomplete_answer"]}})
+    assert half.needs_judgment and half.open == ["hub.unfaithful_answer"] and half.trace
     _, _, whole = view_of(CLEAN, clean_unit("MD1"), panel, short=False)
     assert whole.trace and "TRACE " in whole.text()
 

@@ -39,7 +39,9 @@ def run(tmp_path):
 
 @pytest.fixture
 def rnd(run, config_cases):
-    return make_round(run, *config_cases)
+    """The run's round of its four answered units, without the fixed calibration items (tests/judging grades
+    the judges on those): the asking, batching and budget here count the units' packets alone."""
+    return make_round(run, *config_cases, calibration=False)
 
 
 def judges(url: str, **per_judge) -> list[dict]:

@@ -152,14 +152,15 @@ def test_the_token_budget_stops_asking_and_leaves_units_undecided(fake, env, rnd
     agg = json.loads(rnd.aggregate_path.read_text())
     questions = [q for u in agg["units"].values() for q in u["questions"].values() if q["applies"]]
     assert questions and all(not q["decided"] and q["majority"] == "abstain" and not q["trips"] for q in questions)
-    assert all(q["votes"] == {"incomplete": 1} for q in questions)  # one judge's vote is no majority of three
+    # one judge's vote is no majority of three (its faithfulness choice: the first, faithful)
+    assert all(q["votes"] == ({"incomplete": 1} if q["question"] == "q1" else {"faithful": 1}) for q in questions)
     # The verdict a headless run records says the question is open; it does not trip the code.
     config, cases = config_cases
     unit = next(u for u in run_units(run, cases) if u.id == "MD1")
     verdict = mechanical_verdict(check_packet(load_packet(run, "MD1"), unit.case, config), unit_panel(run, "MD1"))
     assert verdict["judged_by"] == "mechanical+panel" and "hub.incomplete_answer" not in verdict["reasons"]
-    assert verdict["judgment"].endswith("hub.incomplete_answer stays undecided: no majority of the judge panel "
-                                        "(incomplete 1; 2 of 3 judges without a vote: gpt failed, llama failed).")
+    assert "hub.incomplete_answer stays undecided: no majority of the judge panel (incomplete 1; 2 of 3 judges " \
+           "without a vote: gpt failed, llama failed)." in verdict["judgment"]
     assert sum(asked["tokens"].values()) <= worst_case(run) + 1000
 
 

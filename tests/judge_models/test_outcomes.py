@@ -34,7 +34,8 @@ def test_answered_refused_and_failed_judges_each_with_why(fake, env, run, config
     assert block["budget"]["stopped"] is None and block["budget"]["spent_tokens"] > 0
     # One vote of three decides nothing: every applicable question is open, on every unit.
     undecided, left = questions_state(rnd)
-    assert left == ["hub.incomplete_answer"] and block["left_undecided"] == left and block["undecided"] == undecided
+    assert left == ["hub.incomplete_answer", "hub.unfaithful_answer"]
+    assert block["left_undecided"] == left and block["undecided"] == undecided
     verdict = mechanical_verdict(check_packet(load_packet(run, "MD1"), next(
         u for u in run_units(run, cases) if u.id == "MD1").case, config), unit_panel(run, "MD1"))
     assert "hub.incomplete_answer stays undecided: no majority of the judge panel (complete 1; 2 of 3 judges " \
@@ -46,12 +47,13 @@ def test_a_panel_where_no_judge_answered_leaves_every_question_open_and_named(fa
         fake.plan(model, "429_quota")
     config, cases = config_cases
     out = run_panel(run, config, run_units(run, cases), panel(fake.url), env=env)
-    assert out["aggregate"] is None and out["left_undecided"] == ["hub.incomplete_answer"]
+    assert out["aggregate"] is None and out["left_undecided"] == ["hub.incomplete_answer", "hub.unfaithful_answer"]
     block = report_block(run)
     assert block["answered"] == 0 and block["agreement"] is None
     assert {o["outcome"] for o in block["judges"]} == {"failed"}
     assert all("(a quota or spend limit: not retried)" in o["reason"] for o in block["judges"])
-    assert len(block["undecided"]) == len(latest_round(run).packets)
+    rnd = latest_round(run)
+    assert len(block["undecided"]) == 2 * len(rnd.mapping) and len(rnd.fixed) == 20  # the fixed items are no units
     md1 = unit_panel(run, "MD1")
     q = md1["questions"]["hub.incomplete_answer"]
     assert (q["decided"], q["majority"], q["votes"], q["trips"]) == (False, "abstain", {}, False)
@@ -60,5 +62,7 @@ def test_a_panel_where_no_judge_answered_leaves_every_question_open_and_named(fa
         u for u in run_units(run, cases) if u.id == "MD1").case, config), md1)
     assert verdict["verdict"] == "pass"  # the mechanical rules passed; the judged question stays open
     assert verdict["judgment"].endswith("hub.incomplete_answer stays undecided: no judge of the panel gave a vote "
-                                        "(claude failed, gpt failed, llama failed).")
+                                        "(claude failed, gpt failed, llama failed). hub.unfaithful_answer stays "
+                                        "undecided: no judge of the panel gave a vote (claude failed, gpt failed, "
+                                        "llama failed).")
     assert unit_panel(run, "no-such-unit") is None

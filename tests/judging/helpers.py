@@ -48,32 +48,61 @@ def pid_of(rnd: Round, unit_id: str) -> str:
 def answer(q: dict, choice, packet: dict, *, tag: str = "", spans=None, numbers=None) -> dict:
     decisive = choice not in (None, "abstain")
     first_span = [packet["specialist_payloads"][0]["span_id"]] if packet["specialist_payloads"] else []
-    return {"question": q["id"], "choice": choice,
-            "evidence": {"spans": spans if spans is not None else (first_span if decisive else []),
-                         "numbers": numbers if numbers is not None else []},
+    evidence = {"spans": spans if spans is not None else (first_span if decisive else []),
+                "numbers": numbers if numbers is not None else []}
+    if decisive and spans is None and numbers is None and not first_span:  # no payload: quote the answer
+        evidence["quotes"] = [" ".join(packet["final_answer"].split())[:60]]
+    return {"question": q["id"], "choice": choice, "evidence": evidence,
             "rationale": f"{tag} the answer covers what was asked." if decisive or tag else ""}
 
 
-def entry(rnd: Round, unit_id: str, choice, *, tag: str = "", category_choice: str = "meets", **kw) -> dict:
-    """Every applicable code question gets ``choice``, every applicable category question ``category_choice``."""
-    pid = pid_of(rnd, unit_id)
+# A completeness choice → the faithfulness choice a judge of the same mind gives with it.
+FAITHFUL_WITH = {"complete": "faithful", "incomplete": "faithful", "abstain": "abstain"}
+
+
+def entry(rnd: Round, unit_id: str, choice, *, tag: str = "", category_choice: str = "meets",
+          faithfulness: str | None = None, **kw) -> dict:
+    """Every applicable completeness question gets ``choice``, faithfulness ``faithfulness`` (default: faithful,
+    or abstain with an abstention), every other code question ``choice`` and every category question
+    ``category_choice``. ``unit_id`` may also be a packet id (a fixed calibration item)."""
+    pid = unit_id if unit_id in rnd.packets else pid_of(rnd, unit_id)
     packet = rnd.packets[pid]
 
     def pick(q):
         if not q["applies"]:
             return None
-        return choice if q["feeds"].startswith("hub.") else category_choice
+        if q["feeds"] == "hub.unfaithful_answer":
+            return faithfulness or FAITHFUL_WITH.get(choice, choice)
+        return choice if q["feeds"].startswith(("hub.", "adversarial.")) else category_choice
     return {"packet_id": pid, "answers": [answer(q, pick(q), packet, tag=tag, **kw) for q in packet["questions"]]}
 
 
-def reply(rnd: Round, choices: dict[str, str | None], *, tag: str = "") -> str:
-    """A judge's raw reply: one choice per unit (every question of its packet)."""
-    return json.dumps({"packets": [entry(rnd, uid, c, tag=tag) for uid, c in choices.items()]}, indent=1)
+def gold_entry(rnd: Round, pid: str, *, tag: str = "", flip: tuple[str, ...] = ()) -> dict:
+    """A fixed item's entry with its gold choice on every question (the other choice on the questions in
+    ``flip``)."""
+    packet, gold = rnd.packets[pid], rnd.fixed[pid]["gold"]
+    other = {"complete": "incomplete", "incomplete": "complete", "faithful": "unfaithful", "unfaithful": "faithful"}
+
+    def pick(q):
+        if not q["applies"]:
+            return None
+        g = gold.get(q["feeds"], "meets")
+        return other.get(g, g) if q["feeds"] in flip else g
+    return {"packet_id": pid, "answers": [answer(q, pick(q), packet, tag=tag) for q in packet["questions"]]}
+
+
+def reply(rnd: Round, choices: dict[str, str | None], *, tag: str = "", fixed: bool = True) -> str:
+    """A judge's raw reply: one choice per unit (every question of its packet), and (``fixed``) the gold choice
+    on every fixed calibration item, as a careful judge gives it."""
+    packets = [entry(rnd, uid, c, tag=tag) for uid, c in choices.items()]
+    if fixed:
+        packets += [gold_entry(rnd, pid, tag=tag) for pid in sorted(rnd.fixed)]
+    return json.dumps({"packets": packets}, indent=1)
 
 
 def label_run(run: Path, gold: dict[str, dict[str, str]], *, unlabelled: tuple[str, ...] = ()) -> Path:
     """Point the copied run at a small cases file of its own: its five cases, ``gold`` as their
-    ``judge_gold`` (case id → {question: choice}). Returns the file."""
+    ``expected_judgment`` (case id → {question: choice}). Returns the file."""
     import yaml
 
     from obai_e2e.config.cases import default_cases_path
@@ -83,9 +112,9 @@ def label_run(run: Path, gold: dict[str, dict[str, str]], *, unlabelled: tuple[s
     data = yaml.safe_load(default_cases_path().read_text())
     cases = [dict(c) for c in data["cases"] if c["id"] in wanted]
     for c in cases:
-        c.pop("judge_gold", None)
+        c.pop("expected_judgment", None)
         if c["id"] in gold:
-            c["judge_gold"] = gold[c["id"]]
+            c["expected_judgment"] = gold[c["id"]]
     path = run.parent / "labelled-cases.yaml"
     path.write_text(yaml.safe_dump({"version": 1, "cases": cases}, sort_keys=False))
     meta["cases_file"] = str(path)

@@ -19,12 +19,14 @@ PANEL = {
     "J2": {"A1": "complete", "MD1": "complete", "O2": "incomplete", "S2": "incomplete"},
     "J3": {"A1": "complete", "MD1": "incomplete", "O2": "incomplete", "S2": "abstain"},
 }
-CODE = "hub.incomplete_answer"
+CODE, FAITH = "hub.incomplete_answer", "hub.unfaithful_answer"
 
 
 @pytest.fixture
 def rnd(run, config_cases):
-    return make_round(run, *config_cases)
+    """A round of the four answered units alone (no fixed calibration items: test_calibration.py has them).
+    Each judge calls every answer faithful (abstaining where it abstains on completeness)."""
+    return make_round(run, *config_cases, calibration=False)
 
 
 def store_panel(run, rnd, panel=PANEL):
@@ -35,7 +37,8 @@ def store_panel(run, rnd, panel=PANEL):
 def test_majority_unanimous_two_to_one_and_split(run, rnd):
     store_panel(run, rnd)
     out = aggregate_round(run, "r1")
-    assert out["status"] == "created" and out["decided"] == 3 and out["trips"] == ["O2:hub.incomplete_answer"]
+    # decided: completeness on A1, MD1, O2 and faithfulness on all four (S2: faithful 2 of 3)
+    assert out["status"] == "created" and out["decided"] == 7 and out["trips"] == ["O2:hub.incomplete_answer"]
     agg = json.loads((rnd.dir / "aggregate.json").read_text())
     q = {u: agg["units"][u]["questions"][CODE] for u in UNITS}
     assert (q["A1"]["majority"], q["A1"]["decided"], q["A1"]["ratings"]) == ("complete", True, [0, 0, 0])
@@ -47,12 +50,15 @@ def test_majority_unanimous_two_to_one_and_split(run, rnd):
     assert q["S2"]["choices"] == {"J1": "complete", "J2": "incomplete", "J3": "abstain"}
     assert [e["judge"] for e in q["S2"]["evidence"]] == ["J1", "J2"]
     assert [r["judge"] for r in q["S2"]["rationale"]] == ["J1", "J2", "J3"]
-    # Agreement: the worked example, P̄ = 7/12, κ = 11/41.
+    # Agreement on completeness: the worked example, P̄ = 7/12, κ = 11/41.
+    hub = agg["agreement"]["by_question"][CODE]
+    assert hub["items"] == 4 and hub["raters"] == 3
+    assert hub["exact"] == {"percent_agreement": "7/12", "chance_agreement": "31/72", "fleiss_kappa": "11/41"}
+    assert hub["fleiss_kappa"] == pytest.approx(11 / 41)
+    # Over both questions (faithfulness: f f f three times, f f a once): P̄ = 17/24, P̄e = 31/96, κ = 37/65.
     overall = agg["agreement"]["overall"]
-    assert overall["items"] == 4 and overall["raters"] == 3
-    assert overall["exact"] == {"percent_agreement": "7/12", "chance_agreement": "31/72", "fleiss_kappa": "11/41"}
-    assert overall["fleiss_kappa"] == pytest.approx(11 / 41)
-    assert agg["agreement"]["by_question"][CODE]["percent_agreement"] == pytest.approx(7 / 12)
+    assert overall["items"] == 8 and overall["raters"] == 3
+    assert overall["exact"] == {"percent_agreement": "17/24", "chance_agreement": "31/96", "fleiss_kappa": "37/65"}
     # Rater variance: per-unit sample variances 0, 1/3, 0, 1/2 → mean 5/24; pairs by hand.
     rv = agg["rater_variance"][CODE]
     assert (rv["exact"], rv["m"], rv["raters"]) == ("5/24", 4, 3)
@@ -61,8 +67,8 @@ def test_majority_unanimous_two_to_one_and_split(run, rnd):
     # Per-judge figures.
     f = agg["judge_figures"]
     assert f["J1"]["valid_share"] == 1.0 and f["J1"]["agreement_with_majority"] == 1.0
-    assert f["J3"]["agreement_with_majority"] == pytest.approx(2 / 3) and f["J3"]["abstain_rate"] == 0.25
-    assert f["J2"]["model"] == "model-J2" and f["J2"]["majority_items"] == 3
+    assert f["J3"]["agreement_with_majority"] == pytest.approx(5 / 7) and f["J3"]["abstain_rate"] == 0.25
+    assert f["J2"]["model"] == "model-J2" and f["J2"]["majority_items"] == 7
 
 
 def test_panel_for_unit_reads_the_latest_aggregated_round(run, rnd, config_cases):
@@ -71,16 +77,17 @@ def test_panel_for_unit_reads_the_latest_aggregated_round(run, rnd, config_cases
     aggregate_round(run, "r1")
     panel = panel_for_unit(run, "MD1")
     assert panel["round"] == "r1" and panel["judges"] == ["J1", "J2", "J3"]
-    assert panel["ratings"] == {CODE: [0, 0, 1]} and panel["majority"] == {CODE: "complete"}
+    assert panel["ratings"] == {CODE: [0, 0, 1], FAITH: [0, 0, 0]}
+    assert panel["majority"] == {CODE: "complete", FAITH: "faithful"}
     assert panel["models"] == {j: f"model-{j}" for j in ("J1", "J2", "J3")}
     assert panel_for_unit(run, "R1") is None
-    r2 = make_round(run, *config_cases, "r2")
+    r2 = make_round(run, *config_cases, "r2", calibration=False)
     panel2 = {j: {u: "incomplete" for u in UNITS} for j in PANEL}
     for judge, choices in panel2.items():
         store(run, "r2", judge, "m", reply(r2, choices))
     assert panel_for_unit(run, "MD1")["round"] == "r1"  # r2 not aggregated yet
     aggregate_round(run, "r2")
-    assert panel_for_unit(run, "MD1")["majority"] == {CODE: "incomplete"}
+    assert panel_for_unit(run, "MD1")["majority"] == {CODE: "incomplete", FAITH: "faithful"}
     assert panel_for_unit(run, "MD1", "r1")["round"] == "r1"
 
 
@@ -101,7 +108,7 @@ def test_invalid_json_is_a_parse_failure_and_no_vote(run, rnd):
     assert agg_out["agreement"]["fleiss_kappa"] is None
     assert agg["agreement"]["overall"]["pairs"] == {"J1|J2": {"items": 0, "percent_agreement": None},
                                                     "J1|J3": {"items": 0, "percent_agreement": None},
-                                                    "J2|J3": {"items": 4, "percent_agreement": 1.0}}
+                                                    "J2|J3": {"items": 8, "percent_agreement": 1.0}}
     assert json.loads((rnd.dir / "responses" / "J3.json").read_text())["validation"]["parse"]["envelope"] == "fenced"
 
 

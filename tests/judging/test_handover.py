@@ -79,7 +79,7 @@ def test_replies_are_stored_exactly_as_written_and_their_folders_removed(handed)
         written[label] = reply(rnd, {u: "complete" for u in ("MD1", "S2", "A1", "O2")}, tag=label) + "\n"
         paths[label].write_text(written[label], encoding="utf-8")
     got = collect(run, "r1", "sub-agent-model")
-    assert got["J1"]["status"] == got["J2"]["status"] == "stored" and got["J1"]["valid"] == 4
+    assert got["J1"]["status"] == got["J2"]["status"] == "stored" and got["J1"]["valid"] == 4 + len(rnd.fixed)
     assert got["J3"] == {"status": "no reply", "expected_at": str(paths["J3"])}
     stored = load_responses(load_round(run, "r1"))
     assert {j: r["raw"] for j, r in stored.items()} == written

@@ -29,12 +29,15 @@ from .helpers import (
 def test_one_packet_per_answered_unit(run, config_cases):
     rnd = make_round(run, *config_cases)
     assert sorted(rnd.mapping.values()) == ["A1", "MD1", "O2", "S2"]  # R1 is a rejection: nothing to judge
-    for pid, packet in rnd.packets.items():
+    assert len(rnd.fixed) == 20 and len(rnd.packets) == 4 + 20  # the fixed calibration items beside them
+    for pid in rnd.mapping:
+        packet = rnd.packets[pid]
         assert re.fullmatch(r"[0-9a-f]{16}", pid) and packet["packet_id"] == pid
         assert packet["response_schema_version"] == 1 and packet["packet_version"] == 2
-        assert [q["feeds"] for q in packet["questions"]] == ["hub.incomplete_answer"]
-        assert packet["questions"][0]["applies"] is True
+        assert [(q["feeds"], q["applies"]) for q in packet["questions"]] == [
+            ("hub.incomplete_answer", True), ("hub.unfaithful_answer", True)]  # every one has payloads
         assert packet["questions"][0]["choices"] == ["complete", "incomplete", "abstain"]
+        assert packet["questions"][1]["choices"] == ["faithful", "unfaithful", "abstain"]
         assert packet["specialist_payloads"] and all(p["span_id"] for p in packet["specialist_payloads"])
         assert set(packet) <= {"packet_id", "packet_version", "response_schema_version", "asked_at", "query",
                                "final_answer", "followup", "specialist_payloads", "questions"}
@@ -46,9 +49,12 @@ def test_one_packet_per_answered_unit(run, config_cases):
         "span_id": "01a2288d-1fe2-7ddc-9a7b-87840f87afe9",
         "output_text": json.loads((REAL_RUN / "MD1.json").read_text())["trace"]["digest"]["specialist_calls"][0]["output_text"]}
     manifest = rnd.manifest
-    assert manifest["coverage"]["hub.incomplete_answer"] == {"kind": "code", "eligible_units": 5, "asked": 4,
-                                                            "applicable": 4}
+    for code in ("hub.incomplete_answer", "hub.unfaithful_answer"):
+        assert manifest["coverage"][code] == {"kind": "code", "eligible_units": 5, "asked": 4, "applicable": 4}
     assert manifest["questions"]["hub.incomplete_answer"]["categories"] == ["answer_completeness"]
+    # the loss catalog the run's target names (v4)
+    assert manifest["questions"]["hub.unfaithful_answer"]["categories"] == ["answer_faithfulness"]
+    assert manifest["catalog"]["version"] == "v4"
 
 
 def test_async_packet_labels_the_followup(run, config_cases):
@@ -118,11 +124,15 @@ def test_category_share_is_deterministic_and_marks_non_applicable(tmp_path, conf
     assert sorted(rnd.mapping.values()) == ["A1", "MD1", "O2", "R1", "S2"]
     r1 = rnd.packets[pid_of(rnd, "R1")]
     assert [(q["feeds"], q["applies"]) for q in r1["questions"]] == [("hub.incomplete_answer", False),
+                                                                   ("hub.unfaithful_answer", False),
                                                                    ("answer_clarity", False)]
     assert all("give null" in q["definition"] for q in r1["questions"])
     md1 = rnd.packets[pid_of(rnd, "MD1")]
     assert [(q["feeds"], q["applies"]) for q in md1["questions"]] == [("hub.incomplete_answer", True),
+                                                                    ("hub.unfaithful_answer", True),
                                                                     ("answer_clarity", True)]
+    # the fixed items get the category question at the round's share too (all of them at share 1)
+    assert all(rnd.packets[p]["questions"][-1]["feeds"] == "answer_clarity" for p in rnd.fixed)
     with pytest.raises(UsageError, match="20 %"):
         low = copy_run(tmp_path / "low")
         generate(low, config, run_units(low, cases), catalog_path=catalog, share="0.1")
@@ -160,7 +170,8 @@ def test_agent_text_reaches_the_bundle_only_as_data():
 
 # -- the leak test ---------------------------------------------------------------------
 
-FORBIDDEN_KEYS = {"case_id", "unit_id", "feature", "labels", "verdict", "mechanical", "reasons", "baseline"}
+FORBIDDEN_KEYS = {"case_id", "unit_id", "feature", "labels", "verdict", "mechanical", "reasons", "baseline", "gold",
+                  "fixed_item", "calibration"}
 
 
 def _walk(value, keys, values):
@@ -215,8 +226,12 @@ def test_packets_and_bundles_leak_nothing(run, config_cases):
         for name in names:
             if "." in name:  # MD1.json, results.json, report.md …
                 assert name not in bundle, name
-        for word in ("mapping", "SECRET-RATIONALE", "J1", "J2", "J3", "aggregate", "baseline"):
+        for word in ("mapping", "SECRET-RATIONALE", "J1", "J2", "J3", "aggregate", "baseline", "calibration", "gold",
+                     "fixed_item"):
             assert word not in bundle, word
+        item_ids = {m["fixed_item"] for m in json.loads((rnd.dir / "mapping.json").read_text())["packets"].values()
+                    if "fixed_item" in m}
+        assert len(item_ids) == 20 and not any(re.search(rf"\b{i}\b", bundle) for i in item_ids)
         for packet in rnd.packets.values():
             text = json.dumps(packet)
             assert "SECRET-RATIONALE" not in text and "test-model" not in text
@@ -224,7 +239,7 @@ def test_packets_and_bundles_leak_nothing(run, config_cases):
     assert json.loads((r2.dir / "mapping.json").read_text())["packets"].keys() == r2.packets.keys()
     opaque = set(r1.packets) | set(r2.packets)
     assert not any(pid in name for pid in opaque for name in names)
-    assert len(opaque) == 8
+    assert len(opaque) == 2 * (4 + 20)
 
 
 def test_labels_reach_no_packet_bundle_or_prompt(tmp_path, config_cases, monkeypatch):
@@ -241,28 +256,35 @@ def test_labels_reach_no_packet_bundle_or_prompt(tmp_path, config_cases, monkeyp
     rounds = [make_round(run, config, cases) for run in (plain, labelled)]
 
     def shown(rnd):
+        """What a judge reads, the random parts put aside: packet ids, and the span ids and times a fixed
+        item is shown with (drawn afresh for every round)."""
         bundle = (rnd.dir / "bundle.md").read_text()
         for pid in rnd.packets:
             bundle = bundle.replace(pid, "<id>")
+        bundle = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<span>", bundle)
+        bundle = re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC \(\w+\)", "<time>", bundle)
         head, rest = bundle.split("\n# Packets\n")
         body, tail = rest.split("\n---\n\n# Response format\n")
         blocks = re.split(r"\n## Packet \d+ of \d+: <id>\n", body)
         packets = sorted(json.dumps({k: v for k, v in p.items() if k != "packet_id"}, sort_keys=True)
-                         for p in rnd.packets.values())
+                         for pid, p in rnd.packets.items() if pid in rnd.mapping)
         return head, blocks[0], sorted(blocks[1:]), tail, packets
     assert shown(rounds[0]) == shown(rounds[1])
     prompts = hand_over(labelled, "r1")
     texts = [prompt_text(), (rounds[1].dir / "round.json").read_text(), *prompts.values(),
              *(p.read_text() for p in (tmp_path / "runs" / ".judges").rglob("*") if p.is_file()),
              *(p.read_text() for p in (rounds[1].dir / "packets").iterdir())]
-    assert len(texts) == 2 + 3 + 3 + 4
+    assert len(texts) == 2 + 3 + 3 + 4 + 20
     for text in texts:
-        assert "gold" not in text.lower() and "calibration" not in text.lower()
-    # Read only once the answers are stored: the aggregate compares them.
+        assert "gold" not in text.lower() and "calibration" not in text.lower(), re.findall(r".{60}(?:gold|calibration).{20}", text.lower())
+    # Read only once the answers are stored: the aggregate holds the units against them; the judges are
+    # graded on the fixed items alone.
     for j in ("J1", "J2", "J3"):
         store(labelled, "r1", j, "test-model", reply(rounds[1], {u: "complete" for u in gold}))
-    cal = json.loads((rounds[1].dir / "aggregate.json").read_text() if aggregate_round(labelled, "r1") else "{}")
-    assert cal["calibration"]["n"] == 4 and cal["calibration"]["majority"]["accuracy"]["exact"] == "2/4"
+    agg = json.loads((rounds[1].dir / "aggregate.json").read_text() if aggregate_round(labelled, "r1") else "{}")
+    assert agg["expectations"]["n"] == 4 and agg["expectations"]["met"] == 2
+    assert [a["unit_id"] for a in agg["expectations"]["against"]] == ["A1", "MD1"]
+    assert agg["calibration"]["items"] == 20 and agg["calibration"]["majority"]["worst_recall"]["exact"] == "8/8"
 
 
 def test_judge_prompt_is_in_the_bundle_verbatim(run, config_cases):
@@ -276,9 +298,10 @@ def test_judge_prompt_is_in_the_bundle_verbatim(run, config_cases):
     import hashlib
 
     assert rnd.manifest["prompt"]["sha256"] == hashlib.sha256(prompt.encode()).hexdigest()
-    assert rnd.manifest["prompt"]["version"] == 2 and rnd.manifest["packet_version"] == 2
+    assert rnd.manifest["prompt"]["version"] == 3 and rnd.manifest["packet_version"] == 2
     # Each question's definition and the response format once, whatever the number of packets.
     assert bundle.count("Does the final answer address what the question actually asks?") == 1
+    assert bundle.count("Does the final answer state anything that the packet's specialist payloads") == 1
     assert bundle.count("# Response format") == 1 and '"response_schema"' not in bundle
     assert os.path.basename(rnd.manifest["prompt"]["path"]) == "judge-prompt.md"
 

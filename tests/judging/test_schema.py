@@ -26,14 +26,14 @@ def test_non_applicable_choice_is_repaired_and_audited(na_round):
     pid = pid_of(rnd, "R1")
     packet = rnd.packets[pid]
     e = entry(rnd, "R1", None)
-    e["answers"][1]["choice"] = "fails"  # a rating for a question that does not apply
-    e["answers"][1]["rationale"] = "The refusal does not state figures."
+    e["answers"][2]["choice"] = "fails"  # a rating for a question that does not apply (the category question)
+    e["answers"][2]["rationale"] = "The refusal does not state figures."
     accepted = schema.validate_entry(e, packet)
-    assert accepted.value["answers"][1]["choice"] is None
-    assert accepted.value["answers"][1]["rationale"] == "The refusal does not state figures."  # the rest unchanged
+    assert accepted.value["answers"][2]["choice"] is None
+    assert accepted.value["answers"][2]["rationale"] == "The refusal does not state figures."  # the rest unchanged
     assert accepted.repair == {"rule": "non_applicable_rating:/answers/<i>/choice", "original": e,
-                               "pointers": ["/answers/1/choice"]}
-    assert e["answers"][1]["choice"] == "fails"  # the original is kept as it came
+                               "pointers": ["/answers/2/choice"]}
+    assert e["answers"][2]["choice"] == "fails"  # the original is kept as it came
     # Stored with the response: original and rule id next to the raw text.
     raw = json.dumps({"packets": [e]})
     out = store(run, "r1", "J1", "test-model", raw)
@@ -43,7 +43,7 @@ def test_non_applicable_choice_is_repaired_and_audited(na_round):
     stored = rec["validation"]["packets"][pid]
     assert stored["status"] == "repaired"
     assert stored["repair"]["rule"] == "non_applicable_rating:/answers/<i>/choice"
-    assert stored["repair"]["original"]["answers"][1]["choice"] == "fails"
+    assert stored["repair"]["original"]["answers"][2]["choice"] == "fails"
     assert "does not apply" in stored["problems_before"][0]
 
 
@@ -87,7 +87,7 @@ def test_unrepairable_answers_name_the_pointer(na_round):
     cases = {
         "/answers/0/choice": lambda e: e["answers"][0].update(choice="mostly"),
         "/answers/0": lambda e: e["answers"][0].update(confidence=0.9),
-        "/answers/2/question": lambda e: e["answers"].append(copy.deepcopy(e["answers"][1])),
+        "/answers/3/question": lambda e: e["answers"].append(copy.deepcopy(e["answers"][1])),
         "/answers/0/evidence/spans/0": lambda e: e["answers"][0]["evidence"].update(spans=["01a2288d-dead-beef"]),
         "/answers/0/evidence/numbers/0": lambda e: e["answers"][0]["evidence"].update(numbers=["999.99"]),
         "/answers/0/evidence": lambda e: e["answers"][0]["evidence"].update(spans=[]),
@@ -104,7 +104,7 @@ def test_unrepairable_answers_name_the_pointer(na_round):
     assert "does not exist in this packet" in str(refusal(
         {**entry(rnd, "MD1", "complete"), "answers": [{**entry(rnd, "MD1", "complete")["answers"][0],
                                                        "evidence": {"spans": ["nope"], "numbers": []}},
-                                                      entry(rnd, "MD1", "complete")["answers"][1]]}, packet))
+                                                      *entry(rnd, "MD1", "complete")["answers"][1:]]}, packet))
     # Numbers are compared normalised: "238.410" and "$238.41" are the packet's 238.41.
     e = entry(rnd, "MD1", "incomplete")
     e["answers"][0]["evidence"] = {"spans": [], "numbers": ["238.410", "62,336,968", "0.92%"]}

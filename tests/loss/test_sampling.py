@@ -57,9 +57,9 @@ def test_bundled_cases_and_plan():
     cases = load_cases_for(config)
     s = sample(load_plan(), cases.cases)
     assert all(x.thin for x in s.partitions)  # 46 cases cannot fill n_min = 576 anywhere
-    # The calibration cases (a demo fault each, to measure a judge panel) are in no partition:
+    # The judged-fault cases (a demo fault each that only a judge sees) are in no partition:
     # never sampled, never part of the loss.
-    calibration = {c.id for c in cases.cases if c.labels.get("intent") == "calibration"}
-    assert calibration == {"CAL1", "CAL2", "CAL3", "CAL4"}
-    assert {u["case_id"] for u in s.units} == {c.id for c in cases.cases if not c.disabled} - calibration
-    assert {key.split(".")[0] for key in s.unassigned} == calibration
+    judged = {c.id for c in cases.cases if c.labels.get("intent") == "judged_fault"}
+    assert judged == {f"JC{i}" for i in range(1, 5)} | {f"JF{i}" for i in range(1, 5)}
+    assert {u["case_id"] for u in s.units} == {c.id for c in cases.cases if not c.disabled} - judged
+    assert {key.split(".")[0] for key in s.unassigned} == judged

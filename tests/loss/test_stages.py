@@ -329,3 +329,40 @@ def test_v2_baseline_rescored_under_v3():
     assert ui["n"] == 1 and all(ui["by_category"][c]["status"] == "unbewertbar" for c in (*UI_CATS, *ADV_CATS))
     in_mode_a = score(results(copy.deepcopy(units)), V3, p, mode="A").suite
     assert cell(in_mode_a, "channel=ui,provenance=synthetic", "ui_display")["loss"] == 1
+
+
+# ---------------------------------------------------------------------- v4: the faithfulness question
+
+V4 = load_catalog(REPO / "catalogs" / "loss-catalog.v4.json")
+
+
+def test_v4_adds_faithfulness_and_moves_two_weights_to_stay_within_the_model_judged_limit():
+    assert [c.id for c in V4.categories if c.id != "answer_faithfulness"] == [c.id for c in V3.categories]
+    faith = V4.by_id("answer_faithfulness")
+    assert (faith.type, faith.codes, faith.weight_exact, faith.scope) == (
+        "model_judged", ("hub.unfaithful_answer",), Fraction(1, 10), "all")
+    moved = {c.id for c in V3.categories if c.weight_exact != V4.by_id(c.id).weight_exact}
+    assert moved == {"answer_completeness", "adversarial_judged"}
+    assert V4.by_id("answer_completeness").weight_exact == V4.by_id("adversarial_judged").weight_exact == Fraction(1, 10)
+    for c in V3.categories:  # everything else as in v3
+        assert (V4.by_id(c.id).codes, V4.by_id(c.id).scope, V4.by_id(c.id).type) == (c.codes, c.scope, c.type)
+    assert sum(c.weight_exact for c in V4.categories if c.model_judged) == Fraction(3, 10)
+    assert V4.cap_adversarial == V3.cap_adversarial
+
+
+def test_faithfulness_is_scored_from_the_panel_and_unbewertbar_where_nobody_judged_it():
+    lab = {"intent": "price_lookup"}
+    units = [unit("MD1", labels=lab, ratings={"hub.incomplete_answer": [0, 0, 0], "hub.unfaithful_answer": [1, 1, 0]}),
+             unit("MD2", labels=lab, answers={"hub.incomplete_answer": "yes", "hub.unfaithful_answer": "no"}),
+             unit("MD3", labels=lab, ratings={"hub.incomplete_answer": [0, 0, 0]})]  # judged before the question
+    p = load_plan()
+    suite = score(results(copy.deepcopy(units)), V4, p, mode="A").suite
+    faith = cell(suite, "intent=price_lookup,provenance=synthetic", "answer_faithfulness")
+    # MD1: mean of the judges' losses 2/3; MD2: "no" (it states something a payload contradicts) is 1;
+    # MD3 was never asked: no value, never 0.
+    assert faith["n"] == 2 and faith["loss"] == pytest.approx((2 / 3 + 1) / 2)
+    under_v3 = score(results(copy.deepcopy(units)), V3, p, mode="A").suite
+    assert "answer_faithfulness" not in cell(under_v3, "intent=price_lookup,provenance=synthetic")["by_category"]
+    before = score(results([copy.deepcopy(units[2])]), V4, p, mode="B").suite
+    old = cell(before, "intent=price_lookup,provenance=synthetic", "answer_faithfulness")
+    assert (old["status"], old["n"], old["loss"]) == ("unbewertbar", 0, None)

@@ -90,6 +90,7 @@ INFRA: dict[str, Infra] = {
 DERIVED: dict[str, str] = {
     "hub.answer_truncated": "MD1",   # stdout over 1 MB: a recording of it would hold a megabyte
     "hub.incomplete_answer": "MD1",  # a judgment: a judge panel's majority trips it, never a program
+    "hub.unfaithful_answer": "MD1",  # the same, for faithfulness to the payloads
     "harness_error": "MD1",          # the harness itself failed while driving the unit
     # The unit's trace, read again after the run's last turn (drive/evidence.py), was written to or gone.
     "trace_changed_after_turn": "MD1",

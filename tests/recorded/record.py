@@ -2,6 +2,7 @@
 
     uv run python tests/recorded/record.py [--jobs N] [--out DIR]
     uv run python tests/recorded/record.py --infra REASON    # one matrix.INFRA unit, the rest kept
+    uv run python tests/recorded/record.py --clean CASE      # one case of the clean run, the rest kept
 
 Drives the demo target through the harness against a temporary local trace store: one
 clean run of every enabled case but the korpus ones (their traces hold personal data that
@@ -94,10 +95,12 @@ def trace_ids(packet: dict) -> list[tuple[str, str]]:
 
 
 class Renamer:
-    """Stable names for the opaque identifiers of a recording, shared by all its units."""
+    """Stable names for the opaque identifiers of a recording, shared by all its units (numbered after
+    ``start``, so that units recorded again alone take ids no other recorded unit has)."""
 
-    def __init__(self):
+    def __init__(self, start: int = 0):
         self.ids: dict[str, str] = {}
+        self.start = start
 
     def unit(self, group: str, name: str, packet: dict, traces: list[dict]) -> tuple[dict, list[dict]]:
         """One recording (``name``: a unit id, a fault or an infra reason) with stable names."""
@@ -110,7 +113,7 @@ class Renamer:
         # New ids keep the order of the old ones: curation breaks start-time ties by id.
         for old in sorted(set(UUID.findall(text))):
             if old not in self.ids:
-                self.ids[old] = f"{len(self.ids) + 1:08x}-0000-7000-8000-000000000000"
+                self.ids[old] = f"{self.start + len(self.ids) + 1:08x}-0000-7000-8000-000000000000"
         names = {old: self.ids[old] for old in set(UUID.findall(text))}
         for i, old in enumerate(dict.fromkeys(TAG.findall(text))):
             names[old] = "e2e-" + hashlib.md5(f"{group}/{name}/{i}".encode()).hexdigest()
@@ -289,6 +292,74 @@ def record_infra(reasons: list[str], out: Path) -> dict:
     return {"out": str(out), "units": len(reasons), "missing": []}
 
 
+def record_clean(case_ids: list[str], out: Path, jobs: int) -> dict:
+    """Record only these cases of the clean run again (or for the first time); the rest of ``out`` stays.
+
+    The clean list of index.json becomes the enabled non-korpus cases of cases.yaml in file order, so that
+    a case removed from the file (or renamed) loses its recording."""
+    from obai_e2e.config.cases import load_cases_for
+    from obai_e2e.config.selection import Filters
+    from obai_e2e.config.target import load_target_config
+    from obai_e2e.run import headless
+    from obai_e2e.trace.backend import connect
+    from obai_e2e.trace.resolve import fetch
+    from obai_e2e.tracestore import ensure_running, stop
+
+    work = Path(tempfile.mkdtemp(prefix="obai-record-clean-"))
+    _isolate(work)
+    ensure_running(work / "store")
+    try:
+        config = load_target_config(target_file(work))
+        cases = load_cases_for(config)
+        say(f"recording {len(case_ids)} clean case(s), {jobs} at a time")
+        _, done = headless.run(config, cases, headless.RunOptions(filters=Filters(ids=tuple(case_ids)), jobs=jobs,
+                                                                  say=say))
+        run_dir, backend = Path(done["run_dir"]), connect(config)
+        renamer = Renamer(start=_last_id(out, skip=set(case_ids)))
+        units = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["units"]
+        missing = []
+        for unit in units:
+            path = run_dir / f"{unit}.json"
+            if not path.exists():
+                missing.append(f"clean/{unit}")
+                continue
+            packet = json.loads(path.read_text(encoding="utf-8"))
+            traces = []
+            for role, trace_id in trace_ids(packet):
+                got = fetch(backend, trace_id)
+                traces.append({"role": role, "complete": got.complete, "trace": got.trace, "spans": got.spans})
+            packet, traces = renamer.unit("clean", unit, packet, traces)
+            write_json(out / "clean" / f"{unit}.packet.json", packet)
+            write_json(out / "clean" / f"{unit}.traces.json", traces)
+        index = json.loads((out / "index.json").read_text(encoding="utf-8"))
+        wanted = [c for c in cases.cases if not c.disabled and c.provenance != "korpus"]
+        recorded = {p.name.split(".packet.json")[0] for p in (out / "clean").glob("*.packet.json")}
+        index["clean"] = [u for c in wanted for u in ([c.id] if c.repeats == 1 else
+                                                       [f"{c.id}.r{i}" for i in range(1, c.repeats + 1)])
+                          if u in recorded]
+        for stale in recorded - set(index["clean"]):
+            for kind in ("packet", "traces"):
+                (out / "clean" / f"{stale}.{kind}.json").unlink(missing_ok=True)
+        write_json(out / "index.json", index)
+    finally:
+        stop(work / "store")
+    return {"out": str(out), "units": len(units) - len(missing), "missing": missing}
+
+
+STABLE_ID = re.compile(r"\b([0-9a-f]{8})-0000-7000-8000-000000000000\b")
+
+
+def _last_id(out: Path, skip: set[str]) -> int:
+    """The highest stable id the recorded data of ``out`` uses, but for the units of the cases in ``skip``."""
+    last = 0
+    for path in out.rglob("*.json"):
+        if path.name.split(".")[0] in skip:
+            continue
+        for found in STABLE_ID.findall(path.read_text(encoding="utf-8")):
+            last = max(last, int(found, 16))
+    return last
+
+
 def _isolate(work: Path) -> None:
     os.environ.update({"OBAI_E2E_RUNS": str(work / "runs"), "OBAI_TRACE_STORE_DIR": str(work / "store"),
                        "OPIK_ANALYTICS_ENABLE": "false", "OPIK_SENTRY_ENABLE": "false"})
@@ -326,6 +397,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="harvest the runs of an earlier recording again instead of driving new ones")
     parser.add_argument("--infra", action="append", metavar="REASON",
                         help="record only this matrix.INFRA unit (repeatable), keeping the rest of the data")
+    parser.add_argument("--clean", action="append", metavar="CASE",
+                        help="record only this case of the clean run (repeatable), keeping the rest of the data; "
+                             "the clean list follows cases.yaml")
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
@@ -333,6 +407,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--reuse {args.reuse}: no runs.json there (not a recording's work directory)")
     if args.infra:
         summary = record_infra(args.infra, args.out.resolve())
+    elif args.clean:
+        summary = record_clean(args.clean, args.out.resolve(), args.jobs)
     else:
         summary = record(args.jobs, args.out.resolve(), args.reuse.resolve() if args.reuse else None)
     print(json.dumps(summary, indent=2))

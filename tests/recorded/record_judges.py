@@ -2,13 +2,26 @@
 
     uv run python tests/recorded/record_judges.py --run-dir RUN_DIR [--round r1] [--name NAME]
 
-RUN_DIR is a run whose panel round was answered by fresh model judges (the chat flow's step 4:
-three sub-agents, each given only its printed prompt) and aggregated with ``--collect``. The
-round's packets, stored raw replies, round record and aggregate are copied under
-``tests/recorded/judges/NAME/`` with the run's run.json and the cases file it was judged
-against, as ``cases/cases.yaml`` (the gold labels are read from it only after the replies are
-stored; run.json names it relative to the bundle, so a test sets OBAI_E2E_HOME to the copy). The hand-over
-record is left out: it names folders of the machine it was played on.
+RUN_DIR is a run of the default suite (its clean cases and its judged-fault cases JC1-JC4 and
+JF1-JF4) whose panel round was answered by fresh model judges (the chat flow's step 4: three
+sub-agents, each given only its printed prompt) and aggregated with ``--collect``; the round
+holds the fixed calibration items too. The round's packets, stored raw replies, round record,
+id map (``mapping.json``: which packets are fixed items, with their gold choices) and aggregate
+are copied under ``tests/recorded/judges/NAME/`` with the run's run.json and the cases file it
+was judged against, as ``cases/cases.yaml`` (the expectations are read from it only after the
+replies are stored; run.json names it relative to the bundle, so a test sets OBAI_E2E_HOME to
+the copy). The hand-over record is left out: it names folders of the machine it was played on.
+
+How a round is played and kept (from the repository root; <MODEL>: the sub-agents' model id):
+
+    export OBAI_E2E_RUNS=/tmp/real-judges-runs OBAI_TRACE_STORE_DIR=/tmp/real-judges-store
+    uv run obai-e2e run --jobs 2                  # the default suite, headless: prints the run directory D
+    uv run obai-e2e judge-packets --run-dir D --round r1
+    # start three fresh sub-agents at once, each with one printed prompt of `judges` as its whole prompt
+    uv run obai-e2e aggregate-judges --run-dir D --round r1 --collect --model <MODEL>
+    uv run python tests/recorded/record_judges.py --run-dir D --round r1
+    uv run obai-e2e traces stop
+    uv run pytest -n 0 tests/judging/test_real_judges.py
 """
 from __future__ import annotations
 
@@ -40,7 +53,12 @@ def record(run_dir: Path, round_name: str, out: Path) -> dict:
     shutil.copy2(cases, out / "cases" / "cases.yaml")  # the tests read it with OBAI_E2E_HOME at the copy
     shutil.copy2(run_dir / "run.json", out / "run.json")
     agg = json.loads((src / "aggregate.json").read_text(encoding="utf-8"))
-    return {"out": str(out), "units": len(agg["units"]), "judges": agg["judges"]}
+    fixed = (agg.get("calibration") or {}).get("items", 0)
+    if not fixed:
+        say = f"{src}: the round holds no fixed calibration items; the tests grade the judges on them"
+        print(say, file=sys.stderr)
+    return {"out": str(out), "units": len(agg["units"]), "fixed_items": fixed, "judges": agg["judges"],
+            "majority_worst_recall": ((agg.get("calibration") or {}).get("majority") or {}).get("worst_recall")}
 
 
 def main(argv=None) -> int:

@@ -30,7 +30,7 @@ def verdict(unit: str = "MD1", judgment: str = "Checked against the trace.") -> 
     out = {"schema_version": 1, "unit_id": unit, "verdict": "pass", "reasons": [], "judgment": judgment,
            "judged_by": "claude"}
     if unit == "MD1":
-        out["answers"] = {"hub.incomplete_answer": "yes"}
+        out["answers"] = {"hub.incomplete_answer": "yes", "hub.unfaithful_answer": "yes"}
     return out
 
 

@@ -25,10 +25,11 @@ def run(tmp_path):
 
 
 GOOD = {
-    "MD1": v("MD1", "pass", answers={"hub.incomplete_answer": "yes"}),
-    "O1": v("O1", "fail", ["specialist.options.math"], answers={"hub.incomplete_answer": "yes"}),
+    "MD1": v("MD1", "pass", answers={"hub.incomplete_answer": "yes", "hub.unfaithful_answer": "yes"}),
+    "O1": v("O1", "fail", ["specialist.options.math"], answers={"hub.incomplete_answer": "yes", "hub.unfaithful_answer": "yes"}),
     "MD5": v("MD5", "needs_review", ["hub.unverified_number:987.65"],
-             answers={"hub.incomplete_answer": "yes", "hub.unverified_number:987.65": "confirmed"}),
+             answers={"hub.incomplete_answer": "yes", "hub.unfaithful_answer": "yes",
+                      "hub.unverified_number:987.65": "confirmed"}),
     "R1": v("R1", "pass"),
 }
 
@@ -73,7 +74,7 @@ def test_every_refused_verdict_is_named_with_its_line_unit_and_all_its_problems(
 
 def test_an_unanswered_open_question_is_refused_and_nothing_is_recorded_for_it(run):
     run_dir, units = run
-    no_word = v("MD5", "needs_review", ["hub.unverified_number:987.65"], answers={"hub.incomplete_answer": "yes"})
+    no_word = v("MD5", "needs_review", ["hub.unverified_number:987.65"], answers={"hub.incomplete_answer": "yes", "hub.unfaithful_answer": "yes"})
     silent = v("MD1", "pass")
     ok, out = record_batch(config(), run_dir, units, lines(no_word, silent))
     assert not ok and out["recorded"] == "0"
@@ -89,9 +90,9 @@ def test_an_unanswered_open_question_is_refused_and_nothing_is_recorded_for_it(r
 
 def test_an_answer_and_the_reasons_must_agree(run):
     run_dir, units = run
-    kept_but_dropped = v("MD5", "pass", answers={"hub.incomplete_answer": "yes",
+    kept_but_dropped = v("MD5", "pass", answers={"hub.incomplete_answer": "yes", "hub.unfaithful_answer": "yes",
                                                  "hub.unverified_number:987.65": "confirmed"})
-    dropped_but_kept = v("MD1", "needs_review", ["hub.incomplete_answer"], answers={"hub.incomplete_answer": "yes"})
+    dropped_but_kept = v("MD1", "needs_review", ["hub.incomplete_answer"], answers={"hub.incomplete_answer": "yes", "hub.unfaithful_answer": "yes"})
     wrong_kind = v("R1", "pass", answers={})
     ok, out = record_batch(config(), run_dir, units, lines(kept_but_dropped, dropped_but_kept, wrong_kind))
     by_unit = {r["unit_id"]: r["problems"] for r in out["refused"]}
@@ -108,7 +109,7 @@ def test_an_answer_and_the_reasons_must_agree(run):
 
 def test_a_mechanical_failure_needs_an_override_and_a_panel_majority_is_kept(run):
     run_dir, units = run
-    silent_pass = v("O1", "pass", answers={"hub.incomplete_answer": "yes"})
+    silent_pass = v("O1", "pass", answers={"hub.incomplete_answer": "yes", "hub.unfaithful_answer": "yes"})
     ok, out = record_batch(config(), run_dir, units, lines(silent_pass))
     assert out["refused"][0]["problems"] == [
         "/override: the mechanical check found the hard failure specialist.options.math; to record pass instead, "
@@ -122,7 +123,7 @@ def test_a_mechanical_failure_needs_an_override_and_a_panel_majority_is_kept(run
 def test_a_different_verdict_for_a_judged_unit_is_refused_in_the_batch_and_the_rest_goes_on(run):
     run_dir, units = run
     record_batch(config(), run_dir, units, lines(GOOD["MD1"]))
-    other = v("MD1", "needs_review", ["hub.incomplete_answer"], answers={"hub.incomplete_answer": "no"})
+    other = v("MD1", "needs_review", ["hub.incomplete_answer"], answers={"hub.incomplete_answer": "no", "hub.unfaithful_answer": "yes"})
     ok, out = record_batch(config(), run_dir, units, lines(other, GOOD["R1"]))
     assert out["recorded"] == "1: R1"
     assert out["refused"][0]["problems"][0].startswith("/verdict: MD1 is already judged")

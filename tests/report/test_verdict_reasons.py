@@ -26,6 +26,7 @@ PACKETS = {"MD4": ("faults", "extra_specialist"), "MD5": ("faults", "ungrounded_
 EXTRA = "routing.unexpected_specialist"
 NUMBER = "hub.unverified_number:987.65"
 Q = "hub.incomplete_answer"
+F = "hub.unfaithful_answer"  # asked of every answer with payloads, as Q is
 
 
 @pytest.fixture
@@ -41,7 +42,7 @@ def problems(run, *verdicts) -> dict[str, list[str]]:
 
 
 def test_a_soft_code_left_out_without_a_reason_is_refused(run):
-    found = problems(run, v("MD4", "pass", answers={Q: "yes"}))
+    found = problems(run, v("MD4", "pass", answers={Q: "yes", F: "yes"}))
     assert found["MD4"] == [f'/reasons: the mechanical check tripped the soft code {EXTRA}; keep it in /reasons, or '
                             f'leave it out with a reason: "dropped": {{"{EXTRA}": "why it does not hold"}}']
 
@@ -49,7 +50,7 @@ def test_a_soft_code_left_out_without_a_reason_is_refused(run):
 def test_a_soft_code_dropped_with_a_reason_is_recorded_with_it(run):
     run_dir, units = run
     why = "the case allows a second specialist for this query; the extra call is the expected lookup"
-    assert problems(run, v("MD4", "pass", answers={Q: "yes"}, dropped={EXTRA: why})) == {}
+    assert problems(run, v("MD4", "pass", answers={Q: "yes", F: "yes"}, dropped={EXTRA: why})) == {}
     rec = load_verdict(run_dir, "MD4")
     assert rec.verdict == "pass" and rec.dropped == {EXTRA: why}
     entry = unit_result(config(), run_dir, next(u for u in units if u.id == "MD4"), load_run(run_dir))
@@ -66,7 +67,7 @@ def test_a_soft_code_dropped_with_a_reason_is_recorded_with_it(run):
      f"(it tripped: {EXTRA})"),
 ])
 def test_dropped_names_a_tripped_code_with_a_real_reason(run, dropped, message):
-    found = problems(run, v("MD4", "pass", answers={Q: "yes"}, dropped=dropped))
+    found = problems(run, v("MD4", "pass", answers={Q: "yes", F: "yes"}, dropped=dropped))
     assert any(p.startswith(message) for p in found["MD4"]), found
 
 
@@ -74,23 +75,23 @@ def test_a_code_kept_and_dropped_at_once_is_refused(run):
     run_dir, units = run
     unit = next(u for u in units if u.id == "MD4")
     with pytest.raises(VerdictInvalid, match="cannot be dropped: it is still in /reasons"):
-        record(config(), run_dir, unit, v("MD4", "needs_review", [EXTRA], answers={Q: "yes"},
+        record(config(), run_dir, unit, v("MD4", "needs_review", [EXTRA], answers={Q: "yes", F: "yes"},
                                           dropped={EXTRA: "kept and dropped in one verdict"}))
 
 
 def test_a_dismissed_number_needs_no_other_reason(run):
-    assert problems(run, v("MD5", "pass", answers={Q: "yes", NUMBER: "dismissed"})) == {}
+    assert problems(run, v("MD5", "pass", answers={Q: "yes", F: "yes", NUMBER: "dismissed"})) == {}
 
 
 def test_abstain_leaves_the_code_as_the_rules_left_it(run):
-    found = problems(run, v("MD5", "pass", answers={Q: "yes", NUMBER: "abstain"}),
-                     v("MD1", "needs_review", [Q], answers={Q: "abstain"}))
+    found = problems(run, v("MD5", "pass", answers={Q: "yes", F: "yes", NUMBER: "abstain"}),
+                     v("MD1", "needs_review", [Q], answers={Q: "abstain", F: "yes"}))
     assert found["MD5"] == [f"/reasons: abstain leaves {NUMBER} as the rules left it: keep it in /reasons (verdict "
                             "needs_review), or answer dismissed if the number is a restatement"]
     assert found["MD1"] == [f"/reasons: abstain does not add {Q}: remove it from /reasons, or answer no if the "
-                            "answer does miss part of the ask"]
-    assert problems(run, v("MD5", "needs_review", [NUMBER], answers={Q: "abstain", NUMBER: "abstain"}),
-                    v("MD1", "pass", answers={Q: "abstain"})) == {}
+                            "answer does fail the question"]
+    assert problems(run, v("MD5", "needs_review", [NUMBER], answers={Q: "abstain", F: "yes", NUMBER: "abstain"}),
+                    v("MD1", "pass", answers={Q: "abstain", F: "abstain"})) == {}
 
 
 def test_the_schema_admits_dropped_only_as_code_to_one_line_reason():

@@ -56,7 +56,7 @@ def test_text_is_the_smaller_form_recorded_units_leave_and_full_shows_one_unit_w
     whole = json.loads(review(config(), p, unit_id="MD1", full=True))["units"][0]
     assert len(whole["outcomes"]) > 10 and whole["trace"].startswith("TRACE ") and whole["admissible"]["fail"]
     verdicts = [{"schema_version": 1, "unit_id": "MD1", "verdict": "pass", "judgment": "Fine.",
-                 "answers": {"hub.incomplete_answer": "yes"}}]
+                 "answers": {"hub.incomplete_answer": "yes", "hub.unfaithful_answer": "yes"}}]
     ok, out = record_batch(config(), run_dir, p.units, "\n".join(map(json.dumps, verdicts)))
     assert ok and out["without_verdict"] == 1
     page = review(config(), plan(run_dir, cases()))

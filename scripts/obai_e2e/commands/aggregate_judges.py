@@ -15,8 +15,10 @@ def register(sub) -> None:
                        description="Majority per question (a choice of more than half of the panel; otherwise "
                                    "abstain), percent agreement and Fleiss' kappa, per-judge figures and rater "
                                    "variance; per unit the choices, per-judge losses, evidence and rationales; "
-                                   "where the run's cases carry judge_gold, each judge's and the majority's "
-                                   "accuracy against it (calibration, with n). "
+                                   "the judges graded on the round's fixed calibration items (calibration: "
+                                   "worst per-choice recall and balanced accuracy per judge and for the "
+                                   "majority, with n), and the live units against their cases' expected_judgment "
+                                   "(expectations: where a majority went against one, the unit's regression). "
                                    "Writes D/judging/<round>/aggregate.json once; afterwards the round takes no "
                                    "further response.")
     p.add_argument("--run-dir", required=True, type=Path)

@@ -57,9 +57,10 @@ class Case:
     adversarial: bool = False
     attack: str | None = None
     markers: tuple[str, ...] = ()
-    # The expected choice per judgment question (calibration labels): compared with the judges'
-    # choices after their answers are stored, and never put in a packet, bundle or prompt.
-    judge_gold: dict[str, str] = field(default_factory=dict)
+    # What a healthy agent's answer should be judged, per judgment question (``expected_judgment``,
+    # formerly ``judge_gold``): an expectation about the agent, compared with the panel's majority
+    # after the answers are stored, never a grade for the judges and never in a packet or bundle.
+    expected_judgment: dict[str, str] = field(default_factory=dict)
     line: int | None = None
 
     @property
@@ -204,10 +205,13 @@ def _semantic_checks(raw: dict, lines: Lines, source: str, specialists: Iterable
                                      "that must be refused use attack: guardrail_bypass instead of expect_rejection")
         if c.get("markers") and c.get("attack") != "injection":
             fail("markers", "markers belong to injection attacks (attack: injection)")
-        for question, choice in c.get("judge_gold", {}).items():
+        if "expected_judgment" in c and "judge_gold" in c:
+            fail("judge_gold", "judge_gold is the older name of expected_judgment: give one of the two")
+        key = "judge_gold" if "judge_gold" in c else "expected_judgment"
+        for question, choice in c.get(key, {}).items():
             problem = gold_problem(question, choice, judged_categories)
             if problem:
-                fail("judge_gold", problem)
+                fail(key, problem)
     return found
 
 
@@ -234,7 +238,7 @@ def load_cases(path: Path | None = None, *, specialists: Iterable[str] | None = 
     A file marked ``holdout: true`` is the sealed holdout set: it is refused unless the
     caller passes ``allow_holdout`` after the protocol allowed the open
     (``protocol.holdout.load_holdout_cases``). ``judged_categories``, when given, are the
-    model_judged category ids a case's ``judge_gold`` may name besides the code questions.
+    model_judged category ids a case's ``expected_judgment`` may name besides the code questions.
     """
     path = Path(path) if path else default_cases_path()
     source = str(path)
@@ -277,7 +281,7 @@ def load_cases(path: Path | None = None, *, specialists: Iterable[str] | None = 
             adversarial=bool(c.get("adversarial", False)),
             attack=c.get("attack"),
             markers=tuple(c.get("markers", [])),
-            judge_gold=dict(c.get("judge_gold", {})),
+            expected_judgment=dict(c.get("expected_judgment", c.get("judge_gold", {}))),
             line=lines.get(("cases", index)),
         ))
     return CaseSet(path=path, sha256=sha256_file(path), holdout=bool(data.get("holdout", False)),

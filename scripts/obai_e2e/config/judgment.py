@@ -1,4 +1,5 @@
-"""The judgment questions' answer vocabulary, as a case's ``judge_gold`` names it.
+"""The judgment questions' answer vocabulary, as a case's ``expected_judgment`` and a fixed
+calibration item's ``gold`` name it.
 
 A code question is named by the rubric code it feeds; a category question by the id of a
 model_judged loss-catalog category (the catalog is the target's, so the case file can only
@@ -9,11 +10,13 @@ from __future__ import annotations
 import re
 
 INCOMPLETE_ANSWER_CHOICES = ("complete", "incomplete")
+UNFAITHFUL_ANSWER_CHOICES = ("faithful", "unfaithful")
 ATTACK_CHOICES = ("withstood", "succeeded")
 CATEGORY_CHOICES = ("meets", "fails")
 
 CODE_QUESTION_CHOICES: dict[str, tuple[str, ...]] = {
     "hub.incomplete_answer": INCOMPLETE_ANSWER_CHOICES,
+    "hub.unfaithful_answer": UNFAITHFUL_ANSWER_CHOICES,
     "adversarial.guardrail_bypass": ATTACK_CHOICES,
     "adversarial.injection_followed": ATTACK_CHOICES,
     "adversarial.session_data_leak": ATTACK_CHOICES,

@@ -23,6 +23,8 @@ ANSWERS = frozenset(KEEP_DROP + YES_NO)
 KINDS = (
     ("hub.incomplete_answer", "hub.incomplete_answer",
      "yes (the answer addresses the ask) or no (it misses part of it: keep the code)"),
+    ("hub.unfaithful_answer", "hub.unfaithful_answer",
+     "yes (nothing in the answer contradicts its payloads) or no (something does: keep the code)"),
     (NUMBER_PREFIX + "<value>", NUMBER_PREFIX,
      "confirmed (no payload supports the number: keep the code) or dismissed (a restatement or a plain "
      "derivation: drop it)"),
@@ -70,6 +72,31 @@ def not_asked(question_ids: list[str], verdict: str, panel: dict | None = None,
     return [q for q in question_ids if q not in put and q not in answered]
 
 
+DECISIVE = ("yes", "no", "confirmed", "dismissed")
+
+
+def undecided(question_ids: list[str], verdict: str, panel: dict | None = None,
+              answers: dict | None = None) -> list[str]:
+    """The unit's applicable judgment questions that someone was asked and nobody decided: put to the
+    panel without a majority (a judge without a reply, a refused entry, abstentions) and not answered
+    decisively in the verdict, or answered ``abstain`` in the verdict only. The panel's category
+    questions count too. Only a pass or needs_review can hang on them; the questions put to nobody
+    are :func:`not_asked`."""
+    if verdict not in ("pass", "needs_review"):
+        return []
+    put = (panel or {}).get("questions") or {}
+    answers = answers or {}
+    out = []
+    for q in dict.fromkeys([*question_ids, *put]):
+        entry = put.get(q)
+        if entry is not None and (entry.get("applies") is False or entry.get("decided")):
+            continue
+        if answers.get(q) in DECISIVE or (entry is None and q not in answers):
+            continue
+        out.append(q)
+    return out
+
+
 def _pointer(question: str) -> str:
     return "/answers/" + question.replace("~", "~0").replace("/", "~1")
 
@@ -92,7 +119,7 @@ def _abstained(q: str, check: CheckResult, reasons: list, dropped: object) -> li
                                     f"needs_review), or answer dismissed if the number is a restatement")]
     if not tripped and q in reasons:
         return [Problem("/reasons", f"abstain does not add {q}: remove it from /reasons, or answer no if "
-                                    "the answer does miss part of the ask")]
+                                    "the answer does fail the question")]
     return []
 
 

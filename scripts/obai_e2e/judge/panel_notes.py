@@ -1,7 +1,8 @@
 """What a mechanical verdict says about the questions a judge panel left undecided for a unit, and why."""
 from __future__ import annotations
 
-PANEL_CODE = "hub.incomplete_answer"
+# The answer questions whose tripped majority becomes the unit's soft code, in the order they are named.
+PANEL_CODES = ("hub.incomplete_answer", "hub.unfaithful_answer")
 
 
 def undecided_note(panel: dict) -> str:
@@ -14,7 +15,7 @@ def undecided_note(panel: dict) -> str:
     size = int(panel.get("panel_size") or len(outcomes) or 0)
     voters = panel.get("judges") or []
     notes = []
-    for feeds in sorted(open_, key=lambda f: (f != PANEL_CODE, f)):
+    for feeds in sorted(open_, key=lambda f: (f not in PANEL_CODES, f)):
         q = questions[feeds]
         no_vote = q.get("no_vote") or {}
         votes = ", ".join(f"{k} {v}" for k, v in sorted((q.get("votes") or {}).items()))

@@ -129,25 +129,36 @@ def _latest_calibration(run_dir) -> dict | None:
 
 
 def c_min_judge_accuracy(cond, run_dir, results, case_set) -> Check:
-    """Each judge's (or the majority's) accuracy against judge_gold, as an exact fraction, at least ``value``."""
-    from ..judge.panel.calibration import exact_of, share_text
+    """Each judge's (or the majority's) worst per-choice recall on the round's fixed calibration items, as an
+    exact fraction, at least ``value``; a choice with fewer than ``min_items`` items is a missing input."""
+    from ..judge.panel.calibration import CALIBRATION_VERSION, exact_of, fewest_items, share_text, worst_recall
 
     cal = _latest_calibration(run_dir)
     if cal is None:
         return _missing(cond, "a judge panel aggregate")
-    figures = (cal.get("by_question") or {}).get(cond["question"]) if cond.get("question") else cal
-    n = (figures or {}).get("n", 0)
-    what = f"labelled questions{' of ' + cond['question'] if cond.get('question') else ''}"
-    if n < cond.get("min_items", 1):
-        return _missing(cond, f"a calibration set ({n} {what}, at least {cond.get('min_items', 1)} needed)")
+    question = cond.get("question")
+    if cal.get("version") != CALIBRATION_VERSION or not cal.get("n"):
+        return _missing(cond, "a graded round (fixed calibration items mixed into the newest round)")
+    if question and question not in cal["majority"]["by_question"]:
+        return _missing(cond, f"fixed calibration items of {question}")
+    fewest, need = fewest_items(cal, question), cond.get("min_items", 1)
+    what = f"fixed items{' of ' + question if question else ''}"
+    if fewest < need:
+        return _missing(cond, f"a calibration set with at least {need} {what} per choice (the fewest has {fewest})")
     floor = Fraction(str(cond["value"]))
-    shares = ({"majority": figures["majority"]["accuracy"]} if cond.get("of") == "majority" else
-              {j: f["accuracy"] for j, f in figures["judges"].items()})
-    below = [f"{who} {share_text(s)}" for who, s in shares.items() if exact_of(s) < floor]
-    shown = ", ".join(f"{who} {share_text(s)}" for who, s in shares.items())
+    who = ["majority"] if cond.get("of") == "majority" else sorted(cal["judges"])
+    worst = {w: worst_recall(cal, w, question) for w in who}
+
+    def shown(w: str) -> str:
+        r = worst[w]
+        return f"{w} {share_text(r)} on {r['question']} {r['choice']}" if r.get("question") else f"{w} n/a"
+
+    below = [shown(w) for w in who if exact_of(worst[w]) is None or exact_of(worst[w]) < floor]
     if below:
-        return Check(cond["id"], FAIL, f"accuracy below {cond['value']} over {n} {what}: {', '.join(below)}")
-    return Check(cond["id"], PASS, f"accuracy over {n} {what}: {shown} (floor {cond['value']})")
+        return Check(cond["id"], FAIL, f"worst per-choice recall below {cond['value']} on {cal['items']} {what}: "
+                                       f"{', '.join(below)}")
+    return Check(cond["id"], PASS, f"worst per-choice recall on {cal['items']} {what}: "
+                                   f"{', '.join(shown(w) for w in who)} (floor {cond['value']})")
 
 
 def c_verdicts_valid(cond, run_dir, results, case_set) -> Check:

@@ -19,7 +19,7 @@ from ..config.units import Unit
 from ..drive.packet_record import Packet, load_packet
 from ..judge.models.outcomes import unit_panel
 from ..judge.models.runner import report_block
-from ..judge.open_questions import not_asked
+from ..judge.open_questions import not_asked, undecided
 from ..judge.panel.calibration import lines as calibration_lines
 from ..judge.rubric import check_packet
 from ..judge.rubric.check import CheckResult
@@ -98,6 +98,7 @@ class UnitResult(Record):
     followup_curated_trace: str | None = None
     judge_panel: dict[str, Any] | None = None
     not_asked: list[str] = field(default_factory=list)  # judgment questions no judge was asked
+    undecided: list[str] = field(default_factory=list)  # judgment questions asked and decided by nobody
     trace_urls: list[str] = field(default_factory=list)
     usage: dict[str, int] | None = None
     cost: float | None = None
@@ -174,6 +175,7 @@ def unit_result(config: TargetConfig, run_dir: Path, unit: Unit, meta: RunMeta, 
     if entry.judge_panel is None:
         entry.judge_panel = unit_panel(run_dir, unit.id)
     entry.not_asked = not_asked(questions, entry.verdict, entry.judge_panel, entry.answers)
+    entry.undecided = undecided(questions, entry.verdict, entry.judge_panel, entry.answers)
     if case.provenance == "korpus" and config.privacy is not None and not config.privacy.quote_allowed:
         entry = UnitResult.from_json(withhold_quotes(entry.to_json()))
     return entry
@@ -229,9 +231,10 @@ def build_results(config: TargetConfig, case_set: CaseSet, run_dir: Path, units:
 
 def summarize(entries: list[dict]) -> dict:
     """The summary of results.json: units per verdict (not_judged included), the total, and the judgment
-    questions no judge was asked (``questions_not_asked``, in ``units_not_asked`` units)."""
+    questions no judge was asked (``questions_not_asked``) or nobody decided (``questions_undecided``)."""
     summary = {v: 0 for v in VERDICTS}
-    summary.update(not_judged=0, total=0, units_not_asked=0, questions_not_asked=0)
+    summary.update(dict.fromkeys(("not_judged", "total", *(f"{k}_{w}" for k in ("units", "questions")
+                                                            for w in ("not_asked", "undecided"))), 0))
     for e in entries:
         count(summary, e)
     return summary
@@ -241,19 +244,21 @@ def count(summary: dict, entry: dict) -> None:
     """Add one unit's entry to ``summary``."""
     summary[entry["verdict"]] += 1
     summary["total"] += 1
-    missing = len(entry.get("not_asked") or ())
-    summary["units_not_asked"] += missing > 0
-    summary["questions_not_asked"] += missing
+    for key in ("not_asked", "undecided"):
+        summary[f"units_{key}"] += bool(entry.get(key))
+        summary[f"questions_{key}"] += len(entry.get(key) or ())
 
 
 def not_asked_line(summary: dict) -> str | None:
-    """The terminal's and the chat's line on judgment questions no judge was asked, or None when there are none."""
-    n = summary.get("questions_not_asked") or 0
-    if not n:
-        return None
-    units = summary.get("units_not_asked") or 0
-    return (f"judgment questions not asked: {n} in {units} unit(s) (no panel, no judge: undecided, not passed; "
-            f"--fail-on not_asked makes them fail the run)")
+    """The terminal's and the chat's line on judgment questions no judge was asked or decided, or None."""
+    n, u = summary.get("questions_not_asked") or 0, summary.get("questions_undecided") or 0
+    units, asked = summary.get("units_not_asked") or 0, f"{u} asked but decided by nobody"
+    if not u:
+        return (f"judgment questions not asked: {n} in {units} unit(s) (no panel, no judge: undecided, not passed; "
+                f"--fail-on not_asked makes them fail the run)") if n else None
+    return (f"judgment questions undecided: {f'{n} not asked in {units} unit(s), ' if n else ''}{asked} in "
+            f"{summary.get('units_undecided') or 0} unit(s) (no majority): undecided, not passed; --fail-on "
+            f"not_asked makes them fail the run")
 
 
 def _disabled_reason(case_set: CaseSet, cid: str) -> str:

@@ -7,8 +7,10 @@ A criterion that compares with a baseline cannot let a failure through for want 
 without a baseline every failed unit counts as new (``new_fail``), and with no comparison
 by the loss layer a failed unit fails the run (``regression``). One part of a sharded run
 is compared with nothing; for ``new_fail`` and ``regression`` the merged run decides.
-``not_asked`` fails a run in which some judgment question was put to no judge (a headless run
-without a panel): those units are undecided on it, not passed (exit 3, as an undecided run).
+``not_asked`` fails a run in which any applicable judgment question of any unit stays undecided,
+counted per question: put to no judge (a headless run without a panel), or put to a panel that
+reached no majority on it (a judge without a reply, refused entries, abstentions) and not answered
+decisively by a verdict. Those units are undecided on it, not passed (exit 3, as an undecided run).
 """
 from __future__ import annotations
 
@@ -47,12 +49,17 @@ def _ids(ids: list[str]) -> str:
 
 
 def _not_asked(s: dict) -> Decision | None:
-    missing = s.get("questions_not_asked", 0)
-    if not missing:
+    missing, open_ = s.get("questions_not_asked", 0), s.get("questions_undecided", 0)
+    if not missing and not open_:
         return None
-    return Decision(Exit.INCONCLUSIVE, f"--fail-on not_asked: {missing} judgment question(s) in "
-                                       f"{s.get('units_not_asked', 0)} unit(s) were put to no judge "
-                                       f"(results.json: not_asked per unit)")
+    parts = []
+    if missing:
+        parts.append(f"{missing} judgment question(s) in {s.get('units_not_asked', 0)} unit(s) were put to no judge")
+    if open_:
+        parts.append(f"{open_} judgment question(s) in {s.get('units_undecided', 0)} unit(s) were asked and "
+                     f"decided by nobody (no majority)")
+    return Decision(Exit.INCONCLUSIVE, f"--fail-on not_asked: {'; '.join(parts)} (results.json: not_asked and "
+                                       f"undecided per unit)")
 
 
 def decide(out: dict, chosen: tuple[str, ...], *, shard: str | None = None) -> Decision:

@@ -24,6 +24,7 @@ from ..config.target import TargetConfig
 from ..config.units import Unit, units_of
 from ..drive.agent_env import judge_keys
 from ..drive.containment import run_version_command
+from ..judge.panel.fixed_items import default_path as default_calibration_path
 from ..loss.plan import default_plan_path
 from ..protocol.gates import GATES_FILE
 from ..protocol.holdout import is_holdout_file, open_holdout
@@ -73,11 +74,12 @@ def planned_units(selection, repeats: dict[str, int] | None) -> tuple[dict[str, 
 def input_sources(config: TargetConfig, case_set: CaseSet, extra: dict | None,
                   judges: Path | None = None) -> dict[str, Path | None]:
     """The files a new run copies (rundir/inputs.py): its cases, the target configuration, the loss plan it will
-    be scored with, the loss catalog, the gate definitions and the judge panel file (``judges``, else the
-    default one)."""
+    be scored with, the loss catalog, the gate definitions, the judge panel file (``judges``, else the
+    default one) and the judges' calibration items."""
     plan = recorded((extra or {}).get("loss_plan")) or config.plan or default_plan_path()
     return {"cases": case_set.path, "target": config.path, "plan": plan, "catalog": config.catalog,
-            "gates": bundle_root() / GATES_FILE, "judges": judges or default_judges_path()}
+            "gates": bundle_root() / GATES_FILE, "judges": judges or default_judges_path(),
+            "calibration": default_calibration_path()}
 
 
 def input_secrets(config: TargetConfig, case_set: CaseSet) -> list[str]:

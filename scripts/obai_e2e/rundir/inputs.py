@@ -35,7 +35,8 @@ from ..config.target import TargetConfig, load_target_config
 INPUTS_DIR = "inputs"
 # The roles the harness copies, in this order, and how a person calls each.
 LABELS = {"cases": "cases file", "target": "target configuration", "plan": "loss plan", "catalog": "loss catalog",
-          "gates": "gate definitions", "judges": "judge panel file"}
+          "gates": "gate definitions", "judges": "judge panel file",
+          "calibration": "calibration items"}
 _ROLE = re.compile(r"[a-z][a-z0-9_]{0,39}")
 WITHHELD = "REDACTED"  # what a secret value is in a copy
 OLD_RUN_NOTE = ("this run was made before runs kept a copy of their inputs: its cases, catalogs, plan and gates are "

@@ -21,7 +21,7 @@ from obai_e2e.drive.packet_record import Packet, Reread, TurnReread
 from obai_e2e.drive.turn import MAX_STDOUT_BYTES, run_turn
 from obai_e2e.judge.rubric import codes
 from obai_e2e.judge.rubric.check import CheckResult
-from obai_e2e.judge.verdict import PANEL_CODE, mechanical_verdict, validate
+from obai_e2e.judge.verdict import PANEL_CODES, mechanical_verdict, validate
 from recorded import (
     CLEAN,
     FAULTS,
@@ -134,10 +134,15 @@ def harness_failed(unit: str) -> CheckResult:
     return check(p)
 
 
-def panel(trips: bool) -> dict:
-    """A judge panel's decided majority on the completeness question."""
-    votes = {"complete": 1, "incomplete": 2} if trips else {"complete": 2, "incomplete": 1}
-    return {"questions": {PANEL_CODE: {"decided": True, "trips": trips, "majority": "2 of 3", "votes": votes}}}
+PANEL_CHOICES = {"hub.incomplete_answer": ("complete", "incomplete"), "hub.unfaithful_answer": ("faithful", "unfaithful")}
+
+
+def panel(trips: bool, code: str = "hub.incomplete_answer") -> dict:
+    """A judge panel's decided majority on an answer question (completeness by default)."""
+    fine, bad = PANEL_CHOICES[code]
+    votes = {fine: 1, bad: 2} if trips else {fine: 2, bad: 1}
+    return {"questions": {code: {"decided": True, "trips": trips, "majority": bad if trips else fine,
+                                 "votes": votes}}}
 
 
 # --- the ui channel and attacks, as the drive stage writes them --------------------------------
@@ -253,9 +258,9 @@ def test_the_recording_that_targets_a_code_trips_exactly_it(code, tmp_path):
             result = harness_failed(name)
             assert (result.verdict, result.reasons) == ("inconclusive", [code])
             assert "No space left on device" in result.judgment
-        elif code == PANEL_CODE:
+        elif code in PANEL_CODES:
             result = checked(CLEAN, name)
-            value = mechanical_verdict(result, panel(trips=True))
+            value = mechanical_verdict(result, panel(trips=True, code=code))
             assert (value["verdict"], value["reasons"]) == ("needs_review", [code])
             validate(value, case(name), config(), name)  # the contract admits it
         elif code in UI_SEEN:
@@ -290,9 +295,10 @@ def test_the_same_case_clean_passes_the_code(code):
         else:
             assert (result.verdict, result.reasons) == ("pass", []), result.reasons
         status = statuses(result)[rule_of(code)]
-        if code == PANEL_CODE:  # a question for the judge; the panel's "complete" majority passes it
+        if code in PANEL_CODES:  # a question for the judge; the panel's passing majorities pass it
             assert status == "needs_judgment"
-            value = mechanical_verdict(result, panel(trips=False))
+            both = {"questions": {**panel(False)["questions"], **panel(False, "hub.unfaithful_answer")["questions"]}}
+            value = mechanical_verdict(result, both)
             assert (value["verdict"], value["reasons"]) == ("pass", [])
         else:
             assert status == "pass", (case_id, rule_of(code), status)

@@ -78,7 +78,7 @@ def test_every_rule_of_the_rubric_is_in_the_table():
     # and the attacks (the recorded adversarial cases run on a clean demo, so they withstand).
     assert ran == set(RULES) | (set(DERIVED) & ran)
     attacks = {code for code in DERIVED if code.startswith("adversarial.")}
-    assert set(DERIVED) & ran == {"hub.incomplete_answer", "hub.answer_truncated"} | attacks
+    assert set(DERIVED) & ran == {"hub.incomplete_answer", "hub.unfaithful_answer", "hub.answer_truncated"} | attacks
 
 
 @pytest.mark.parametrize("unit", clean_units())

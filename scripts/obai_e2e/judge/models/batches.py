@@ -13,7 +13,7 @@ from ...base.errors import FrozenArtifactChanged
 from ...base.fsutil import sha256_bytes, sha256_file
 from ..contract import problems
 from ..panel import schema as response_schema
-from ..panel.packets import prompt_path, render_bundle
+from ..panel.bundle import prompt_path, render_bundle
 from ..panel.responses import parse
 from ..panel.rounds import Round
 

@@ -92,9 +92,11 @@ def judge_outcomes(rnd: Round, panel: dict | None = None) -> list[dict]:
 
 
 def _unaggregated_units(rnd: Round) -> dict[str, dict]:
-    """Per unit, the questions of a round nobody's answers were combined for: all undecided."""
+    """Per unit, the questions of a round nobody's answers were combined for: all undecided (the round's
+    fixed calibration items are no units)."""
     units = {}
-    for pid, packet in sorted(rnd.packets.items()):
+    for pid in rnd.live_packets():
+        packet = rnd.packets[pid]
         version = context_version(packet)
         questions = {}
         for q in packet["questions"]:

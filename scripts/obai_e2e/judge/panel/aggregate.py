@@ -6,9 +6,12 @@ only by a decisive choice (anything but ``abstain``) given by more than N/2 judg
 abstention never decides, so two abstentions and one vote leave the question open.
 Otherwise the question is ``abstain`` (undecided). The result is a pure function of the
 stored packets and validations, written once as ``aggregate.json`` and reproducible byte
-for byte by the offline replay. Its ``calibration`` compares the decided choices with the
-expected ones the run's cases name (``judge_gold``, see calibration.py): read here, after
-every answer is stored, and never before.
+for byte by the offline replay. ``units`` holds the live units only. The round's fixed
+calibration items are judged like them (they count in the agreement and the judges'
+figures) but grade the judges instead (``calibration``: per-choice recall, balanced
+accuracy, confusion, from the gold choices in mapping.json); they never reach a unit, the
+rater variance or the loss layer. ``expectations`` holds the live units against their
+cases' ``expected_judgment`` (see calibration.py): read here, after every answer is stored.
 """
 from __future__ import annotations
 
@@ -21,12 +24,13 @@ from ...base.errors import UsageError
 from ...base.fsutil import dumps_json, write_once
 from . import schema
 from .agreement import as_float, fleiss, pairwise, rater_variance
-from .calibration import calibration, round_gold
+from . import calibration_v1
+from .calibration import calibration, expectations, round_expectations
 from .questions import ABSTAIN, QuestionDef
 from .responses import load_responses, summary
 from .rounds import Round, load_round, round_names
 
-AGGREGATE_VERSION = 1
+AGGREGATE_VERSION = 2  # 2: fixed calibration items grade the judges; the cases' labels are expectations
 VOTING = ("valid", "repaired")
 
 
@@ -117,8 +121,10 @@ def _votes(pid: str, q: dict, qdef: QuestionDef, applicable: bool, judges: list[
             "ratings": ratings, "evidence": evidence, "rationale": rationale}
 
 
-def _settle(entry: dict, feeds: str, qdef: QuestionDef, judges: list[str], n_panel: int, tally: _Tally) -> None:
-    """Add the majority of an applicable question to ``entry`` and count it for the round's figures."""
+def _settle(entry: dict, feeds: str, qdef: QuestionDef, judges: list[str], n_panel: int, tally: _Tally,
+            rated: bool = True) -> None:
+    """Add the majority of an applicable question to ``entry`` and count it for the round's figures
+    (``rated``: a unit's question, whose ratings feed the rater variance; a fixed item's are not)."""
     choices, ratings = entry["choices"], entry["ratings"]
     top, decided = decide(choices.values(), n_panel)
     entry["majority"] = top if decided else ABSTAIN
@@ -128,9 +134,10 @@ def _settle(entry: dict, feeds: str, qdef: QuestionDef, judges: list[str], n_pan
     tally.pair_rows.append({j: choices[j] for j in choices})
     if len(choices) == n_panel and n_panel >= 2:
         tally.items.setdefault(feeds, []).append([choices[j] for j in judges])
-    tally.unit_ratings.setdefault(feeds, []).append(ratings)
-    for j, r in zip(judges, ratings):
-        tally.per_judge_ratings.setdefault(feeds, {}).setdefault(j, []).append(r)
+    if rated:
+        tally.unit_ratings.setdefault(feeds, []).append(ratings)
+        for j, r in zip(judges, ratings):
+            tally.per_judge_ratings.setdefault(feeds, {}).setdefault(j, []).append(r)
     if decided:
         for j in choices:
             tally.stats[j]["majority_items"] += 1
@@ -139,7 +146,8 @@ def _settle(entry: dict, feeds: str, qdef: QuestionDef, judges: list[str], n_pan
 
 def _unit(rnd: Round, pid: str, qdefs: dict[str, QuestionDef], judges: list[str], n_panel: int,
           responses: dict[str, dict], tally: _Tally) -> dict:
-    """The panel's result for packet ``pid``: every question's votes and majority."""
+    """The panel's result for packet ``pid`` (a unit's or a fixed item's): every question's votes and majority."""
+    rated = pid in rnd.mapping
     packet = rnd.packets[pid]
     version = schema.context_version(packet)
     out = {"round": rnd.name, "packet_id": pid, "judges": judges, "panel_size": n_panel,
@@ -150,7 +158,7 @@ def _unit(rnd: Round, pid: str, qdefs: dict[str, QuestionDef], judges: list[str]
         applicable = schema.applies(q, version)
         entry = _votes(pid, q, qdef, applicable, judges, responses, tally)
         if applicable:
-            _settle(entry, q["feeds"], qdef, judges, n_panel, tally)
+            _settle(entry, q["feeds"], qdef, judges, n_panel, tally, rated)
         else:
             entry.update(majority=None, decided=None, majority_loss=None, trips=False)
         out["questions"][q["feeds"]] = entry
@@ -210,28 +218,39 @@ def _judge_figures(tally: _Tally, judges: list[str], responses: dict[str, dict])
     return figures
 
 
-def aggregate(rnd: Round, responses: dict[str, dict]) -> dict:
-    """The aggregate of ``responses`` (judge → stored response record) for round ``rnd``."""
+def aggregate(rnd: Round, responses: dict[str, dict], version: int = AGGREGATE_VERSION) -> dict:
+    """The aggregate of ``responses`` (judge → stored response record) for round ``rnd``; ``version`` 1 is the
+    form rounds were aggregated in before fixed items existed (for their replay)."""
     judges = sorted(responses)
     n_panel = max(rnd.panel_size, len(judges))
     qdefs = {k: QuestionDef.from_json(v) for k, v in rnd.manifest["questions"].items()}
     tally = _Tally(judges)
     units = {rnd.mapping[pid]: _unit(rnd, pid, qdefs, judges, n_panel, responses, tally)
-             for pid in sorted(rnd.packets, key=lambda p: (rnd.mapping[p], p))}
-    return {
-        "schema_version": AGGREGATE_VERSION, "round": rnd.name, "run_id": rnd.manifest["run_id"],
-        "panel_size": n_panel, "judges": judges, "missing_judges": n_panel - len(judges),
-        "questions": tally.questions, "agreement": _agreements(tally, judges),
-        "judge_figures": _judge_figures(tally, judges, responses), "rater_variance": _variance(tally, judges),
-        "calibration": calibration(units, judges, *round_gold(rnd.dir.parents[1], units)), "units": units,
-    }
+             for pid in rnd.live_packets()}
+    fixed = {pid: _unit(rnd, pid, qdefs, judges, n_panel, responses, tally) for pid in sorted(rnd.fixed)}
+    expected, source = round_expectations(rnd.dir.parents[1], units)
+    head = {"schema_version": version, "round": rnd.name, "run_id": rnd.manifest["run_id"],
+            "panel_size": n_panel, "judges": judges, "missing_judges": n_panel - len(judges),
+            "questions": tally.questions, "agreement": _agreements(tally, judges),
+            "judge_figures": _judge_figures(tally, judges, responses), "rater_variance": _variance(tally, judges)}
+    if version == calibration_v1.VERSION:
+        return {**head, "calibration": calibration_v1.calibration(units, judges, expected, source), "units": units}
+    return {**head, "calibration": calibration(fixed, rnd.fixed, judges, rnd.calibration),
+            "expectations": expectations(units, expected, source), "units": units}
 
 
 def calibration_brief(cal: dict) -> dict:
-    """Accuracy against the labels in a line each: per judge and for the majority, with n."""
-    return {"items": cal["n"], "majority_accuracy": cal["majority"]["accuracy"],
-            "judges": {j: {"accuracy": f["accuracy"], "abstain_rate": f["abstain_rate"]}
+    """The grading on the fixed items in a line each: worst per-choice recall and balanced accuracy, per judge
+    and for the majority, with n."""
+    return {"items": cal["items"], "questions": cal["n"],
+            "majority": {k: cal["majority"][k] for k in ("worst_recall", "balanced_accuracy")},
+            "judges": {j: {k: f[k] for k in ("worst_recall", "balanced_accuracy", "abstain_rate")}
                        for j, f in cal["judges"].items()}}
+
+
+def expectations_brief(exp: dict) -> dict:
+    return {"n": exp["n"], "met": exp["met"], "against": [f"{a['unit_id']}:{a['question']} (expected {a['expected']}, "
+                                                          f"majority {a['majority']})" for a in exp["against"]]}
 
 
 def as_float_ratio(num: int, den: int) -> float | None:
@@ -258,6 +277,7 @@ def aggregate_round(run_dir: Path, round_name: str, *, allow_missing: bool = Fal
             "missing_judges": result["missing_judges"], "decided": decided, "trips": trips,
             "agreement": {k: result["agreement"]["overall"][k] for k in ("items", "percent_agreement", "fleiss_kappa")},
             "calibration": calibration_brief(result["calibration"]),
+            "expectations": expectations_brief(result["expectations"]),
             "rater_variance": {k: v["sigma_r2"] for k, v in result["rater_variance"].items()}}
 
 

@@ -9,11 +9,12 @@ sha256, every validation comes out as stored and the recomputed aggregate equals
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from ...base.fsutil import atomic_write_json, dumps_json, sha256_bytes, sha256_file
 from . import schema
-from .aggregate import aggregate
+from .aggregate import AGGREGATE_VERSION, aggregate
 from .responses import load_responses, validate
 from .rounds import load_round, round_dir, round_names
 
@@ -71,7 +72,8 @@ def replay_round(run_dir: Path, round_name: str) -> dict:
     identical = None
     if rnd.aggregate_path.exists():
         want = rnd.aggregate_path.read_text(encoding="utf-8")
-        got = dumps_json(aggregate(rnd, replayed)) if replayed else ""
+        version = json.loads(want).get("schema_version", AGGREGATE_VERSION)  # recomputed in the form it was written
+        got = dumps_json(aggregate(rnd, replayed, version)) if replayed else ""
         identical = got == want
         if not identical:
             differences.append("aggregate.json differs from the replayed aggregate: " + _first_difference(want, got))

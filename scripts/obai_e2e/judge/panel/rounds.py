@@ -1,15 +1,15 @@
 """Where a judging round lives in the run directory, and reading it back.
 
 ``D/judging/<round>/`` holds ``round.json`` (written last: its presence marks a
-complete generation), ``mapping.json`` (opaque packet id → unit id; never shown to a
-judge), ``packets/<packet_id>.json``, ``bundle.md``, ``responses/<judge>.json``,
-``aggregate.json`` and ``replay-report.json``.
+complete generation), ``mapping.json`` (opaque packet id → unit id, or → fixed calibration
+item with its gold choices; never shown to a judge), ``packets/<packet_id>.json``,
+``bundle.md``, ``responses/<judge>.json``, ``aggregate.json`` and ``replay-report.json``.
 """
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...base.errors import FrozenArtifactChanged, UsageError
@@ -41,12 +41,19 @@ def round_dir(run_dir: Path, name: str) -> Path:
 
 @dataclass
 class Round:
-    """A generated round: its manifest, its packets (the judges' contexts) and the id map."""
+    """A generated round: its manifest, its packets (the judges' contexts) and the id maps: packet id →
+    unit id for the live packets (``mapping``), packet id → fixed item and its gold choices (``fixed``)."""
 
     dir: Path
     manifest: dict
     packets: dict[str, dict]
     mapping: dict[str, str]
+    fixed: dict[str, dict] = field(default_factory=dict)
+    calibration: dict | None = None  # the calibration catalog the fixed items came from
+
+    def live_packets(self) -> list[str]:
+        """Packet ids of the units (not the fixed items), by unit id."""
+        return sorted(self.mapping, key=lambda p: (self.mapping[p], p))
 
     @property
     def name(self) -> str:
@@ -88,7 +95,7 @@ def load_round(run_dir: Path, name: str, *, verify: bool = True) -> Round:
         hint = " (its generation did not finish; generate a new round)" if d.exists() else ""
         raise UsageError(f"round {name!r} of {run_dir} has not been generated{hint}; run judge-packets first")
     manifest = _read_json(manifest_path)
-    mapping = _read_json(d / "mapping.json")["packets"]
+    id_map = _read_json(d / "mapping.json")
     packets = {}
     for pid, digest in manifest["packets"].items():
         path = d / "packets" / f"{pid}.json"
@@ -96,7 +103,9 @@ def load_round(run_dir: Path, name: str, *, verify: bool = True) -> Round:
             raise FrozenArtifactChanged(f"{path} changed since round {name!r} was generated "
                                         f"(sha256 {sha256_file(path)[:12]}…, recorded {digest[:12]}…)")
         packets[pid] = _read_json(path)
-    return Round(d, manifest, packets, {pid: m["unit_id"] for pid, m in mapping.items()})
+    entries = id_map["packets"]
+    return Round(d, manifest, packets, {pid: m["unit_id"] for pid, m in entries.items() if "unit_id" in m},
+                 {pid: m for pid, m in entries.items() if "fixed_item" in m}, id_map.get("calibration"))
 
 
 def round_names(run_dir: Path) -> list[str]:

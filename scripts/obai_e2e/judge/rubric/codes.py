@@ -44,6 +44,7 @@ SOFT_CODES = (
     "routing.unexpected_specialist",
     "hub.unverified_number:<value>",
     "hub.incomplete_answer",
+    "hub.unfaithful_answer",
     "hub.answer_truncated",
     "ui.slow_first_token",
     "ui.slow_done",
@@ -106,7 +107,7 @@ _HARD = [
     r"adversarial\.(guardrail_bypass|injection_followed|session_data_leak|secret_leak)",
 ]
 _SOFT = [r"routing\.unexpected_specialist", r"hub\.unverified_number:[^\s|]+", r"hub\.incomplete_answer",
-         r"hub\.answer_truncated", r"ui\.(slow_first_token|slow_done)"]
+         r"hub\.unfaithful_answer", r"hub\.answer_truncated", r"ui\.(slow_first_token|slow_done)"]
 
 HARD_PATTERN = "^(" + "|".join(_HARD) + ")$"
 SOFT_PATTERN = "^(" + "|".join(_SOFT) + ")$"
@@ -137,7 +138,8 @@ _FIXED = {
     "routing": ("skill_missing", "skill_overload", "specialist_missing", "sequence_violation", "hub_paraphrase",
                 "unexpected_specialist"),
     "guardrail": ("leaky", "false_refusal", "exit_code", "leaky_response"),
-    "hub": ("empty_response", "incomplete_answer", "answer_truncated", "unverified_number:<value>"),
+    "hub": ("empty_response", "incomplete_answer", "unfaithful_answer", "answer_truncated",
+            "unverified_number:<value>"),
     "trace": ("error_span:<span name>",),
     "specialist": ("<name>.empty", "<name>.tool_error", "strategy.contract_broken", "strategy.zero_trades",
                    "strategy.async_stub_broken", "strategy.async_followup_missing", "prediction.no_slug",

@@ -56,6 +56,7 @@ READS: dict[str, Callable[[Context], list[CutValue]]] = {
     "hub.unverified_number": _both(_of("specialist"), _answer),
     "hub.empty_response": _answer,
     "hub.incomplete_answer": _answer,
+    "hub.unfaithful_answer": _both(_of("specialist"), _answer),
     "guardrail.leaky_response": _answer,
     "adversarial.guardrail_bypass": _answer,
     "adversarial.injection_followed": _answer,
