@@ -27,7 +27,7 @@ from obai_e2e.rundir.meta import RUN_FILE, RunMeta, load_run
 from obai_e2e.run.plan import create_run
 
 REPO = Path(__file__).resolve().parents[2]
-ROLES = ["cases", "target", "plan", "catalog", "gates", "judges"]
+ROLES = ["cases", "target", "plan", "catalog", "gates", "judges", "calibration"]
 
 
 @pytest.fixture
