@@ -7,8 +7,8 @@ JF1-JF4) whose panel round was answered by fresh model judges (the chat flow's s
 sub-agents, each given only its printed prompt) and aggregated with ``--collect``; the round
 holds the fixed calibration items too. The round's packets, stored raw replies, round record,
 id map (``mapping.json``: which packets are fixed items, with their gold choices) and aggregate
-are copied under ``tests/recorded/judges/NAME/`` with the run's run.json and the cases file it
-was judged against, as ``cases/cases.yaml`` (the expectations are read from it only after the
+are copied under ``tests/recorded/judges/NAME/`` with the run's run.json, its copy of its inputs
+(``inputs/``) and the cases file it was judged against, as ``cases/cases.yaml`` (the expectations are read from it only after the
 replies are stored; run.json names it relative to the bundle, so a test sets OBAI_E2E_HOME to
 the copy). The hand-over record is left out: it names folders of the machine it was played on.
 
@@ -52,6 +52,8 @@ def record(run_dir: Path, round_name: str, out: Path) -> dict:
     (out / "cases").mkdir()
     shutil.copy2(cases, out / "cases" / "cases.yaml")  # the tests read it with OBAI_E2E_HOME at the copy
     shutil.copy2(run_dir / "run.json", out / "run.json")
+    if (run_dir / "inputs").is_dir():  # the run's own copy of its inputs, which later stages read
+        shutil.copytree(run_dir / "inputs", out / "inputs")
     agg = json.loads((src / "aggregate.json").read_text(encoding="utf-8"))
     fixed = (agg.get("calibration") or {}).get("items", 0)
     if not fixed:
