@@ -54,14 +54,19 @@ def private_mounts(jail: Jail, needed: Iterable[str | Path]) -> tuple[str, ...]:
     alone, and so is one inside a folder already made private."""
     if not jail.private_tmpfs:
         return ()
-    folders = [str(p) for p in (*jail.ro, *jail.rw, *jail.hidden)]
-    held = folders + [str(p) for p in (*needed, _resolved(_RESOLVER)) if p]
+    return choose(shared_tmpfs(), [str(p) for p in (*jail.ro, *jail.rw, *jail.hidden)],
+                  [str(p) for p in (*needed, _resolved(_RESOLVER)) if p])
+
+
+def choose(points: Iterable[str], folders: list[str], needed: list[str]) -> tuple[str, ...]:
+    """Of the tmpfs mount ``points`` (outermost first), those a turn gets its own of: not one that holds one
+    of its ``folders`` or ``needed`` paths, lies inside one of its folders, or lies inside one chosen already."""
     chosen: list[str] = []
-    for point in shared_tmpfs():
-        if any(_within(path, point) for path in held) or any(_within(point, f) for f in folders):
-            continue  # it holds a path the turn needs, or lies in one of its folders
+    for point in points:
+        if any(_within(path, point) for path in (*folders, *needed)) or any(_within(point, f) for f in folders):
+            continue
         if any(_within(point, c) for c in chosen):
-            continue  # inside a tmpfs already made private
+            continue
         chosen.append(point)
     return tuple(chosen)
 
@@ -78,7 +83,7 @@ def needed_paths(argv: list[str], cwd: Path | str | None, path_var: str | None) 
     return out
 
 
-_TABLE: list[tuple[str, ...]] = []
+_TABLE: list[tuple[str, ...]] = []  # the machine's writable tmpfs mounts, read once
 _TABLE_LOCK = threading.Lock()
 
 
@@ -86,7 +91,7 @@ def shared_tmpfs() -> tuple[str, ...]:
     """Mount points of the machine's writable tmpfs mounts (read once per process), outermost first."""
     with _TABLE_LOCK:
         if not _TABLE:
-            _TABLE.append(tuple(sorted(set(_writable_tmpfs(_read_mountinfo())), key=lambda p: (p.count("/"), p))))
+            _TABLE.append(writable_tmpfs(_read_mountinfo()))
         return _TABLE[0]
 
 
@@ -98,8 +103,9 @@ def _read_mountinfo() -> str:
         return ""
 
 
-def _writable_tmpfs(table: str) -> list[str]:
-    """Mount points of writable tmpfs mounts in a mountinfo text, but for the root, /dev, /proc and /sys."""
+def writable_tmpfs(table: str) -> tuple[str, ...]:
+    """Mount points of writable tmpfs mounts in a mountinfo text, but for the root, /dev, /proc and /sys,
+    each once, outermost first."""
     out = []
     for line in table.splitlines():
         fields = line.split()
@@ -113,7 +119,7 @@ def _writable_tmpfs(table: str) -> list[str]:
         if any(_within(point, tree) for tree in _KERNEL_TREES):
             continue
         out.append(point)
-    return out
+    return tuple(sorted(set(out), key=lambda p: (p.count("/"), p)))
 
 
 _ESCAPE = re.compile(r"\\([0-7]{3})")

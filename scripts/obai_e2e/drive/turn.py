@@ -26,7 +26,7 @@ from ..base.record import Record
 from .containment import Jail, Launched, start
 from .disk_budget import DiskWatch
 from .live import Live, track, untrack
-from .turn_watch import EXITED, OVER_BUDGET, TIMED_OUT, Sink, Watch
+from .turn_watch import EXITED, TIMED_OUT, Sink, Watch
 
 MAX_STDOUT_BYTES = 1_000_000
 PIPE_DRAIN_GRACE_S = 1.0

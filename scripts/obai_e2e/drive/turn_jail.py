@@ -19,9 +19,9 @@ each ``hidden`` and ``private`` one as said, then forks twice:
   however it detached (double fork, ``setsid``, an empty environment, ``cwd /``).
 * the second child mounts a ``/proc`` of the new namespace (the agent sees its own processes
   only, not the harness's, nor their environments), makes the machine's own knobs (``/sys``,
-  ``/proc/sys``, ``/proc/sysrq-trigger``) read-only, drops the capabilities that could undo
-  this (mounting, tracing, opening files by handle, …) from its bounding, inheritable and
-  ambient sets, and executes ARGV. It is pid 2, not pid 1, so signals reach it as they
+  ``/proc/sys``, ``/proc/sysrq-trigger``) read-only, drops every capability (from its
+  bounding, effective, permitted, inheritable and ambient sets: nothing it runs can regain
+  one), sets no_new_privs, and executes ARGV. It is pid 2, not pid 1, so signals reach it as they
   would outside (pid 1 ignores every signal it has no handler for).
 
 This process waits for ARGV's process, then kills init (and so the namespace), and ends as
@@ -45,10 +45,7 @@ ST_RELATIME = 4096
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 1, 24, 38, 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 CAP_VERSION_3 = 0x20080522
-# CAP_DAC_READ_SEARCH (open_by_handle_at), CAP_LINUX_IMMUTABLE, CAP_NET_ADMIN, CAP_SYS_MODULE, CAP_SYS_RAWIO,
-# CAP_SYS_PTRACE, CAP_SYS_ADMIN, CAP_SYS_BOOT, CAP_SYS_TIME, CAP_MKNOD, CAP_MAC_OVERRIDE, CAP_MAC_ADMIN,
-# CAP_SYSLOG, CAP_PERFMON, CAP_BPF, CAP_CHECKPOINT_RESTORE; CAP_SETPCAP (8) last, as dropping needs it.
-DROPPED = (2, 9, 12, 16, 17, 19, 21, 22, 25, 27, 32, 33, 34, 38, 39, 40, 8)
+CAP_SETPCAP, CAP_LAST_DEFAULT = 8, 40  # the highest capability a kernel that does not say knows of
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 HIDDEN_SIZE = 4096  # an empty tmpfs over a hidden folder holds nothing
 
@@ -118,17 +115,22 @@ def _tmpfs(path, size, step):
                             data and data.encode()))
 
 
+def _last_capability():
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as fh:
+            return int(fh.read())
+    except (OSError, ValueError):
+        return CAP_LAST_DEFAULT
+
+
 def _drop_capabilities():
-    for cap in DROPPED:
+    """Every capability, from the bounding set too (CAP_SETPCAP last: dropping needs it)."""
+    caps = [c for c in range(_last_capability() + 1) if c != CAP_SETPCAP] + [CAP_SETPCAP]
+    for cap in caps:
         if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != 22:  # EINVAL: unknown here
             _fail(f"dropping capability {cap}")
     _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     header, data = _CapHeader(CAP_VERSION_3, 0), (_CapData * 2)()
-    _call("reading the capabilities", _libc.capget(ctypes.byref(header), data))
-    for cap in DROPPED:
-        word, bit = divmod(cap, 32)
-        for field in ("effective", "permitted", "inheritable"):
-            setattr(data[word], field, getattr(data[word], field) & ~(1 << bit))
     _call("dropping the capabilities", _libc.capset(ctypes.byref(header), data))
     _call("setting no_new_privs", _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 
