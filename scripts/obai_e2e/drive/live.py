@@ -37,13 +37,14 @@ _LOCK = threading.Lock()
 
 
 def track(key: object, *, pgid: int | None = None, mark: str | None = None, under: Path | None = None,
-          launched: Launched | None = None, grace_s: float = 0.0) -> None:
+          launched: Launched | None = None, grace_s: float = 0.0) -> Live:
     """Count a process among those a stop ends: the group ``pgid`` leads and its session, the processes
     carrying ``mark``, those working under ``under``; ``launched`` is given SIGTERM and ``grace_s`` first."""
     entry = procs.stat(pgid) if pgid else None
+    live = Live(pgid, mark, Path(under) if under else None, entry.start_ticks if entry else 0, launched, grace_s)
     with _LOCK:
-        _LIVE[key] = Live(pgid, mark, Path(under) if under else None, entry.start_ticks if entry else 0,
-                          launched, grace_s)
+        _LIVE[key] = live
+    return live
 
 
 def untrack(key: object) -> None:

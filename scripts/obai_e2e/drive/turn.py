@@ -88,7 +88,8 @@ def run_turn(
     ``on_swept`` is called when the last look for them found none left. ``stdin`` is
     written to the process's input (then closed), on a thread of its own, so a process
     that does not read it cannot stall the turn; stdout keeps its first ``stdout_limit``
-    bytes. ``jail``: run it contained (drive.containment) when this machine allows it.
+    bytes. ``jail``: run it contained (drive.containment) when this machine allows it, and
+    hold ``under`` (its sandbox) to the jail's disk budget (drive.disk_budget).
     Raises Interrupted when the runner is stopping, before the turn or after it was cut short.
     """
     if STOPPING.is_set():
@@ -102,17 +103,15 @@ def run_turn(
     started = utc_now()
     t0 = time.monotonic()
     try:
-        launched = start(list(argv), jail, env=env, cwd=Path(cwd), stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        launched = start(list(argv), jail, env=env, cwd=Path(cwd),
+                         stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except FileNotFoundError:
         raise NotReady(f"target command not found: {argv[0]!r} (not on PATH, or the path does not exist)") from None
     except PermissionError:
         raise NotReady(f"target command is not executable: {argv[0]!r}") from None
     proc = launched.proc
-    entry = procs.stat(proc.pid)
-    live = Live(proc.pid, mark, Path(under) if under else None, entry.start_ticks if entry else 0, launched,
-                kill_grace_s)
-    track(launched, pgid=live.pgid, mark=mark, under=live.under, launched=launched, grace_s=kill_grace_s)
+    live = track(launched, pgid=proc.pid, mark=mark, under=under, launched=launched, grace_s=kill_grace_s)
     if stdin is not None:
         threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True, name=f"stdin-{proc.pid}").start()
     disk = DiskWatch(live.under, jail.budget, t0) if jail is not None and jail.budget and live.under else None
