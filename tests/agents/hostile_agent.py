@@ -20,6 +20,9 @@ one HTTP round trip. ``HOSTILE_AGENT`` selects behaviours, comma-separated:
   async              a question asked "in the background" is answered with a job id and an ETA
                      of 1 s, and "What are the results of job <id>?" with that job's results
   env                the answer ends with the agent's whole environment, one NAME=value a line
+  fill:<mb>          write <mb> MB into its sandbox ($TMPDIR), 256 KB a file, then sleep for a minute
+                     before answering (a turn that goes over its disk budget)
+  stubborn           ignore SIGTERM (a stop or a timeout has to wait for its grace, then SIGKILL)
   forge              the trace's name, the skill's name, an error span's name and message and the
                      answer carry lines that imitate the review page's own (a unit header,
                      ``open: (none)``, ``next: …``) and control and invisible characters
@@ -293,6 +296,15 @@ def write_trace(query: str, session: str, answer: str, error_span: str | None, o
     post(f"{api}/v1/private/traces/batch", {"traces": [trace]})
 
 
+def fill(mb: float) -> None:
+    """Write ``mb`` MB into $TMPDIR (the turn's sandbox), 256 KB a file, then sleep for a minute."""
+    folder, chunk = os.environ.get("TMPDIR", "."), b"x" * 262144
+    for i in range(int(mb * 4)):
+        with open(os.path.join(folder, f"fill-{i}"), "wb") as fh:
+            fh.write(chunk)
+    time.sleep(60)
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--version"]:
         print("hostile-agent 1.0")
@@ -301,6 +313,10 @@ def main(argv: list[str]) -> int:
     mark = os.environ.get("HOSTILE_MARK", "")
     session = argv[argv.index("--session") + 1] if "--session" in argv else "s"
     query = argv[-1]
+    if "stubborn" in b:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if "fill" in b:
+        fill(float(b["fill"] or 2))
     if "slow" in b:
         time.sleep(float(b["slow"] or 1))
     if "segv" in b:

@@ -9,8 +9,10 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
 import yaml
 from obai_e2e.base import procs
+from obai_e2e.drive.containment import BWRAP, JAIL, SWITCH_ENV, containment
 
 from .conftest import REPO, obai_here
 
@@ -134,3 +136,24 @@ def sandboxes(runs: Path) -> list[Path]:
 
 def run_dirs(runs: Path) -> list[Path]:
     return sorted(p for p in Path(runs).glob("2*/*") if (p / "run.json").exists())
+
+
+def way_works(way: str) -> bool:
+    """Whether turns can be contained ``way`` (bwrap, jail) on this machine."""
+    saved = os.environ.get(SWITCH_ENV)
+    os.environ[SWITCH_ENV] = way
+    try:
+        return containment().kind == way
+    finally:
+        if saved is None:
+            os.environ.pop(SWITCH_ENV, None)
+        else:
+            os.environ[SWITCH_ENV] = saved
+
+
+@pytest.fixture(params=[pytest.param(w, marks=pytest.mark.skipif(not way_works(w), reason=f"{w} does not work here"))
+                        for w in (BWRAP, JAIL)])
+def way(request, monkeypatch):
+    """Each way to contain a turn in this process: bubblewrap, and the built-in jail forced (the fallback)."""
+    monkeypatch.setenv(SWITCH_ENV, request.param)
+    return request.param

@@ -14,17 +14,17 @@ from pathlib import Path
 
 import pytest
 from obai_e2e.drive import containment as contain
-from obai_e2e.drive.containment import NAMESPACES, NONE, Jail, containment
+from obai_e2e.drive.containment import NONE, Jail, containment
 from obai_e2e.drive.turn import run_turn
 from obai_e2e.run.drive_log import DriveLog
 
 from .conftest import REPO
-from .hostile_helpers import hostile_target, marked, run_cli, wait_for
+from .hostile_helpers import hostile_target, marked, run_cli, wait_for, way  # noqa: F401 (way: a fixture)
 
 SECRETS = {"OBAI_E2E_SEAL_KEY": "seal-key-of-the-run", "ANTHROPIC_API_KEY": "sk-ant-judge-key",
            "MY_SERVICE_TOKEN": "a-service-token"}
 
-needs_namespaces = pytest.mark.skipif(containment().kind != NAMESPACES,
+needs_namespaces = pytest.mark.skipif(not containment().contained,
                                       reason=f"this machine contains no turn: {containment().reason}")
 
 
@@ -97,7 +97,7 @@ DAEMON = ("import os, sys, time\n"
 
 
 @needs_namespaces
-def test_a_daemon_that_escapes_group_session_mark_and_folder_ends_with_its_turn(tmp_path):
+def test_a_daemon_that_escapes_group_session_mark_and_folder_ends_with_its_turn(tmp_path, way):
     mark = f"jailed-daemon-{os.getpid()}-{time.monotonic_ns()}"
     turn = run_turn([sys.executable, "-c", DAEMON, mark], env={"PATH": os.environ["PATH"]}, cwd=tmp_path,
                     timeout_s=60, jail=Jail(ro=(tmp_path,)))
@@ -107,7 +107,7 @@ def test_a_daemon_that_escapes_group_session_mark_and_folder_ends_with_its_turn(
 
 
 @needs_namespaces
-def test_a_contained_turn_ends_as_its_target_did(tmp_path):
+def test_a_contained_turn_ends_as_its_target_did(tmp_path, way):
     jail = Jail(ro=(tmp_path,))
 
     def turn(code: str, **kw):

@@ -15,6 +15,7 @@ import pytest
 import yaml
 from markdown_it import MarkdownIt
 from obai_e2e.base.mdtable import unescape
+from obai_e2e.drive.containment import SWITCH_ENV
 from obai_e2e.report.report_md import CHANGES_MARK, read_rows
 from obai_e2e.report.results import load_results
 
@@ -173,9 +174,11 @@ def test_a_setsid_daemon_holding_stdout_is_ended_with_the_turn(harness_env, tmp_
 
 
 def test_a_hanging_agent_of_a_sigkilled_runner_is_ended_by_the_resume(harness_env, tmp_path):
+    """Uncontained (a contained turn dies with its runner: test_containment_walls.py)."""
     target, mark = hostile_target(tmp_path, "slow:600", **{"target.timeout_s": 300})
     before = set(run_dirs(harness_env))
-    runner = cli("run", "--id", "MD1", "--target", str(target), "--no-html")
+    runner = cli("run", "--id", "MD1", "--target", str(target), "--no-html",
+                 env={**os.environ, SWITCH_ENV: "none"})
     try:
         assert wait_for(lambda: turns(mark), 90), "the agent never started"
         os.kill(runner.pid, signal.SIGKILL)  # the runner only: its agent lives on in a session of its own

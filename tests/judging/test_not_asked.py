@@ -217,6 +217,29 @@ def test_a_panel_that_answered_one_packet_of_four_leaves_the_rest_undecided_and_
     assert d.code == 3 and "6 judgment question(s) in 3 unit(s) were asked and decided by nobody" in d.why
 
 
+def test_a_run_stopped_before_its_note_was_written_finishes_again_with_it(run, config_cases, tmp_path, monkeypatch):
+    """A stop after results.json was written but before report.md had its note: finishing again (what the
+    resume does) reads the rows back from the finished results and writes the note."""
+    import obai_e2e.report.results as results_module
+
+    monkeypatch.setenv("OBAI_E2E_RUNS", str(tmp_path / "runs"))
+    (tmp_path / "runs").mkdir()
+    config, cases = config_cases
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(results_module, "insert_not_asked", stopped)
+        with pytest.raises(KeyboardInterrupt):
+            _headless(run, config, cases)
+    assert (run / "results.json").exists() and "not asked" not in (run / "report.md").read_text(encoding="utf-8")
+    out = finalize(config, cases, run, run_units(run, cases))
+    assert out["summary"]["questions_not_asked"] == 4
+    head = (run / "report.md").read_text(encoding="utf-8").split("| ID |")[0]
+    assert "**4 judgment question(s) not asked** in 4 unit(s)" in head
+
+
 def test_fail_on_not_asked():
     assert "not_asked" in FAIL_ON and parse("fail,not_asked") == ("fail", "not_asked")
     summary = {"pass": 5, "fail": 0, "inconclusive": 0, "questions_not_asked": 4, "units_not_asked": 4}

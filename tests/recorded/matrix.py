@@ -75,6 +75,8 @@ class Infra(NamedTuple):
     """``demo``, or the ``HOSTILE_AGENT`` behaviour of tests/agents/hostile_agent.py."""
     store: str = "local"
     """``local`` (the recording's store) or ``dead`` (an address nothing listens on)."""
+    disk_budget_mb: int | None = None
+    """target.yaml's ``sandbox.disk_budget_mb`` for it (None: the bundled default)."""
 
 
 INFRA: dict[str, Infra] = {
@@ -82,6 +84,7 @@ INFRA: dict[str, Infra] = {
     "target_failed": Infra("MD1", "usage"),
     "trace_incomplete": Infra("MD1", "open_span"),
     "opik_unreachable": Infra("MD4", "demo", store="dead"),
+    "disk_budget_exceeded": Infra("MD1", "fill:3", disk_budget_mb=1),
 }
 
 

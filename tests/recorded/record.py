@@ -58,10 +58,12 @@ def say(message: str) -> None:
 HANG_TIMEOUT_S = 10  # the hanging turn times out whatever the limit; the packet is the same
 
 
-def target_file(tmp: Path, name: str = "target.yaml", hostile: str | None = None, **target) -> Path:
+def target_file(tmp: Path, name: str = "target.yaml", hostile: str | None = None, *,
+                disk_budget_mb: int | None = None, **target) -> Path:
     """The bundled target.yaml; only a turn without a trace waits for the (shortened) resolve deadline.
 
-    ``hostile``: drive tests/agents/hostile_agent.py with that behaviour instead of the demo.
+    ``hostile``: drive tests/agents/hostile_agent.py with that behaviour instead of the demo;
+    ``disk_budget_mb``: the sandbox's disk budget.
     """
     import yaml
 
@@ -71,6 +73,8 @@ def target_file(tmp: Path, name: str = "target.yaml", hostile: str | None = None
                               version_command=[sys.executable, str(AGENT), "--version"],
                               env={"HOSTILE_AGENT": hostile}, kill_grace_s=1)
     data["target"].update(target)
+    if disk_budget_mb is not None:
+        data.setdefault("sandbox", {})["disk_budget_mb"] = disk_budget_mb
     data["trace_backend"]["resolve_deadline_s"] = 6
     path = tmp / name
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
@@ -204,7 +208,8 @@ def drive_infra(work: Path, reasons: list[str] | None = None) -> dict[str, Path]
         if reasons is not None and reason not in reasons:
             continue
         hostile = None if row.agent == "demo" else row.agent
-        config = load_target_config(target_file(work, f"target-{reason}.yaml", hostile))
+        config = load_target_config(target_file(work, f"target-{reason}.yaml", hostile,
+                                                disk_budget_mb=row.disk_budget_mb))
         cases = load_cases_for(config)
         backend = connect(config)
         if row.store == "dead":

@@ -205,6 +205,7 @@ class Sandbox:
     snapshot: list[str]
     restore: list[str]
     hook_timeout_s: float
+    disk_budget_mb: int = 1024  # what a turn may write: its sandbox in all, any single file, each private tmpfs
 
 
 @dataclass(frozen=True)

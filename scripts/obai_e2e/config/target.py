@@ -248,6 +248,7 @@ def _sandbox(s: dict) -> Sandbox:
         snapshot=list(s.get("snapshot", [])),
         restore=list(s.get("restore", [])),
         hook_timeout_s=float(s.get("hook_timeout_s", 60)),
+        disk_budget_mb=int(s.get("disk_budget_mb", 1024)),
     )
 
 

@@ -34,7 +34,8 @@ from ..base.safe_read import UnsafeFile, read_bytes
 from ..base.procs import STOPPING, alive
 from ..config.target import TargetConfig
 from .containment import Jail, turn_jail
-from .turn import fill, kill_live_groups
+from .live import end_all_live
+from .turn import fill
 
 _ACTIVE: dict[str, "Sandbox"] = {}
 _ACTIVE_LOCK = threading.Lock()
@@ -46,6 +47,12 @@ MARKER_MAX_BYTES = 4096  # owner.json, group.json: a few numbers (read back with
 
 def sandboxes_root() -> Path:
     return runs_root() / ".sandboxes"
+
+
+def turn_mark_prefix(run_id: str) -> str:
+    """What the mark of every turn of the run ``run_id`` starts with: its sandboxes are named
+    ``<run id with - for />-<unit>-<token>`` (drive.packet) and a turn's mark is ``<sandbox>:<n>``."""
+    return run_id.replace("/", "-") + "-"
 
 
 
@@ -112,8 +119,9 @@ class Sandbox:
         return self.config.target.workdir
 
     def jail(self) -> Jail:
-        """What a turn of this sandbox may write: its own folder, nothing else of the runs folder."""
-        return turn_jail([self.folder], protect=self.protect)
+        """What a turn of this sandbox may write: its own folder, nothing else of the runs folder; and its
+        disk budget."""
+        return turn_jail([self.folder], protect=self.protect, budget_mb=self.spec.disk_budget_mb)
 
     def env(self) -> dict[str, str]:
         env = dict(self.base_env)
@@ -208,9 +216,10 @@ def remove_finished() -> int:
 
 
 def teardown_all() -> None:
-    """Stop: no new turn starts, running turns are killed, every open sandbox torn down (signal path)."""
+    """Stop: no new turn starts, running turns get SIGTERM and their grace, then SIGKILL, every open sandbox
+    is torn down (signal path)."""
     STOPPING.set()
-    kill_live_groups()
+    end_all_live()
     with _ACTIVE_LOCK:
         boxes = list(_ACTIVE.values())
     for box in boxes:

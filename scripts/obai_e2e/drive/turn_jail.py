@@ -2,28 +2,32 @@
 
     python -I -S turn_jail.py SPEC -- ARGV...
 
-SPEC is a JSON object: ``ro`` (folders the turn sees read-only), ``rw`` (folders inside them it
-may write: its sandbox) and ``user`` (make a user namespace first: for a harness that is not
-root). The script makes a new mount namespace and a new PID namespace, mounts each ``ro``
-folder read-only over itself and each ``rw`` folder writable over itself, then forks twice:
+The built-in way to contain a turn, for machines without bubblewrap (drive.containment). SPEC is
+a JSON object: ``ro`` (folders the turn sees read-only), ``rw`` (folders inside them it may write:
+its sandbox), ``hidden`` (folders it cannot read: each covered by an empty read-only tmpfs),
+``private`` (the machine's shared tmpfs mounts it gets an empty one of its own instead of),
+``budget`` (bytes, or null: the largest file it may write, and the size of each private tmpfs),
+``user`` (make a user namespace first: for a harness that is not root) and ``parent`` (the
+harness's pid). The script sets its parent-death signal (SIGKILL: it dies with the harness thread
+that started it, a harness killed with SIGKILL too), makes a new mount namespace and a new PID
+namespace, mounts each ``ro`` folder read-only over itself, each ``rw`` folder writable over itself,
+each ``hidden`` and ``private`` one as said, then forks twice:
 
 * the first child is the namespace's init (pid 1): it reaps what is orphaned there and does
-  nothing else. When it dies, the kernel kills every process left in the namespace, so
-  nothing the turn started can outlive it, however it detached (double fork, ``setsid``,
-  an empty environment, ``cwd /``).
+  nothing else; it dies with this script (its parent-death signal). When it dies, the kernel
+  kills every process left in the namespace, so nothing the turn started can outlive it,
+  however it detached (double fork, ``setsid``, an empty environment, ``cwd /``).
 * the second child mounts a ``/proc`` of the new namespace (the agent sees its own processes
   only, not the harness's, nor their environments), makes the machine's own knobs (``/sys``,
-  ``/proc/sys``, ``/proc/sysrq-trigger``) read-only, drops the capabilities that could undo
-  this (mounting, tracing, opening files by handle, …) from its bounding, inheritable and
-  ambient sets, and executes ARGV. It is pid 2, not pid 1, so signals reach it as they
+  ``/proc/sys``, ``/proc/sysrq-trigger``) read-only, drops every capability (from its
+  bounding, effective, permitted, inheritable and ambient sets: nothing it runs can regain
+  one), sets no_new_privs, and executes ARGV. It is pid 2, not pid 1, so signals reach it as they
   would outside (pid 1 ignores every signal it has no handler for).
 
 This process waits for ARGV's process, then kills init (and so the namespace), and ends as
 that process ended: with its exit code, or by the same signal. It ignores SIGTERM, SIGINT,
-SIGHUP and SIGQUIT meanwhile: they reach the target through its process group, and the
-harness's SIGKILL ends this process, whose death ends init (its parent-death signal), and
-with it the namespace. A setup step that fails ends this script with exit code 125 and a
-line on stderr naming the step.
+SIGHUP and SIGQUIT meanwhile: they reach the target through its process group. A setup step
+that fails ends this script with exit code 125 and a line on stderr naming the step.
 """
 import ctypes
 import json
@@ -41,11 +45,9 @@ ST_RELATIME = 4096
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 1, 24, 38, 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 CAP_VERSION_3 = 0x20080522
-# CAP_DAC_READ_SEARCH (open_by_handle_at), CAP_LINUX_IMMUTABLE, CAP_NET_ADMIN, CAP_SYS_MODULE, CAP_SYS_RAWIO,
-# CAP_SYS_PTRACE, CAP_SYS_ADMIN, CAP_SYS_BOOT, CAP_SYS_TIME, CAP_MKNOD, CAP_MAC_OVERRIDE, CAP_MAC_ADMIN,
-# CAP_SYSLOG, CAP_PERFMON, CAP_BPF, CAP_CHECKPOINT_RESTORE; CAP_SETPCAP (8) last, as dropping needs it.
-DROPPED = (2, 9, 12, 16, 17, 19, 21, 22, 25, 27, 32, 33, 34, 38, 39, 40, 8)
+CAP_SETPCAP, CAP_LAST_DEFAULT = 8, 40  # the highest capability a kernel that does not say knows of
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
+HIDDEN_SIZE = 4096  # an empty tmpfs over a hidden folder holds nothing
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -99,20 +101,36 @@ def _namespaces(spec):
     for path in spec.get("ro", ()):
         _mount(path, path, None, MS_BIND | MS_REC, f"binding {path}")
         _mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | _kept_flags(path), f"making {path} read-only")
+    for path in spec.get("hidden", ()):
+        _tmpfs(path, HIDDEN_SIZE, f"hiding {path}")
+        _mount(None, path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, f"making {path} read-only")
+    for path in spec.get("private", ()):
+        _tmpfs(path, spec.get("budget"), f"a private tmpfs on {path}")
     os.chdir(os.getcwd())  # the working directory, looked up again through the mounts just made
 
 
+def _tmpfs(path, size, step):
+    data = f"size={size}" if size else None
+    _call(step, _libc.mount(b"tmpfs", os.fsencode(path), b"tmpfs", ctypes.c_ulong(MS_NOSUID | MS_NODEV),
+                            data and data.encode()))
+
+
+def _last_capability():
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as fh:
+            return int(fh.read())
+    except (OSError, ValueError):
+        return CAP_LAST_DEFAULT
+
+
 def _drop_capabilities():
-    for cap in DROPPED:
+    """Every capability, from the bounding set too (CAP_SETPCAP last: dropping needs it)."""
+    caps = [c for c in range(_last_capability() + 1) if c != CAP_SETPCAP] + [CAP_SETPCAP]
+    for cap in caps:
         if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != 22:  # EINVAL: unknown here
             _fail(f"dropping capability {cap}")
     _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     header, data = _CapHeader(CAP_VERSION_3, 0), (_CapData * 2)()
-    _call("reading the capabilities", _libc.capget(ctypes.byref(header), data))
-    for cap in DROPPED:
-        word, bit = divmod(cap, 32)
-        for field in ("effective", "permitted", "inheritable"):
-            setattr(data[word], field, getattr(data[word], field) & ~(1 << bit))
     _call("dropping the capabilities", _libc.capset(ctypes.byref(header), data))
     _call("setting no_new_privs", _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 
@@ -169,12 +187,22 @@ def _end_as(status):
     os._exit(os.waitstatus_to_exitcode(status))
 
 
+def _bound_to_parent(spec):
+    """Die with the harness thread that started this script; end at once if the harness is gone already."""
+    _call("setting the parent-death signal", _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0))
+    if spec.get("parent") and os.getppid() != spec["parent"]:
+        _fail("starting", "the harness that started the turn has ended")
+
+
 def main(args):
     if len(args) < 3 or args[1] != "--":
         _fail("reading the command line", "usage: turn_jail.py SPEC -- ARGV...")
     spec, argv = json.loads(args[0]), args[2:]
+    _bound_to_parent(spec)
     for sig in FORWARDED:
         signal.signal(sig, signal.SIG_IGN)
+    if spec.get("budget"):
+        resource.setrlimit(resource.RLIMIT_FSIZE, (spec["budget"], spec["budget"]))
     _namespaces(spec)
     init = os.fork()
     if init == 0:

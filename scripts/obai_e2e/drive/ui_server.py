@@ -4,19 +4,21 @@ The target configuration's ``ui.server`` and the trace backend go in; the base U
 server prints on its stdout comes out. The server runs in a fresh sandbox with the run's
 canaries planted, in a process group of its own that is recorded in the sandbox (so a
 killed run's leftover server is found and ended), with the mark a turn's processes carry
-(``OBAI_E2E_TURN``). It is stopped with SIGTERM, then SIGKILL after the target's kill
-grace, and then, as at the end of a turn, everything it started is swept: its group and
-session, whatever carries its mark (a ``setsid`` child that ignores SIGTERM and left the
-sandbox too) and whatever works in its sandbox.
+(``OBAI_E2E_TURN``), contained as a turn is (drive.containment). It is started from a thread
+that lives as long as the process: contained, it dies with the thread that started it (its
+parent-death signal), and the thread that first needs it may be a unit's worker that ends
+before the server should. It is stopped with SIGTERM, then SIGKILL after the target's kill
+grace, and then, as at the end of a turn, everything it started is swept: its namespace, its
+group and session, whatever carries its mark (a ``setsid`` child that ignores SIGTERM and left
+the sandbox too) and whatever works in its sandbox.
 """
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import threading
 import uuid
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from ..base import procs
 from ..base.errors import NotReady
@@ -25,9 +27,12 @@ from ..trace.backend import Backend
 from .agent_env import agent_environ
 from ..base.safe_read import UnsafeFile, read_tail
 from .canaries import Planted, plant
-from .containment import contained_argv
+from .containment import Launched, start
+from .live import track, untrack
 from .sandbox import Sandbox, record_group
-from .turn import track, untrack
+
+# Starts every web UI server of the process: it lives as long as the process (see the module's note).
+_STARTER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ui-server-start")
 
 
 class UiServer:
@@ -41,6 +46,7 @@ class UiServer:
         base_env = agent_environ(config, os.environ, backend.sdk_env)
         self.box = Sandbox(config, f"ui-{uuid.uuid4().hex[:10]}", base_env)
         self.proc: subprocess.Popen | None = None
+        self.launched: Launched | None = None
         self.mark: str | None = None
         self.planted = Planted()
         self.lines: list[str] = []
@@ -52,17 +58,18 @@ class UiServer:
         env = {**self.box.env(), **self.planted.env, procs.MARK_VAR: self.mark}
         log = open(self.box.dir / "ui-server.log", "wb")
         try:
-            argv, _ = contained_argv(list(self.spec.command), self.box.jail(), env, self.box.workdir)
-            self.proc = subprocess.Popen(argv, cwd=str(self.box.workdir), env=env,
-                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
-                                         start_new_session=True)
+            self.launched = _STARTER.submit(start, list(self.spec.command), self.box.jail(), env=env,
+                                            cwd=self.box.workdir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                            stderr=log).result()
         except OSError as exc:
             log.close()
             self.box.teardown()
             raise NotReady(f"the web UI server {self.spec.command[0]!r} could not start ({exc}); check "
                            "ui.server.command in the target configuration") from None
         log.close()
-        track(self, pgid=self.proc.pid, mark=self.mark, under=self.box.folder)
+        self.proc = self.launched.proc
+        track(self, pgid=self.proc.pid, mark=self.mark, under=self.box.folder, launched=self.launched,
+              grace_s=self.config.target.kill_grace_s)
         record_group(self.box.dir, self.proc.pid)
         found: Future = Future()
         threading.Thread(target=self._read, args=(found,), name="ui-server-stdout", daemon=True).start()
@@ -94,17 +101,18 @@ class UiServer:
             return ""
 
     def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(timeout=self.config.target.kill_grace_s)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            except ProcessLookupError:
-                pass
-        if proc is not None:
+        launched, self.launched, self.proc = self.launched, None, None
+        if launched is not None:
+            proc = launched.proc
+            if proc.poll() is None:
+                launched.term()
+                try:
+                    proc.wait(timeout=self.config.target.kill_grace_s)
+                except subprocess.TimeoutExpired:
+                    launched.kill()
+                    proc.wait()
+            launched.settle()
+            launched.close()
             procs.sweep(mark=self.mark, groups=[proc.pid], sessions=[proc.pid], under=self.box.folder,
                         from_pid=proc.pid)
         untrack(self)

@@ -326,7 +326,7 @@ def finalize(config: TargetConfig, case_set: CaseSet, run_dir: Path, units: list
         if unasked is None:  # finished before: the rows are read again (only when the note is missing)
             text = (run_dir / "report.md").read_text(encoding="utf-8")[:8192]
             unasked = [] if NOT_ASKED_MARK in text else [
-                (u["unit_id"], u["not_asked"]) for _, u in _rows_of(run_dir, data) if u.get("not_asked")]
+                (u["unit_id"], u["not_asked"]) for _, u in open_results(path) if u.get("not_asked")]
         insert_not_asked(run_dir / "report.md", s["questions_not_asked"], s.get("units_not_asked", 0), unasked)
     insert_inputs(run_dir / "report.md", inputs_lines(data.get("inputs")))
     link_latest(run_dir)

@@ -29,6 +29,7 @@ from ..base.modeltext import inline
 from ..base.child_env import split_environ
 from ..base.seal_key import KEY_ENV as SEAL_KEY_ENV
 from ..drive.agent_env import judge_keys
+from ..drive.sandbox import turn_mark_prefix
 from ..rundir.meta import load_run
 from .drive_log import DONE, FAILED, RUNNING, DriveLog, DriveState, latest, tally
 
@@ -136,14 +137,21 @@ def report(run_dir: Path, log: DriveLog, state: DriveState | None, *, total: int
 
 
 def stop(run_dir: Path) -> tuple[int, dict]:
-    """Stop a running worker (SIGTERM: its turns are ended, units in flight stay pending)."""
+    """Stop a running worker (SIGTERM: its turns get their grace, then SIGKILL; units in flight stay pending).
+
+    Returns once the worker has ended and no process of the run's turns is left: what outlasts
+    ``STOP_WAIT_S`` is killed."""
     meta = load_run(run_dir)
     log = DriveLog(run_dir)
     state = log.state()
+    t0 = time.monotonic()
     if log.worker_alive(state) and procs.signal_ours(state.pid, state.start_ticks,
                                                      state.worker_marker(log.run_dir), signal.SIGTERM):
-        t0 = time.monotonic()
         while log.worker_alive(log.state()) and time.monotonic() - t0 < STOP_WAIT_S:
             time.sleep(POLL_S)
+    mark = turn_mark_prefix(meta.run_id)
+    while procs.members(mark=mark) and time.monotonic() - t0 < STOP_WAIT_S:
+        time.sleep(POLL_S)
+    procs.end_all(mark=mark)
     return report(Path(run_dir), log, log.state(), total=len(meta.units))
 

@@ -243,6 +243,8 @@ def sandbox(s: State) -> str:
 def turn_containment(s: State) -> str:
     chosen = containment()
     s.report.info["turn_containment"] = chosen.kind
+    if chosen.refused:
+        _fail(f"turn containment: {chosen.reason}")
     return chosen.describe()
 
 
@@ -333,7 +335,9 @@ CHECKS = (
           applies=lambda s: s.baseline is not None),
     Check("target_workdir", target_workdir, "create the folder or fix target.workdir"),
     Check("sandbox", sandbox, "enable the sandbox (sandbox.enabled: true) or use mode B"),
-    Check("turn_containment", turn_containment, "see references/run-layout.md, Turn containment"),
+    Check("turn_containment", turn_containment,
+          "install Debian's bubblewrap (apt-get install bubblewrap), or choose another way with "
+          "OBAI_E2E_TURN_CONTAINMENT=bwrap|jail|none (see references/run-layout.md, Turn containment)"),
     Check("ui_channel", ui_channel,
           "install the ui extra (uv sync --extra ui, or pip install 'obai-e2e-regression[ui]') and Chromium "
           "(apt-get install -y chromium), or run without ui units (--channel cli)"),

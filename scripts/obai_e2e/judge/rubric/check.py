@@ -134,6 +134,9 @@ def _infra(packet: Packet, case: Case, config: TargetConfig) -> dict | None:
             return {"reason": "ui_timeout", "message": "the answer never finished on the page"}
         if ui_obs.state == "not_loaded":
             return {"reason": "ui_timeout", "message": ui_obs.outage_reason or "the page never took the question"}
+    budget = _over_budget(packet)
+    if budget:
+        return {"reason": turn_failure.DISK_BUDGET_EXCEEDED, "message": budget}
     if packet.turn.timed_out:
         return {"reason": "cli_timeout", "message": trace.message or "the target timed out"}
     if trace.status != "resolved":
@@ -158,6 +161,13 @@ def _infra(packet: Packet, case: Case, config: TargetConfig) -> dict | None:
             return {"reason": follow.trace.status or "harness_error",
                     "message": "follow-up: " + follow.trace.message}
     return None
+
+
+def _over_budget(packet: Packet) -> str | None:
+    """Why a turn of the unit (its first, its follow-up) went over its disk budget, or None."""
+    failed = packet.async_job.failed_followup if packet.async_job else None
+    turns = [packet.turn, *(t.turn for t in (packet.followup, failed) if t is not None)]
+    return next((why for why in map(turn_failure.over_budget, turns) if why), None)
 
 
 def context_for(packet: Packet, case: Case, config: TargetConfig) -> Context:

@@ -61,6 +61,7 @@ INFRA_REASONS = (
     "harness_error",
     "target_crashed",
     "target_failed",
+    "disk_budget_exceeded",
     "ui_outage",
     "ui_timeout",
 )
@@ -162,7 +163,7 @@ def explain(code) -> str | None:
     family, dot, rest = code.partition(".")
     if not dot or family not in _FIXED:
         return (f"{code!r} starts with {family!r}: codes start with "
-                f"{', '.join(f + '.' for f in _FIXED)} (else a reason: {', '.join(INFRA_REASONS)})")
+                f"{' '.join(f + '.' for f in _FIXED)} (or a reason: {'|'.join(INFRA_REASONS)})")
     known = ", ".join(f"{family}.{r}" for r in _FIXED[family])
     if family == "trace":
         if not rest.startswith("error_span:"):
