@@ -235,9 +235,9 @@ def test_a_run_stopped_before_its_note_was_written_finishes_again_with_it(run, c
             _headless(run, config, cases)
     assert (run / "results.json").exists() and "not asked" not in (run / "report.md").read_text(encoding="utf-8")
     out = finalize(config, cases, run, run_units(run, cases))
-    assert out["summary"]["questions_not_asked"] == 4
+    assert out["summary"]["questions_not_asked"] == 8
     head = (run / "report.md").read_text(encoding="utf-8").split("| ID |")[0]
-    assert "**4 judgment question(s) not asked** in 4 unit(s)" in head
+    assert "**8 judgment question(s) not asked** in 4 unit(s)" in head
 
 
 def test_fail_on_not_asked():
