@@ -102,8 +102,16 @@ def case_of(adopted, query: str):
 
 
 def sampled(trace_store, names: list[str]) -> list[Sampled]:
+    saved = os.environ.get("OBAI_TRACE_STORE_DIR")
     os.environ["OBAI_TRACE_STORE_DIR"] = str(trace_store.data_dir)
-    return sample(connect_to("local", store_project(trace_store, names), start_local=False), limit=len(names))
+    try:
+        return list(sample(connect_to("local", store_project(trace_store, names), start_local=False),
+                           limit=len(names)))
+    finally:  # other tests of this worker find the store where they put it
+        if saved is None:
+            os.environ.pop("OBAI_TRACE_STORE_DIR", None)
+        else:
+            os.environ["OBAI_TRACE_STORE_DIR"] = saved
 
 
 def test_the_answer_tool_is_no_specialist_and_a_passed_on_tool_text_is_one(adopted):

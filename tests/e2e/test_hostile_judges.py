@@ -203,5 +203,5 @@ def test_no_judge_key_reaches_the_agent_and_a_panel_without_answers_is_on_record
            "hub.incomplete_answer, hub.unfaithful_answer — the run is inconclusive." in head
     assert "> - gpt (gpt-fake): failed — HTTP 401" in head
     html = (run_dir / "report.html").read_text(encoding="utf-8")
-    assert 'id="judges-warning"' in html and "0 of 3 judges answered" in html.split("</header>")[0]
+    assert 'id="judges-warning"' in html and "0 of 3 judges answered" in html.split('<section class="summary"')[0]
     assert out["judges_left_undecided"] == both

@@ -138,7 +138,7 @@ def test_the_budget_stop_leaves_questions_undecided_not_passed(harness_env, tmp_
         head = (run_dir / "report.md").read_text().split("| ID |")[0]
         assert f"Budget: {budget['spent_tokens']:,} tokens, {budget['spent_cost']} USD of 16.05 USD spent; " \
                f"stopped: {budget['stopped']}" in head
-        assert "stopped: cost budget" in (run_dir / "report.html").read_text().split("</header>")[0]
+        assert "stopped: cost budget" in (run_dir / "report.html").read_text().split('<section class="summary"')[0]
         for uid in ("MD1", "F2"):
             unit = next(u for u in results["units"] if u["unit_id"] == uid)
             q = unit["judge_panel"]["questions"]["hub.incomplete_answer"]

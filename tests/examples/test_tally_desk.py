@@ -132,7 +132,7 @@ def test_a_turn_prints_the_sdks_log_lines_then_its_json(ts_agent, trace_store):
     assert bad.returncode == 2 and "unknown fault(s) nope" in bad.stderr
 
 
-def test_flush_does_not_fail_when_every_write_is_refused(ts_agent, trace_store):
+def test_flush_does_not_fail_when_every_write_is_refused(ts_agent, trace_store, monkeypatch):
     """A wrong key: the store refuses the SDK's writes, flush() resolves all the same, the turn exits 0."""
     env = {**trace_store.sdk_env(), "OPIK_API_KEY": "not-the-token", "OPIK_PROJECT_NAME": "tally-refused"}
     done = ask(ts_agent, "How is Apple trading today?", env, "--session", "refused-1")
@@ -140,13 +140,13 @@ def test_flush_does_not_fail_when_every_write_is_refused(ts_agent, trace_store):
     from obai_e2e.trace.backend import client, connect_to
     from obai_e2e.trace.search import is_project_missing
 
-    os.environ["OBAI_TRACE_STORE_DIR"] = str(trace_store.data_dir)
+    monkeypatch.setenv("OBAI_TRACE_STORE_DIR", str(trace_store.data_dir))
     with pytest.raises(Exception) as nothing:  # nothing was stored, and nothing told the agent
         client(connect_to("local", "tally-refused", start_local=False)).search_traces(project_name="tally-refused")
     assert is_project_missing(nothing.value)
 
 
-def test_an_exit_before_flush_leaves_no_trace(ts_agent, trace_store):
+def test_an_exit_before_flush_leaves_no_trace(ts_agent, trace_store, monkeypatch):
     """The SDK sends its batch on flush(): a process that exits first answers, and its turn has no trace."""
     env = {**trace_store.sdk_env(), "OPIK_PROJECT_NAME": "tally-unflushed", "TALLY_FAULTS": "no_flush"}
     done = ask(ts_agent, "How is Apple trading today?", env, "--session", "unflushed-1")
@@ -154,7 +154,7 @@ def test_an_exit_before_flush_leaves_no_trace(ts_agent, trace_store):
     from obai_e2e.trace.backend import client, connect_to
     from obai_e2e.trace.search import is_project_missing
 
-    os.environ["OBAI_TRACE_STORE_DIR"] = str(trace_store.data_dir)
+    monkeypatch.setenv("OBAI_TRACE_STORE_DIR", str(trace_store.data_dir))
     try:
         found = client(connect_to("local", "tally-unflushed", start_local=False)).search_traces(
             project_name="tally-unflushed")
