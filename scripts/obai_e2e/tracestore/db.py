@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from . import feedback, rows, thread_life
+from . import feedback, ownership, rows, thread_life
 from .apierror import not_found, project_not_found
 from .enrich import add_derived
 from .filters import build_where
@@ -31,6 +31,7 @@ from .schema import migrate
 from .threads import threads_of
 from .timeutil import DEFAULT_PROJECT, new_uuid7, now_ts, project_id_for
 from .truncation import slim
+from .turnkeys import HARNESS, Principal
 
 
 class Store:
@@ -99,41 +100,55 @@ class Store:
 
     # --- writes ----------------------------------------------------------------------------
 
-    def write(self, kind: Kind, docs: list[dict], *, first_wins: bool = False) -> None:
+    def write(self, kind: Kind, docs: list[dict], *, first_wins: bool = False, by: Principal = HARNESS) -> None:
         """Store a batch of creates; for each id the newer copy is kept.
 
         ``first_wins`` (Opik's single span create): a create of an id already stored keeps each
         field's first non-empty value and takes the new one only where the stored is empty.
+        ``by`` wrote the batch: a turn's key may re-post only what it created (:mod:`ownership`).
         """
         table, _ = TABLES[kind.name]
         now = now_ts()
         visible_at = time.time() + self.visibility_delay_s
+        for doc in docs:
+            if doc["id"] is None:
+                doc["id"] = new_uuid7()
         with self._transaction() as conn:
+            olds = rows.by_ids(conn, table, [doc["id"] for doc in docs])
+            ownership.check_rewrite(kind, olds.values(), by, "a re-post")
+            if kind is SPAN:
+                ownership.check_traces(conn, (doc["trace_id"] for doc in docs), by, "a span")
+            repeated = len(olds) < len(docs) and len({doc["id"] for doc in docs}) < len(docs)
             projects: set[str] = set()
             for doc in docs:
-                if doc["id"] is None:
-                    doc["id"] = new_uuid7()
-                old = conn.execute(f"SELECT * FROM {table} WHERE id = ?", (doc["id"],)).fetchone()
-                if first_wins and old is not None and old["has_base"]:
-                    doc = first_non_empty(rows.doc_from_row(old, kind), doc)
-                project_id = project_id_for(doc["project_name"])
+                old = rows.by_ids(conn, table, [doc["id"]]).get(doc["id"]) if repeated else olds.get(doc["id"])
                 if doc["project_name"] not in projects:
                     projects.add(doc["project_name"])
-                    rows.note_project(conn, project_id, doc["project_name"], now, kind)
-                if old is not None and old["has_base"] and not newer(doc["last_updated_at"], old["base_lu"]):
-                    continue
-                patch_text = old["patch"] if old is not None else None
-                effective = apply_patch(doc, loads(patch_text), kind)
-                rows.save(conn, kind, effective, {
-                    "project_id": project_id,
-                    "project_name": doc["project_name"],
-                    "has_base": 1,
-                    "base_lu": doc["last_updated_at"],
-                    "patch": patch_text,
-                    "created_at": old["created_at"] if old is not None else now,
-                    "last_updated_at": doc["last_updated_at"] or now,
-                    "visible_at": old["visible_at"] if old is not None else visible_at,
-                }, old)
+                    self._note_project(conn, doc["project_name"], now, kind)
+                self._write_one(conn, kind, doc, old, first_wins, by, now, visible_at)
+
+    def _note_project(self, conn: sqlite3.Connection, name: str, now: str, kind: Kind) -> None:
+        rows.note_project(conn, project_id_for(name), name, now, kind)
+
+    def _write_one(self, conn: sqlite3.Connection, kind: Kind, doc: dict, old: sqlite3.Row | None,
+                   first_wins: bool, by: Principal, now: str, visible_at: float) -> None:
+        if first_wins and old is not None and old["has_base"]:
+            doc = first_non_empty(rows.doc_from_row(old, kind), doc)
+        if old is not None and old["has_base"] and not newer(doc["last_updated_at"], old["base_lu"]):
+            return
+        patch_text = old["patch"] if old is not None else None
+        effective = apply_patch(doc, loads(patch_text), kind)
+        rows.save(conn, kind, effective, {
+            "project_id": project_id_for(doc["project_name"]),
+            "project_name": doc["project_name"],
+            "has_base": 1,
+            "base_lu": doc["last_updated_at"],
+            "patch": patch_text,
+            "created_at": old["created_at"] if old is not None else now,
+            "last_updated_at": doc["last_updated_at"] or now,
+            "visible_at": old["visible_at"] if old is not None else visible_at,
+            **rows.writers(old, by),
+        }, old)
 
     def otel_trace_ids(self, project_name: str, candidates: dict[str, str]) -> dict[str, str]:
         """OTel trace id → Opik trace id; the first export naming an OTel trace fixes its id (``candidates``)."""
@@ -148,13 +163,16 @@ class Store:
                 found[otel_id] = row["trace_id"]
         return found
 
-    def update(self, kind: Kind, entity_id: str, update: dict) -> None:
+    def update(self, kind: Kind, entity_id: str, update: dict, by: Principal = HARNESS) -> None:
         """Apply a PATCH; one for an id not seen yet is kept until its create arrives."""
         table, _ = TABLES[kind.name]
         now = now_ts()
         patch = update["patch"]
         with self._transaction() as conn:
-            old = conn.execute(f"SELECT * FROM {table} WHERE id = ?", (entity_id,)).fetchone()
+            old = rows.by_ids(conn, table, [entity_id]).get(entity_id)
+            ownership.check_rewrite(kind, [old], by, "an update")
+            if kind is SPAN:
+                ownership.check_traces(conn, [patch.get("trace_id"), old and old["trace_id"]], by, "a span")
             if old is None:
                 project_name = update["project_name"]
                 if project_name is None and update["project_id"] is None:
@@ -171,6 +189,7 @@ class Store:
                     "created_at": now,
                     "last_updated_at": now,
                     "visible_at": time.time() + self.visibility_delay_s,
+                    **rows.writers(None, by),
                 })
                 return
             effective = apply_patch(rows.doc_from_row(old, kind), patch, kind)
@@ -183,11 +202,13 @@ class Store:
                 "created_at": old["created_at"],
                 "last_updated_at": max(now, old["last_updated_at"]),
                 "visible_at": old["visible_at"],
+                **rows.writers(old, by),
             }, old)
 
-    def write_scores(self, kind: Kind, scores: list[dict]) -> None:
+    def write_scores(self, kind: Kind, scores: list[dict], by: Principal = HARNESS) -> None:
         with self._transaction() as conn:
-            feedback.write(conn, kind, scores, now_ts())
+            ownership.check_scored(conn, kind, scores, by)
+            feedback.write(conn, kind, scores, now_ts(), by.name)
 
     def delete_score(self, kind: Kind, entity_id: str, name: str) -> None:
         with self._transaction() as conn:
@@ -199,12 +220,14 @@ class Store:
         """Entities that arrived before this moment are visible to reads by id (strict mode)."""
         return time.time() if self.strict else None
 
-    def get(self, kind: Kind, entity_id: str) -> dict:
+    def get(self, kind: Kind, entity_id: str, by: Principal = HARNESS) -> dict:
+        """One entity by id; a turn's key reads only what keys of its own unit wrote (else not found)."""
         table, _ = TABLES[kind.name]
         visible = self._visible_since()
         with self._connection() as conn:
             row = conn.execute(f"SELECT * FROM {table} WHERE id = ? AND has_base = 1", (entity_id,)).fetchone()
-            if row is None or (visible is not None and row["visible_at"] > visible):
+            if row is None or (visible is not None and row["visible_at"] > visible) or (
+                    by.is_turn and row["owner"] != by.unit):
                 raise not_found(f"{kind.name} {entity_id} not found")
             return add_derived(conn, kind, [rows.public(row, kind)], frozenset(), visible)[0]
 
@@ -215,6 +238,13 @@ class Store:
             row = conn.execute(f"SELECT project_id FROM {table} WHERE id = ?", (entity_id,)).fetchone()
         return None if row is None else row["project_id"]
 
+    def project_name_of(self, kind: Kind, entity_id: str) -> str | None:
+        """The project name of an entity, or None when it is not stored."""
+        table, _ = TABLES[kind.name]
+        with self._connection() as conn:
+            row = conn.execute(f"SELECT project_name FROM {table} WHERE id = ?", (entity_id,)).fetchone()
+        return None if row is None else row["project_name"]
+
     def _search_project(self, conn: sqlite3.Connection, request: SearchRequest) -> str:
         """The project a search reads; one that was never written to is Opik's 404, not an empty answer."""
         name = request.project_name or (None if request.project_id else DEFAULT_PROJECT)
@@ -223,8 +253,9 @@ class Store:
             raise project_not_found(name=name, project_id=project_id)
         return project_id
 
-    def search(self, kind: Kind, request: SearchRequest) -> list[dict]:
-        """Matching entities, newest id first, after ``last_retrieved_id``."""
+    def search(self, kind: Kind, request: SearchRequest, by: Principal = HARNESS) -> list[dict]:
+        """Matching entities, newest id first, after ``last_retrieved_id``; a turn's key finds only what
+        keys of its own unit wrote."""
         table, tags_table = TABLES[kind.name]
         filter_clauses, filter_params = build_where(request.filters, kind, tags_table)  # a bad filter: 400 first
         with self._connection() as conn:
@@ -242,6 +273,9 @@ class Store:
         if request.span_type is not None:
             clauses.append("type = ?")
             params.append(request.span_type)
+        if by.is_turn:
+            clauses.append("owner = ?")
+            params.append(by.unit)
         if request.last_retrieved_id is not None:
             clauses.append("id < ?")
             params.append(request.last_retrieved_id)
@@ -255,22 +289,31 @@ class Store:
             items = add_derived(conn, kind, items, request.exclude, now if self.strict else None)
         return [slim(item) for item in items] if request.truncate else items
 
-    def threads(self, project_name: str | None, project_id: str | None, thread_id: str | None = None) -> list[dict]:
-        """The project's threads (or the one named), newest first; an unknown project is Opik's 404."""
+    def threads(self, project_name: str | None, project_id: str | None, thread_id: str | None = None,
+                by: Principal = HARNESS) -> list[dict]:
+        """The project's threads (or the one named), newest first; an unknown project is Opik's 404. A turn's
+        key sees the traces keys of its own unit wrote."""
         request = SearchRequest(project_name=project_name, project_id=project_id)
         with self._connection() as conn:
             found_id = self._search_project(conn, request)
-            return threads_of(conn, found_id, time.time(), thread_id)
+            return threads_of(conn, found_id, time.time(), thread_id, owner=by.unit)
 
-    def in_project(self, project_name: str | None, project_id: str | None, action: Any) -> Any:
-        """``action(conn, project_id, now)`` in one write transaction, on a project that exists (else 404)."""
+    def change_threads(self, project_name: str | None, project_id: str | None, thread_ids: list[str], action: Any,
+                       by: Principal = HARNESS) -> Any:
+        """``action(conn, project_id, now)`` in one write transaction, on a project that exists (else 404), when
+        ``by`` may change these threads (:func:`ownership.check_threads`)."""
         with self._transaction() as conn:
             found = self._search_project(conn, SearchRequest(project_name=project_name, project_id=project_id))
+            ownership.check_threads(conn, found, thread_ids, by, project_name)
             return action(conn, found, now_ts())
 
-    def write_thread_scores(self, scores: list[dict]) -> None:
+    def write_thread_scores(self, scores: list[dict], by: Principal = HARNESS) -> None:
         with self._transaction() as conn:
-            thread_life.write_scores(conn, scores, now_ts())
+            for project_id in {score["project_id"] for score in scores}:
+                mine = [score for score in scores if score["project_id"] == project_id]
+                ownership.check_threads(conn, project_id, [s["thread_id"] for s in mine], by, mine[0]["project_name"])
+            ownership.check_score_rows(conn, thread_life.SCORE_KIND, scores, by)
+            thread_life.write_scores(conn, scores, now_ts(), by.name)
 
     def delete_project(self, project_id: str) -> None:
         with self._transaction() as conn:

@@ -29,6 +29,7 @@ from email.message import Message
 from urllib.parse import parse_qs
 
 from .apierror import ApiError
+from .turnkeys import KeyCheck, Principal
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 OPEN_PATHS = frozenset({"/api/is-alive/ping"})
@@ -89,7 +90,8 @@ def needs_token(path: str) -> bool:
     return (path == "/api" or path.startswith("/api/")) and path not in OPEN_PATHS
 
 
-def check_token(headers: Message, token: str, data_dir: str) -> None:
+def check_token(headers: Message, keys: KeyCheck, data_dir: str) -> Principal:
+    """Who the request's key names: the harness (the token) or one turn (a turn key); 401 otherwise."""
     given = (headers.get("Authorization") or "").strip()
     if given[:7].lower() == "bearer ":
         given = given[7:].strip()
@@ -100,12 +102,14 @@ def check_token(headers: Message, token: str, data_dir: str) -> None:
             f"this trace store wants its access token in the Authorization header: the 'token' in {where} "
             f"(for the opik SDK set OPIK_API_KEY to it; `obai-e2e traces start` prints the variables to use)",
         )
-    if not hmac.compare_digest(given.encode("utf-8", "replace"), token.encode("utf-8")):
+    principal = keys.principal(given)
+    if principal is None:
         raise ApiError(
             401,
-            f"the Authorization header does not hold this trace store's token; the token changes at every "
-            f"start of the store: read the current one from {where}",
+            f"the Authorization header holds neither this trace store's token nor a turn key it issued; the token "
+            f"changes at every start of the store, and with it every turn key: read the current one from {where}",
         )
+    return principal
 
 
 def page_key(token: str) -> str:
@@ -152,9 +156,11 @@ def check_content_type(method: str, headers: Message, accepted: frozenset[str] =
         )
 
 
-def admit(method: str, path: str, headers: Message, *, port: int, token: str, data_dir: str) -> None:
-    """Every check that does not depend on the route, in the order a refusal is reported."""
+def admit(method: str, path: str, headers: Message, *, port: int, keys: KeyCheck, data_dir: str) -> Principal | None:
+    """Every check that does not depend on the route, in the order a refusal is reported; the request's
+    principal (None on a route that wants no key)."""
     check_host(headers, port)
     check_origin(headers, port)
     if needs_token(path):
-        check_token(headers, token, data_dir)
+        return check_token(headers, keys, data_dir)
+    return None

@@ -13,6 +13,7 @@ from typing import Any
 
 from .payloads import SPAN, TRACE, Kind
 from .timeutil import duration_ms
+from .turnkeys import Principal
 
 TABLES = {"trace": ("traces", "trace_tags"), "span": ("spans", "span_tags")}
 
@@ -49,6 +50,27 @@ def newer(incoming: str | None, stored: str | None) -> bool:
     if incoming is None or stored is None:
         return True
     return incoming >= stored
+
+
+def by_ids(conn: sqlite3.Connection, table: str, ids: list[str]) -> dict[str, sqlite3.Row]:
+    """The stored rows of these ids (of ``traces`` or ``spans``), by id."""
+    if len(ids) == 1:
+        row = conn.execute(f"SELECT * FROM {table} WHERE id = ?", ids).fetchone()
+        return {} if row is None else {row["id"]: row}
+    found: dict[str, sqlite3.Row] = {}
+    for start in range(0, len(ids), 500):
+        part = ids[start:start + 500]
+        marks = ", ".join("?" for _ in part)
+        for row in conn.execute(f"SELECT * FROM {table} WHERE id IN ({marks})", part):
+            found[row["id"]] = row
+    return found
+
+
+def writers(old: sqlite3.Row | None, by: Principal) -> dict:
+    """Who created a row (its first writer, kept) and who wrote it last (``by``)."""
+    if old is None:
+        return {"created_by": by.name, "last_updated_by": by.name, "owner": by.unit}
+    return {"created_by": old["created_by"], "last_updated_by": by.name, "owner": old["owner"]}
 
 
 def save(conn: sqlite3.Connection, kind: Kind, doc: dict, meta: dict, previous: sqlite3.Row | None = None) -> None:
@@ -138,6 +160,8 @@ def public(row: sqlite3.Row, kind: Kind, exclude: frozenset[str] = frozenset()) 
     out.update(
         created_at=row["created_at"],
         last_updated_at=row["last_updated_at"],
+        created_by=row["created_by"],
+        last_updated_by=row["last_updated_by"],
         duration=duration_ms(row["start_time"], row["end_time"]),
     )
     return {k: v for k, v in out.items() if v is not None and k not in exclude}

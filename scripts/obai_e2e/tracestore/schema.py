@@ -12,7 +12,11 @@ Besides the entity tables, side tables serve reads:
 - ``feedback_scores``: one row per entity and score name;
 - ``thread_states``: when a project's thread was closed (no row: never closed, or reopened);
 - ``otel_trace_ids``: the Opik trace id given to each OTel trace id of a project, so that
-  spans of one OTel trace exported in several batches share one Opik trace.
+  spans of one OTel trace exported in several batches share one Opik trace;
+- ``otel_span_ids``: the Opik span id given to each OTel span id of an OTel trace of a project.
+
+Every entity row records who wrote it (``created_by``, ``last_updated_by``: the harness or one
+turn's key) and ``owner``, the unit part of the key that created it (the scope of a turn's reads).
 """
 from __future__ import annotations
 
@@ -20,9 +24,9 @@ import sqlite3
 
 from .timeutil import project_id_for
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # The tables whose rows belong to a project (project_id): re-keyed together, deleted together.
-PROJECT_TABLES = ("traces", "spans", "feedback_scores", "otel_trace_ids", "thread_states")
+PROJECT_TABLES = ("traces", "spans", "feedback_scores", "otel_trace_ids", "otel_span_ids", "thread_states")
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS traces (
@@ -46,7 +50,10 @@ CREATE TABLE IF NOT EXISTS traces (
     extra TEXT,
     created_at TEXT NOT NULL,
     last_updated_at TEXT NOT NULL,
-    visible_at REAL NOT NULL
+    visible_at REAL NOT NULL,
+    created_by TEXT,
+    last_updated_by TEXT,
+    owner TEXT
 );
 CREATE INDEX IF NOT EXISTS traces_by_project ON traces (project_id, id);
 CREATE INDEX IF NOT EXISTS traces_by_start ON traces (project_id, start_time);
@@ -74,7 +81,10 @@ CREATE TABLE IF NOT EXISTS spans (
     extra TEXT,
     created_at TEXT NOT NULL,
     last_updated_at TEXT NOT NULL,
-    visible_at REAL NOT NULL
+    visible_at REAL NOT NULL,
+    created_by TEXT,
+    last_updated_by TEXT,
+    owner TEXT
 );
 DROP INDEX IF EXISTS spans_by_trace;
 CREATE INDEX IF NOT EXISTS spans_in_trace ON spans (trace_id, project_id, id);
@@ -126,6 +136,7 @@ CREATE TABLE IF NOT EXISTS feedback_scores (
     source TEXT NOT NULL,
     created_at TEXT NOT NULL,
     last_updated_at TEXT NOT NULL,
+    created_by TEXT,
     PRIMARY KEY (kind, entity_id, name)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS feedback_scores_by_name ON feedback_scores (kind, name, value);
@@ -143,7 +154,24 @@ CREATE TABLE IF NOT EXISTS otel_trace_ids (
     trace_id TEXT NOT NULL,
     PRIMARY KEY (project_id, otel_trace_id)
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS otel_trace_ids_by_trace ON otel_trace_ids (trace_id);
+
+CREATE TABLE IF NOT EXISTS otel_span_ids (
+    project_id TEXT NOT NULL,
+    otel_trace_id TEXT NOT NULL,
+    otel_span_id TEXT NOT NULL,
+    span_id TEXT NOT NULL,
+    PRIMARY KEY (project_id, otel_trace_id, otel_span_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS otel_span_ids_by_span ON otel_span_ids (span_id);
 """
+
+# Columns a version-4 database lacks (its tables exist, so CREATE TABLE IF NOT EXISTS leaves them as they were).
+_NEW_COLUMNS = {
+    "traces": ("created_by", "last_updated_by", "owner"),
+    "spans": ("created_by", "last_updated_by", "owner"),
+    "feedback_scores": ("created_by",),
+}
 
 # What a version-1 database holds that the new side tables must learn.
 _CARRY_OVER = """
@@ -170,6 +198,8 @@ def migrate(conn: sqlite3.Connection, path: object) -> None:
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
+        if version >= 1:
+            _add_columns(conn)
         for statement in _statements(_TABLES):
             conn.execute(statement)
         if version >= 1:
@@ -181,6 +211,14 @@ def migrate(conn: sqlite3.Connection, path: object) -> None:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def _add_columns(conn: sqlite3.Connection) -> None:
+    for table, columns in _NEW_COLUMNS.items():
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        for column in columns:
+            if have and column not in have:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
 
 
 def _rekey_projects(conn: sqlite3.Connection) -> None:
