@@ -21,10 +21,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from . import feedback, ownership, rows, thread_life
+from . import feedback, otlp_ids, ownership, rows, thread_life
 from .apierror import not_found, project_not_found
 from .enrich import add_derived
 from .filters import build_where
+from .otlp_ids import IdNeeds, OtelIds
 from .payloads import SPAN, TRACE, Kind, SearchRequest, apply_patch, first_non_empty, merge_patches
 from .rows import TABLES, dumps, loads, newer
 from .schema import migrate
@@ -150,18 +151,10 @@ class Store:
             **rows.writers(old, by),
         }, old)
 
-    def otel_trace_ids(self, project_name: str, candidates: dict[str, str]) -> dict[str, str]:
-        """OTel trace id → Opik trace id; the first export naming an OTel trace fixes its id (``candidates``)."""
-        project_id = project_id_for(project_name)
-        found: dict[str, str] = {}
+    def otel_ids(self, project_name: str, needs: IdNeeds) -> OtelIds:
+        """The Opik ids of the OTel traces and spans an export names (:mod:`otlp_ids`)."""
         with self._transaction() as conn:
-            for otel_id, trace_id in candidates.items():
-                conn.execute("INSERT OR IGNORE INTO otel_trace_ids (project_id, otel_trace_id, trace_id) "
-                             "VALUES (?, ?, ?)", (project_id, otel_id, trace_id))
-                row = conn.execute("SELECT trace_id FROM otel_trace_ids WHERE project_id = ? AND otel_trace_id = ?",
-                                   (project_id, otel_id)).fetchone()
-                found[otel_id] = row["trace_id"]
-        return found
+            return otlp_ids.assign(conn, project_id_for(project_name), needs)
 
     def update(self, kind: Kind, entity_id: str, update: dict, by: Principal = HARNESS) -> None:
         """Apply a PATCH; one for an id not seen yet is kept until its create arrives."""

@@ -13,9 +13,9 @@ protocol does not know are ignored, as the specification asks of a receiver.
 Ids follow Opik's backend (``OpenTelemetryMapper.convertOtelIdToUUIDv7``): an Opik id is a
 UUIDv7 whose 48-bit time is a millisecond stamp and whose other 80 bits are the first ten
 bytes of the SHA-256 of the OTel id. A trace's stamp is the earliest span start of the
-first export that named the OTel trace; the store keeps that choice (:meth:`Store.otel_trace_ids`),
-so spans of one trace exported in several batches land in one Opik trace. A span's stamp is
-its trace's, so its id is the same whichever batch carries it.
+first export that named the OTel trace; a span's stamp is its trace's. The store keeps each
+choice, per project and OTel trace, and keeps them apart from other OTel traces and projects
+(:mod:`otlp_ids`), so spans of one trace exported in several batches land in one Opik trace.
 """
 from __future__ import annotations
 
@@ -113,16 +113,6 @@ def otel_id_to_uuid7(otel_id: bytes, millis: int) -> str:
 
 def uuid7_millis(value: str) -> int:
     return uuid.UUID(value).int >> 80
-
-
-def trace_candidates(request: ExportTraceServiceRequest) -> dict[str, str]:
-    """OTel trace id (hex) → the Opik trace id this batch would give it (earliest span start)."""
-    earliest: dict[bytes, int] = {}
-    for span in iter_spans(request):
-        start = span.start_time_unix_nano
-        if span.trace_id not in earliest or start < earliest[span.trace_id]:
-            earliest[span.trace_id] = start
-    return {otel.hex(): otel_id_to_uuid7(otel, nanos // 1_000_000) for otel, nanos in earliest.items()}
 
 
 def iter_spans(request: ExportTraceServiceRequest) -> list:

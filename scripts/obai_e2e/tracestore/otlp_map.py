@@ -28,7 +28,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .apierror import bad_request
-from .otlp import integration_name, iter_spans, otel_id_to_uuid7, to_text, uuid7_millis
+from .otlp import integration_name, iter_spans, to_text
+from .otlp_ids import OtelIds
 from .otlp_rules import (
     COST, DROP, INPUT, METADATA, MODEL, OPIK_PARENT_SPAN_ID, OPIK_SPAN_ID, OPIK_TRACE_ID, OUTPUT,
     PROVIDER, TAGS, THREAD_ID, USAGE, find_rule,
@@ -41,13 +42,13 @@ _USAGE_KEYS = {"input_tokens": "prompt_tokens", "output_tokens": "completion_tok
 _PROVIDER_FIRST = "gen_ai.system"
 
 
-def to_writes(request: Any, project: str, trace_ids: dict[str, str]) -> tuple[list[dict], list[dict]]:
-    """(TraceWrite bodies, SpanWrite bodies) of one export."""
+def to_writes(request: Any, project: str, ids: OtelIds) -> tuple[list[dict], list[dict]]:
+    """(TraceWrite bodies, SpanWrite bodies) of one export, with the Opik ids :mod:`otlp_ids` gave it."""
     integration = integration_name(request)
     spans: list[dict] = []
     attached: set[str] = set()
     for otel_span in iter_spans(request):
-        span = to_span(otel_span, trace_ids[otel_span.trace_id.hex()], integration)
+        span = to_span(otel_span, ids, integration)
         if span.pop("_attached"):
             attached.add(span["trace_id"])
         spans.append({**span, "project_name": project})
@@ -59,17 +60,17 @@ def to_writes(request: Any, project: str, trace_ids: dict[str, str]) -> tuple[li
     return list(traces.values()), spans
 
 
-def to_span(otel_span: Any, opik_trace_id: str, integration: str | None) -> dict:
+def to_span(otel_span: Any, ids: OtelIds, integration: str | None) -> dict:
     """One OTel span as a SpanWrite body (plus ``_attached``: its trace id came from ``opik.trace_id``)."""
-    stamp = uuid7_millis(opik_trace_id)
+    otel_trace = otel_span.trace_id.hex()
     overrides = {key: _uuid7_attribute(otel_span, key) for key in (OPIK_TRACE_ID, OPIK_SPAN_ID, OPIK_PARENT_SPAN_ID)}
-    trace_id = overrides[OPIK_TRACE_ID] or opik_trace_id
+    trace_id = overrides[OPIK_TRACE_ID] or ids.traces[otel_trace]
     if overrides[OPIK_TRACE_ID]:
         parent = overrides[OPIK_PARENT_SPAN_ID]
     else:
-        parent = otel_id_to_uuid7(otel_span.parent_span_id, stamp) if otel_span.parent_span_id else None
+        parent = ids.spans[(otel_trace, otel_span.parent_span_id.hex())] if otel_span.parent_span_id else None
     span: dict[str, Any] = {
-        "id": overrides[OPIK_SPAN_ID] or otel_id_to_uuid7(otel_span.span_id, stamp),
+        "id": overrides[OPIK_SPAN_ID] or ids.spans[(otel_trace, otel_span.span_id.hex())],
         "trace_id": trace_id,
         "parent_span_id": parent,
         "name": otel_span.name,

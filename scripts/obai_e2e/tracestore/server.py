@@ -24,6 +24,7 @@ from .admin_routes import SERVICE, AdminRoutes
 from .apierror import ApiError
 from .bodies import DEFAULT_MAX_BODY_BYTES, MAX_DECODED_BYTES, BodyReader
 from .db import Store
+from .otlp_ids import id_needs
 from .otlp_map import to_writes
 from .payloads import SPAN, TRACE, parse_batch, parse_search, parse_update, parse_write
 from .refusals import Refusals
@@ -285,7 +286,7 @@ class Handler(ThreadRoutes, AdminRoutes, BodyReader, BaseHTTPRequestHandler):
         request = otlp.decode_request(self.decoded_body(self.server.max_body_bytes), media)
         project = (self.headers.get("projectName") or "").strip() or DEFAULT_PROJECT
         store = self.server.store
-        traces, spans = to_writes(request, project, store.otel_trace_ids(project, otlp.trace_candidates(request)))
+        traces, spans = to_writes(request, project, store.otel_ids(project, id_needs(request)))
         self._body_value = {"project_name": project}
         if traces:
             store.write(TRACE, [parse_write(t, TRACE, f"trace of OTel root span {t['name'][:80]!r}") for t in traces],
