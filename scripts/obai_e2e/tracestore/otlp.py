@@ -23,6 +23,7 @@ import base64
 import binascii
 import hashlib
 import json
+import math
 import uuid
 from typing import Any
 
@@ -135,3 +136,33 @@ def to_text(value: Any) -> str:
     if value is None or isinstance(value, (dict, list)):
         return ""
     return json.dumps(value)
+
+
+def extract_cost(value: Any) -> float | None:
+    """Opik's ``extractCost``: a finite number, or text spelling one; None otherwise."""
+    kind = value.WhichOneof("value")
+    try:
+        number = {"double_value": lambda: value.double_value, "int_value": lambda: value.int_value,
+                  "string_value": lambda: float(value.string_value.strip())}[kind]()
+    except (KeyError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def extract_tags(value: Any) -> list[str]:
+    """Opik's ``extractTags``: a JSON array of strings, a comma-separated string, or an array value."""
+    kind = value.WhichOneof("value")
+    if kind == "array_value":
+        items = [item.string_value for item in value.array_value.values if item.WhichOneof("value") == "string_value"]
+        return [tag.strip() for tag in items if tag.strip()]
+    if kind != "string_value":
+        return []
+    text = value.string_value
+    if text.startswith("[") and text.endswith("]"):
+        try:
+            parsed = json.loads(text)
+        except (ValueError, RecursionError):
+            parsed = None
+        if isinstance(parsed, list):
+            return [item.strip() for item in parsed if isinstance(item, str) and item.strip()]
+    return [tag.strip() for tag in text.split(",") if tag.strip()]

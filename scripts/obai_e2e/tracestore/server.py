@@ -25,7 +25,7 @@ from .apierror import ApiError
 from .bodies import DEFAULT_MAX_BODY_BYTES, MAX_DECODED_BYTES, BodyReader
 from .db import Store
 from .otlp_ids import id_needs
-from .otlp_map import to_writes
+from .otlp_map import CURRENT, to_writes
 from .payloads import SPAN, TRACE, parse_batch, parse_search, parse_update, parse_write
 from .refusals import Refusals
 from .thread_routes import ThreadRoutes
@@ -286,7 +286,8 @@ class Handler(ThreadRoutes, AdminRoutes, BodyReader, BaseHTTPRequestHandler):
         request = otlp.decode_request(self.decoded_body(self.server.max_body_bytes), media)
         project = (self.headers.get("projectName") or "").strip() or DEFAULT_PROJECT
         store = self.server.store
-        traces, spans = to_writes(request, project, store.otel_ids(project, id_needs(request)))
+        traces, spans = to_writes(request, project, store.otel_ids(project, id_needs(request)),
+                                  self.server.info.get("opik_version") or CURRENT)
         self._body_value = {"project_name": project}
         if traces:
             store.write(TRACE, [parse_write(t, TRACE, f"trace of OTel root span {t['name'][:80]!r}") for t in traces],
@@ -338,8 +339,9 @@ def body_project(body: Any) -> str | None:
         return body["project_name"]
     for plural in ("traces", "spans", "scores"):
         items = body.get(plural)
-        if isinstance(items, list) and items and isinstance(items[0], dict) and isinstance(items[0].get("project_name"), str):
-            return items[0]["project_name"]
+        first = items[0] if isinstance(items, list) and items else None
+        if isinstance(first, dict) and isinstance(first.get("project_name"), str):
+            return first["project_name"]
     return None
 
 
