@@ -35,6 +35,10 @@ from .truncation import slim
 from .turnkeys import HARNESS, Principal
 
 
+NOTE_EVERY_S = 1.0
+NO_SCORES = frozenset({"feedback_scores", "span_feedback_scores"})
+
+
 class Store:
     """The database behind one trace store; safe to share between threads.
 
@@ -51,6 +55,10 @@ class Store:
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
         self._write_lock = threading.Lock()
+        # What the store has learnt it need not ask SQLite again (each kept only after its commit):
+        self._projects: set[str] = set()  # project ids that exist
+        self._noted: dict[tuple[str, bool], float] = {}  # (project id, by a trace) → when its times were last set
+        self._scored: bool | None = None  # whether any feedback score was ever stored
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connection() as conn:
             migrate(conn, self.path)
@@ -120,16 +128,25 @@ class Store:
             if kind is SPAN:
                 ownership.check_traces(conn, (doc["trace_id"] for doc in docs), by, "a span")
             repeated = len(olds) < len(docs) and len({doc["id"] for doc in docs}) < len(docs)
-            projects: set[str] = set()
+            noted = [self._note_project(conn, name, now, kind) for name in dict.fromkeys(d["project_name"] for d in docs)]
             for doc in docs:
                 old = rows.by_ids(conn, table, [doc["id"]]).get(doc["id"]) if repeated else olds.get(doc["id"])
-                if doc["project_name"] not in projects:
-                    projects.add(doc["project_name"])
-                    self._note_project(conn, doc["project_name"], now, kind)
                 self._write_one(conn, kind, doc, old, first_wins, by, now, visible_at)
+        stamp = time.monotonic()
+        for key in noted:
+            if key is not None:
+                self._noted[key] = stamp
+                self._projects.add(key[0])
 
-    def _note_project(self, conn: sqlite3.Connection, name: str, now: str, kind: Kind) -> None:
-        rows.note_project(conn, project_id_for(name), name, now, kind)
+    def _note_project(self, conn: sqlite3.Connection, name: str, now: str, kind: Kind) -> tuple[str, bool] | None:
+        """Create the project of a write, or set its times: at most once a second per project (None when skipped;
+        else the key to remember once the write committed)."""
+        key = (project_id_for(name), kind is TRACE)
+        last = self._noted.get(key)
+        if last is not None and time.monotonic() - last < NOTE_EVERY_S:
+            return None
+        rows.note_project(conn, key[0], name, now, kind)
+        return key
 
     def _write_one(self, conn: sqlite3.Connection, kind: Kind, doc: dict, old: sqlite3.Row | None,
                    first_wins: bool, by: Principal, now: str, visible_at: float) -> None:
@@ -202,6 +219,13 @@ class Store:
         with self._transaction() as conn:
             ownership.check_scored(conn, kind, scores, by)
             feedback.write(conn, kind, scores, now_ts(), by.name)
+        self._scored = True
+
+    def _skipped(self, conn: sqlite3.Connection, exclude: frozenset[str]) -> frozenset[str]:
+        """``exclude``, and the score fields while no score was ever stored (nothing to look up)."""
+        if self._scored is None:
+            self._scored = conn.execute("SELECT EXISTS (SELECT 1 FROM feedback_scores)").fetchone()[0] == 1
+        return exclude if self._scored else exclude | NO_SCORES
 
     def delete_score(self, kind: Kind, entity_id: str, name: str) -> None:
         with self._transaction() as conn:
@@ -222,7 +246,7 @@ class Store:
             if row is None or (visible is not None and row["visible_at"] > visible) or (
                     by.is_turn and row["owner"] != by.unit):
                 raise not_found(f"{kind.name} {entity_id} not found")
-            return add_derived(conn, kind, [rows.public(row, kind)], frozenset(), visible)[0]
+            return add_derived(conn, kind, [rows.public(row, kind)], self._skipped(conn, frozenset()), visible)[0]
 
     def project_of(self, kind: Kind, entity_id: str) -> str | None:
         """The project id of an entity, or None when it is not stored."""
@@ -242,8 +266,11 @@ class Store:
         """The project a search reads; one that was never written to is Opik's 404, not an empty answer."""
         name = request.project_name or (None if request.project_id else DEFAULT_PROJECT)
         project_id = project_id_for(name) if name else request.project_id
+        if project_id in self._projects:
+            return project_id
         if conn.execute("SELECT 1 FROM projects WHERE id = ?", (project_id,)).fetchone() is None:
             raise project_not_found(name=name, project_id=project_id)
+        self._projects.add(project_id)
         return project_id
 
     def search(self, kind: Kind, request: SearchRequest, by: Principal = HARNESS) -> list[dict]:
@@ -279,7 +306,7 @@ class Store:
         with self._connection() as conn:
             found = conn.execute(sql, params).fetchall()
             items = [rows.public(row, kind, request.exclude) for row in found]
-            items = add_derived(conn, kind, items, request.exclude, now if self.strict else None)
+            items = add_derived(conn, kind, items, self._skipped(conn, request.exclude), now if self.strict else None)
         return [slim(item) for item in items] if request.truncate else items
 
     def threads(self, project_name: str | None, project_id: str | None, thread_id: str | None = None,
@@ -307,10 +334,14 @@ class Store:
                 ownership.check_threads(conn, project_id, [s["thread_id"] for s in mine], by, mine[0]["project_name"])
             ownership.check_score_rows(conn, thread_life.SCORE_KIND, scores, by)
             thread_life.write_scores(conn, scores, now_ts(), by.name)
+        self._scored = True
 
     def delete_project(self, project_id: str) -> None:
         with self._transaction() as conn:
             thread_life.delete_project(conn, project_id)
+            self._projects.discard(project_id)
+            for trace_write in (True, False):
+                self._noted.pop((project_id, trace_write), None)
 
     def counts(self) -> dict[str, int]:
         with self._connection() as conn:

@@ -18,10 +18,14 @@ from .turnkeys import Principal
 TABLES = {"trace": ("traces", "trace_tags"), "span": ("spans", "span_tags")}
 
 
+# One encoder for every value: json.dumps with options builds a new one per call.
+compact_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def dumps(value: Any) -> str | None:
     if value is None:
         return None
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return compact_json(value)
 
 
 def loads(text: str | None) -> Any:
@@ -100,7 +104,8 @@ def save(conn: sqlite3.Connection, kind: Kind, doc: dict, meta: dict, previous: 
     conn.execute(f"INSERT OR REPLACE INTO {table} ({names}) VALUES ({marks})", list(row.values()))
     if previous is not None and previous["tags"] == row["tags"]:
         return  # the second copy of an entity (at its end) usually repeats the tags of the first
-    conn.execute(f"DELETE FROM {tags_table} WHERE owner_id = ?", (doc["id"],))
+    if previous is not None:
+        conn.execute(f"DELETE FROM {tags_table} WHERE owner_id = ?", (doc["id"],))
     if tags:
         lowered = list(dict.fromkeys(tag.lower() for tag in tags))
         conn.executemany(f"INSERT OR IGNORE INTO {tags_table} (owner_id, tag_lc) VALUES (?, ?)",

@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import re
 import sys
+import time
 import traceback
 from datetime import datetime, timezone
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -24,6 +25,7 @@ from .admin_routes import SERVICE, AdminRoutes
 from .apierror import ApiError
 from .bodies import DEFAULT_MAX_BODY_BYTES, MAX_DECODED_BYTES, BodyReader
 from .db import Store
+from .http_lean import HeaderError, Workers, read_headers
 from .otlp_ids import id_needs
 from .otlp_map import CURRENT, to_writes
 from .payloads import SPAN, TRACE, parse_batch, parse_search, parse_update, parse_write
@@ -31,6 +33,7 @@ from .refusals import Refusals
 from .thread_routes import ThreadRoutes
 from .timeutil import DEFAULT_PROJECT, parse_uuid
 from .turnkeys import HARNESS, KeyCheck, Principal
+from .rows import compact_json
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "MAX_DECODED_BYTES", "SERVICE", "StoreServer", "make_server"]
 
@@ -72,10 +75,10 @@ _ROUTES: list[tuple[re.Pattern[str], dict[str, str]]] = [
 ]
 
 
-class StoreServer(ThreadingHTTPServer):
-    """A threading HTTP server that carries the store, its limits and its access token."""
+class StoreServer(HTTPServer):
+    """An HTTP server that carries the store, its limits and its access token; each connection is
+    handled on a thread of its own (:class:`http_lean.Workers`)."""
 
-    daemon_threads = True
     allow_reuse_address = True
     # Python's default backlog of 5 resets connections when hundreds of writers flush at once
     # (every agent process of a parallel run ends its turn with one); the kernel caps it at somaxconn.
@@ -90,8 +93,24 @@ class StoreServer(ThreadingHTTPServer):
         self.token = token
         self.keys = KeyCheck(token)
         self.refusals = Refusals()
+        self.workers = Workers(self._handle_connection)
         super().__init__(address, Handler)
         self.port = self.server_address[1]
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.workers.submit(request, client_address)
+
+    def _handle_connection(self, request: Any, client_address: Any) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception:
+            self.handle_error(request, client_address)
+        finally:
+            self.shutdown_request(request)
+
+    def server_close(self) -> None:
+        super().server_close()
+        self.workers.stop()
 
 
 class Handler(ThreadRoutes, AdminRoutes, BodyReader, BaseHTTPRequestHandler):
@@ -161,6 +180,54 @@ class Handler(ThreadRoutes, AdminRoutes, BodyReader, BaseHTTPRequestHandler):
         if project or writer:
             self.server.refusals.record(project or "", exc.status, exc.message, writer)
 
+    def parse_request(self) -> bool:
+        """The request line as the standard library reads it; the headers by :func:`http_lean.read_headers`."""
+        self.command = None
+        self.request_version = self.default_request_version
+        self.close_connection = True
+        self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        words = self.requestline.split()
+        if len(words) != 3:
+            if words:
+                self.send_error(400, f"Bad request syntax ({self.requestline[:200]!r})")
+            return False
+        command, path, version = words
+        major, dot, minor = version[5:].partition(".")
+        if not version.startswith("HTTP/") or not dot or not (major + minor).isdigit() or len(major + minor) > 20:
+            self.send_error(400, f"Bad request version ({version[:50]!r})")
+            return False
+        if int(major) >= 2:
+            self.send_error(505, f"Invalid HTTP version ({version[5:][:50]})")
+            return False
+        self.request_version = version
+        modern = (int(major), int(minor)) >= (1, 1)
+        self.close_connection = not modern
+        self.command, self.path = command, "/" + path.lstrip("/") if path.startswith("//") else path
+        try:
+            self.headers = read_headers(self.rfile)
+        except HeaderError as exc:
+            self.send_error(exc.status, exc.message, exc.explain)
+            return False
+        connection = (self.headers.get("Connection") or "").lower()
+        if connection == "close":
+            self.close_connection = True
+        elif connection == "keep-alive":
+            self.close_connection = False
+        if modern and (self.headers.get("Expect") or "").lower() == "100-continue":
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        return True
+
+    _date: tuple[int, str] = (0, "")
+
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """The Date header, formatted once a second."""
+        if timestamp is not None:
+            return super().date_time_string(timestamp)
+        now = int(time.time())
+        if Handler._date[0] != now:
+            Handler._date = (now, super().date_time_string(now))
+        return Handler._date[1]
+
     # --- answers ----------------------------------------------------------------------------
 
     def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
@@ -187,7 +254,7 @@ class Handler(ThreadRoutes, AdminRoutes, BodyReader, BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def _send_json(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
-        body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        body = compact_json(data).encode("utf-8")
         self._send(status, body, "application/json", headers)
 
     def _send_error(self, exc: ApiError) -> None:
@@ -245,7 +312,7 @@ class Handler(ThreadRoutes, AdminRoutes, BodyReader, BaseHTTPRequestHandler):
         kind = _KINDS[plural]
         found = self.server.store.search(kind, parse_search(self._json(), kind), by=self.principal)
         body = b"".join(
-            json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n" for item in found
+            compact_json(item).encode("utf-8") + b"\n" for item in found
         )
         self._send(200, body, "application/x-ndjson")
 

@@ -8,7 +8,6 @@ life and scores :mod:`thread_life`.
 """
 from __future__ import annotations
 
-import json
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -16,6 +15,7 @@ from . import thread_life, threads
 from .apierror import ApiError
 from .payloads import TRACE, parse_search
 from .timeutil import parse_uuid
+from .rows import compact_json
 
 
 class ThreadRoutes:
@@ -33,7 +33,7 @@ class ThreadRoutes:
         after = body.get("last_retrieved_thread_model_id")
         found = [t for t in self.server.store.threads(request.project_name, request.project_id, by=self.principal)
                  if (after is None or t["thread_model_id"] < str(after)) and threads.matches(t, filters)]
-        self._send(200, b"".join(json.dumps(t, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+        self._send(200, b"".join(compact_json(t).encode("utf-8") + b"\n"
                                  for t in found[:request.limit]), "application/x-ndjson")
 
     def _thread_get(self) -> None:

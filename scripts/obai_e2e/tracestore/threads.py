@@ -23,8 +23,8 @@ from . import thread_life
 from .enrich import span_stats
 from .filters import DATE_OPS, NUMBER_OPS, STRING_OPS, number_or_none
 from .otlp import otel_id_to_uuid7, uuid7_millis
-from .rows import loads
 from .timeutil import duration_ms, norm_ts
+from .rows import compact_json, loads
 
 FILTER_FIELDS = {
     "id": STRING_OPS, "first_message": STRING_OPS, "last_message": STRING_OPS, "status": ("=", "!="),
@@ -154,7 +154,7 @@ def _score(thread: dict, name: str) -> float | None:
 def _json_text(value: Any) -> str:
     import json
 
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return compact_json(value)
 
 
 def _compare(have: Any, op: str, want: Any) -> bool:

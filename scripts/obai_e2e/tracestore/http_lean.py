@@ -1,0 +1,122 @@
+"""The HTTP plumbing of the store at a fraction of the standard library's cost per request.
+
+Enters: a request's header lines (the handler's ``rfile``), and the server's accepted connections.
+Leaves: :class:`Headers` (what the routes read of a request's headers) or the status and message
+the standard parser would have refused it with; each connection handled on a thread that
+outlives it (:class:`Workers`).
+
+``http.server`` parses headers with the e-mail parser and starts a thread for every connection:
+an agent's turn opens a connection or two and sends a handful of short requests, so those two
+cost more CPU than the store's own work. The headers are read line by line instead, with the
+standard library's limits (65,536 bytes a line, 100 headers, no folded lines), and a thread
+that has handled a connection waits a while for the next instead of ending.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Any, Callable
+
+MAX_LINE = 65536
+MAX_HEADERS = 100
+IDLE_S = 30.0
+
+
+class HeaderError(Exception):
+    """A header block the store refuses (status, message, explanation), as the standard parser would."""
+
+    def __init__(self, status: int, message: str, explain: str) -> None:
+        super().__init__(message)
+        self.status, self.message, self.explain = status, message, explain
+
+
+class Headers:
+    """A request's headers: names compared without case, every value of a repeated name kept."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self) -> None:
+        self._values: dict[str, list[str]] = {}
+
+    def add(self, name: str, value: str) -> None:
+        self._values.setdefault(name.lower(), []).append(value)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        found = self._values.get(name.lower())
+        return found[0] if found else default
+
+    def get_all(self, name: str, default: Any = None) -> Any:
+        return list(self._values.get(name.lower(), ())) or default
+
+    def __getitem__(self, name: str) -> str | None:
+        return self.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._values
+
+    def items(self) -> list[tuple[str, str]]:
+        return [(name, value) for name, values in self._values.items() for value in values]
+
+
+def read_headers(rfile: Any) -> Headers:
+    """The header block up to its empty line; :class:`HeaderError` (431, or 400 for a folded line) otherwise."""
+    headers = Headers()
+    count = 0
+    while True:
+        line = rfile.readline(MAX_LINE + 1)
+        if len(line) > MAX_LINE:
+            raise HeaderError(431, "Line too long", "header line")
+        if line in (b"\r\n", b"\n", b""):
+            return headers
+        count += 1
+        if count > MAX_HEADERS:
+            raise HeaderError(431, "Too many headers", f"got more than {MAX_HEADERS} headers")
+        text = line.decode("iso-8859-1").rstrip("\r\n")
+        if text[:1] in (" ", "\t"):
+            raise HeaderError(400, "Bad request", "a folded header line (obsolete line folding)")
+        name, sep, value = text.partition(":")
+        if not sep or not name or name != name.strip():
+            raise HeaderError(400, "Bad request", f"malformed header line {text[:100]!r}")
+        headers.add(name, value.strip())
+
+
+class Workers:
+    """Connections handed to threads that outlive them: a thread that has handled one waits up to
+    :data:`IDLE_S` for the next before it ends, and a new one starts only when none is waiting."""
+
+    def __init__(self, handle: Callable[[Any, Any], None]) -> None:
+        self._handle = handle
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._idle = 0
+        self._lock = threading.Lock()
+
+    def submit(self, request: Any, address: Any) -> None:
+        with self._lock:
+            if self._idle:
+                self._idle -= 1  # that waiting thread takes this job
+                self._jobs.put((request, address))
+                return
+        threading.Thread(target=self._work, args=((request, address),), name="store-connection",
+                         daemon=True).start()
+
+    def stop(self) -> None:
+        """Wake every waiting thread to end."""
+        with self._lock:
+            for _ in range(self._idle):
+                self._jobs.put(None)
+            self._idle = 0
+
+    def _work(self, job: tuple | None) -> None:
+        while job is not None:
+            self._handle(*job)
+            with self._lock:
+                self._idle += 1
+            try:
+                job = self._jobs.get(timeout=IDLE_S)
+            except queue.Empty:
+                with self._lock:
+                    try:  # a job handed over between the timeout and the lock is still ours
+                        job = self._jobs.get_nowait()
+                    except queue.Empty:
+                        self._idle -= 1
+                        job = None
