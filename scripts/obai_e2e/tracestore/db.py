@@ -237,8 +237,9 @@ class Store:
         """Entities that arrived before this moment are visible to reads by id (strict mode)."""
         return time.time() if self.strict else None
 
-    def get(self, kind: Kind, entity_id: str, by: Principal = HARNESS) -> dict:
-        """One entity by id; a turn's key reads only what keys of its own unit wrote (else not found)."""
+    def get(self, kind: Kind, entity_id: str, by: Principal = HARNESS, *, raw: bool = False) -> dict:
+        """One entity by id; a turn's key reads only what keys of its own unit wrote (else not found). ``raw``:
+        its JSON values as stored text (:func:`rows.encode`)."""
         table, _ = TABLES[kind.name]
         visible = self._visible_since()
         with self._connection() as conn:
@@ -246,7 +247,8 @@ class Store:
             if row is None or (visible is not None and row["visible_at"] > visible) or (
                     by.is_turn and row["owner"] != by.unit):
                 raise not_found(f"{kind.name} {entity_id} not found")
-            return add_derived(conn, kind, [rows.public(row, kind)], self._skipped(conn, frozenset()), visible)[0]
+            item = rows.public(row, kind, raw=raw)
+            return add_derived(conn, kind, [item], self._skipped(conn, frozenset()), visible)[0]
 
     def project_of(self, kind: Kind, entity_id: str) -> str | None:
         """The project id of an entity, or None when it is not stored."""
@@ -273,9 +275,9 @@ class Store:
         self._projects.add(project_id)
         return project_id
 
-    def search(self, kind: Kind, request: SearchRequest, by: Principal = HARNESS) -> list[dict]:
+    def search(self, kind: Kind, request: SearchRequest, by: Principal = HARNESS, *, raw: bool = False) -> list[dict]:
         """Matching entities, newest id first, after ``last_retrieved_id``; a turn's key finds only what
-        keys of its own unit wrote."""
+        keys of its own unit wrote. ``raw``: JSON values as stored text (:func:`rows.encode`)."""
         table, tags_table = TABLES[kind.name]
         filter_clauses, filter_params = build_where(request.filters, kind, tags_table)  # a bad filter: 400 first
         with self._connection() as conn:
@@ -305,7 +307,8 @@ class Store:
         params.append(request.limit)
         with self._connection() as conn:
             found = conn.execute(sql, params).fetchall()
-            items = [rows.public(row, kind, request.exclude) for row in found]
+            keep_raw = raw and not request.truncate  # cutting values needs them parsed
+            items = [rows.public(row, kind, request.exclude, raw=keep_raw) for row in found]
             items = add_derived(conn, kind, items, self._skipped(conn, request.exclude), now if self.strict else None)
         return [slim(item) for item in items] if request.truncate else items
 

@@ -16,6 +16,7 @@ import sqlite3
 from . import feedback
 from .feedback import chunks
 from .payloads import TRACE, Kind
+from .rows import parsed
 
 SPAN_DERIVED = ("span_count", "llm_span_count", "has_tool_spans", "providers", "usage", "total_estimated_cost")
 
@@ -113,7 +114,7 @@ def _providers_in_metadata(item: dict, providers: list[str], exclude: frozenset[
     # Opik's TraceDAO puts the providers first into the metadata it returns.
     if not providers or "metadata" in exclude:
         return
-    metadata = item.get("metadata")
+    metadata = parsed(item.get("metadata"))
     if metadata is None or isinstance(metadata, dict):
         rest = {k: v for k, v in (metadata or {}).items() if k != "providers"}
         item["metadata"] = {"providers": providers, **rest}
@@ -123,7 +124,7 @@ def _provider_in_metadata(span: dict) -> None:
     # Opik's SpanDAO puts a span's provider first into the metadata it returns; a provider key
     # the span's own metadata holds stays as it is.
     provider = span.get("provider")
-    metadata = span.get("metadata")
+    metadata = parsed(span.get("metadata")) if provider else None
     if provider and (metadata is None or (isinstance(metadata, dict) and "provider" not in metadata)):
         span["metadata"] = {"provider": provider, **(metadata or {})}
 

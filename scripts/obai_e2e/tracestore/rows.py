@@ -32,6 +32,25 @@ def loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
+class Raw(str):
+    """A JSON value as the stored text, put into an answer as it is instead of being parsed and encoded again."""
+
+
+def _raw(text: str | None) -> Raw | None:
+    return None if text is None else Raw(text)
+
+
+def parsed(value: Any) -> Any:
+    """A value of :func:`public` as Python data (a :class:`Raw` one parsed)."""
+    return json.loads(value) if type(value) is Raw else value
+
+
+def encode(item: dict) -> str:
+    """An entity of :func:`public` as compact JSON; its keys are the store's own field names."""
+    return "{" + ",".join(f'"{key}":{value if type(value) is Raw else compact_json(value)}'
+                          for key, value in item.items()) + "}"
+
+
 def lower(value: Any) -> str | None:
     return None if value is None else str(value).lower()
 
@@ -144,8 +163,10 @@ def doc_from_row(row: sqlite3.Row, kind: Kind) -> dict:
     return doc
 
 
-def public(row: sqlite3.Row, kind: Kind, exclude: frozenset[str] = frozenset()) -> dict:
-    """The row as Opik's TracePublic / SpanPublic JSON (null fields left out)."""
+def public(row: sqlite3.Row, kind: Kind, exclude: frozenset[str] = frozenset(), *, raw: bool = False) -> dict:
+    """The row as Opik's TracePublic / SpanPublic JSON (null fields left out). With ``raw`` its JSON values
+    are :class:`Raw` text (for :func:`encode`), not parsed."""
+    value = _raw if raw else loads
     out: dict[str, Any] = {"id": row["id"], "project_id": row["project_id"]}
     if kind is SPAN:
         out.update(trace_id=row["trace_id"], parent_span_id=row["parent_span_id"], type=row["type"])
@@ -153,15 +174,16 @@ def public(row: sqlite3.Row, kind: Kind, exclude: frozenset[str] = frozenset()) 
         name=row["name"],
         start_time=row["start_time"],
         end_time=row["end_time"],
-        input=loads(row["input"]),
-        output=loads(row["output"]),
-        metadata=loads(row["metadata"]),
-        tags=loads(row["tags"]),
-        error_info=loads(row["error_info"]),
+        input=value(row["input"]),
+        output=value(row["output"]),
+        metadata=value(row["metadata"]),
+        tags=value(row["tags"]),
+        error_info=value(row["error_info"]),
     )
     if kind is TRACE:
         out["thread_id"] = row["thread_id"]
-    out.update(loads(row["extra"]) or {})
+    if row["extra"] is not None:
+        out.update(loads(row["extra"]))
     out.update(
         created_at=row["created_at"],
         last_updated_at=row["last_updated_at"],

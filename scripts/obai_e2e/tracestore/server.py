@@ -33,11 +33,13 @@ from .refusals import Refusals
 from .thread_routes import ThreadRoutes
 from .timeutil import DEFAULT_PROJECT, parse_uuid
 from .turnkeys import HARNESS, KeyCheck, Principal
-from .rows import compact_json
+from .rows import compact_json, encode
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "MAX_DECODED_BYTES", "SERVICE", "StoreServer", "make_server"]
 
 INDEX_SIZE = 100
+_PHRASES = {status.value: status.phrase for status in HTTPStatus}
+SERVER_HEADER = f"{SERVICE} Python/{sys.version.split()[0]}"
 PAGE_MAX_SPANS = 2000
 
 _KINDS = {"traces": TRACE, "spans": SPAN}
@@ -73,6 +75,16 @@ _ROUTES: list[tuple[re.Pattern[str], dict[str, str]]] = [
     (re.compile(r"/|/traces"), {"GET": "_index_page", "HEAD": "_index_page"}),
     (re.compile(r"/traces/([^/]{1,200})"), {"GET": "_trace_page", "HEAD": "_trace_page"}),
 ]
+
+
+# The routes a path can match: the one of a path without an id or a page, found by a lookup; else all of them.
+_FIXED = {path: [(pattern, methods)] for pattern, methods in reversed(_ROUTES)
+          for path in (pattern.pattern.replace("\\", "").replace("(traces|spans)", kind) for kind in ("traces", "spans"))
+          if not any(ch in path for ch in "()[]|*+?")}
+
+
+def _routes_for(path: str) -> list[tuple[re.Pattern[str], dict[str, str]]]:
+    return _FIXED.get(path) or _ROUTES
 
 
 class StoreServer(HTTPServer):
@@ -139,7 +151,7 @@ class Handler(ThreadRoutes, AdminRoutes, BodyReader, BaseHTTPRequestHandler):
             if principal is not None:
                 self.principal = principal
                 access.check(principal, self.command, path, self.server.store)
-            for pattern, methods in _ROUTES:
+            for pattern, methods in _routes_for(path):
                 match = pattern.fullmatch(path)
                 if match is None:
                     continue
@@ -231,27 +243,22 @@ class Handler(ThreadRoutes, AdminRoutes, BodyReader, BaseHTTPRequestHandler):
     # --- answers ----------------------------------------------------------------------------
 
     def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
+        """The whole answer in one write (status line, headers, body)."""
         self.finish_body()
-        self.send_response(status)
+        self.log_request(status)
+        lines = [f"HTTP/1.1 {status} {_PHRASES.get(status, 'Unknown')}\r\nServer: {SERVER_HEADER}\r\n"
+                 f"Date: {self.date_time_string()}\r\n"]
         if status != 204:
             if content_type:
-                self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-        self.send_header("X-Content-Type-Options", "nosniff")
+                lines.append(f"Content-Type: {content_type}\r\n")
+            lines.append(f"Content-Length: {len(body)}\r\n")
+        lines.append("X-Content-Type-Options: nosniff\r\n")
         for name, value in (headers or {}).items():
-            self.send_header(name, value)
+            lines.append(f"{name}: {value}\r\n")
         if self.close_connection:
-            self.send_header("Connection", "close")
-        with_body = status != 204 and self.command != "HEAD" and body
-        if with_body and hasattr(self, "_headers_buffer"):
-            # Headers and body in one write: one send on the socket instead of two.
-            self._headers_buffer.append(b"\r\n")
-            self._headers_buffer.append(body)
-            self.flush_headers()
-            return
-        self.end_headers()
-        if with_body:
-            self.wfile.write(body)
+            lines.append("Connection: close\r\n")
+        head = "".join(lines).encode("latin-1") + b"\r\n"
+        self.wfile.write(head + body if status != 204 and self.command != "HEAD" and body else head)
 
     def _send_json(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
         body = compact_json(data).encode("utf-8")
@@ -310,15 +317,14 @@ class Handler(ThreadRoutes, AdminRoutes, BodyReader, BaseHTTPRequestHandler):
 
     def _search(self, plural: str) -> None:
         kind = _KINDS[plural]
-        found = self.server.store.search(kind, parse_search(self._json(), kind), by=self.principal)
-        body = b"".join(
-            compact_json(item).encode("utf-8") + b"\n" for item in found
-        )
+        found = self.server.store.search(kind, parse_search(self._json(), kind), by=self.principal, raw=True)
+        body = "".join(encode(item) + "\n" for item in found).encode("utf-8")
         self._send(200, body, "application/x-ndjson")
 
     def _get(self, plural: str, raw_id: str) -> None:
         kind = _KINDS[plural]
-        self._send_json(200, self.server.store.get(kind, parse_uuid(raw_id, f"{kind.name} id"), by=self.principal))
+        found = self.server.store.get(kind, parse_uuid(raw_id, f"{kind.name} id"), by=self.principal, raw=True)
+        self._send(200, encode(found).encode("utf-8"), "application/json")
 
     def _patch(self, plural: str, raw_id: str) -> None:
         kind = _KINDS[plural]
