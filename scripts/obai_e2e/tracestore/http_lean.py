@@ -3,7 +3,7 @@
 Enters: a request's header lines (the handler's ``rfile``), and the server's accepted connections.
 Leaves: :class:`Headers` (what the routes read of a request's headers) or the status and message
 the standard parser would have refused it with; each connection handled on a thread that
-outlives it (:class:`Workers`).
+outlives it (:class:`Workers`); an answer written in one piece (:class:`LeanRequests`).
 
 ``http.server`` parses headers with the e-mail parser and starts a thread for every connection:
 an agent's turn opens a connection or two and sends a handful of short requests, so those two
@@ -14,9 +14,15 @@ that has handled a connection waits a while for the next instead of ending.
 from __future__ import annotations
 
 import queue
+import sys
 import threading
+import time
+from datetime import datetime, timezone
+from http import HTTPStatus
 from typing import Any, Callable
 
+_PHRASES = {status.value: status.phrase for status in HTTPStatus}
+SERVER_HEADER = f"obai-trace-store Python/{sys.version.split()[0]}"
 MAX_LINE = 65536
 MAX_HEADERS = 100
 IDLE_S = 30.0
@@ -120,3 +126,97 @@ class Workers:
                     except queue.Empty:
                         self._idle -= 1
                         job = None
+
+
+class LeanRequests:
+    """For a ``BaseHTTPRequestHandler``: the request line and headers read as above, an answer written whole."""
+
+    raw_requestline: bytes
+    rfile: Any
+    wfile: Any
+    command: str | None
+    path: str
+    requestline: str
+    request_version: str
+    default_request_version: str
+    close_connection: bool
+    headers: Any
+
+    def parse_request(self) -> bool:
+        """The request line as the standard library reads it; the headers by :func:`http_lean.read_headers`."""
+        self.command = None
+        self.request_version = self.default_request_version
+        self.close_connection = True
+        self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        words = self.requestline.split()
+        if len(words) != 3:
+            if words:
+                self.send_error(400, f"Bad request syntax ({self.requestline[:200]!r})")
+            return False
+        command, path, version = words
+        major, dot, minor = version[5:].partition(".")
+        if not version.startswith("HTTP/") or not dot or not (major + minor).isdigit() or len(major + minor) > 20:
+            self.send_error(400, f"Bad request version ({version[:50]!r})")
+            return False
+        if int(major) >= 2:
+            self.send_error(505, f"Invalid HTTP version ({version[5:][:50]})")
+            return False
+        self.request_version = version
+        modern = (int(major), int(minor)) >= (1, 1)
+        self.close_connection = not modern
+        self.command, self.path = command, "/" + path.lstrip("/") if path.startswith("//") else path
+        try:
+            self.headers = read_headers(self.rfile)
+        except HeaderError as exc:
+            self.send_error(exc.status, exc.message, exc.explain)
+            return False
+        connection = (self.headers.get("Connection") or "").lower()
+        if connection == "close":
+            self.close_connection = True
+        elif connection == "keep-alive":
+            self.close_connection = False
+        if modern and (self.headers.get("Expect") or "").lower() == "100-continue":
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        return True
+
+    _date: tuple[int, str] = (0, "")
+
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """The Date header, formatted once a second."""
+        if timestamp is not None:
+            return super().date_time_string(timestamp)  # type: ignore[misc]
+        now = int(time.time())
+        if LeanRequests._date[0] != now:
+            LeanRequests._date = (now, super().date_time_string(now))  # type: ignore[misc]
+        return LeanRequests._date[1]
+
+    # --- answers ----------------------------------------------------------------------------
+
+    def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
+        """The whole answer in one write (status line, headers, body)."""
+        self.finish_body()
+        self.log_request(status)
+        lines = [f"HTTP/1.1 {status} {_PHRASES.get(status, 'Unknown')}\r\nServer: {SERVER_HEADER}\r\n"
+                 f"Date: {self.date_time_string()}\r\n"]
+        if status != 204:
+            if content_type:
+                lines.append(f"Content-Type: {content_type}\r\n")
+            lines.append(f"Content-Length: {len(body)}\r\n")
+        lines.append("X-Content-Type-Options: nosniff\r\n")
+        for name, value in (headers or {}).items():
+            lines.append(f"{name}: {value}\r\n")
+        if self.close_connection:
+            lines.append("Connection: close\r\n")
+        head = "".join(lines).encode("latin-1") + b"\r\n"
+        self.wfile.write(head + body if status != 204 and self.command != "HEAD" and body else head)
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        if isinstance(code, HTTPStatus):
+            code = code.value
+        if isinstance(code, int) and code >= 400:
+            self.log_message('"%s" %s', self.requestline[:300], code)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        sys.stderr.write(f"{stamp} trace-store: {format % args}\n")
+

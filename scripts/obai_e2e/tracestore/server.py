@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-import time
 import traceback
-from datetime import datetime, timezone
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
@@ -25,7 +22,7 @@ from .admin_routes import SERVICE, AdminRoutes
 from .apierror import ApiError
 from .bodies import DEFAULT_MAX_BODY_BYTES, MAX_DECODED_BYTES, BodyReader
 from .db import Store
-from .http_lean import HeaderError, Workers, read_headers
+from .http_lean import LeanRequests, Workers
 from .otlp_ids import id_needs
 from .otlp_map import CURRENT, to_writes
 from .payloads import SPAN, TRACE, parse_batch, parse_search, parse_update, parse_write
@@ -38,8 +35,6 @@ from .rows import compact_json, encode
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "MAX_DECODED_BYTES", "SERVICE", "StoreServer", "make_server"]
 
 INDEX_SIZE = 100
-_PHRASES = {status.value: status.phrase for status in HTTPStatus}
-SERVER_HEADER = f"{SERVICE} Python/{sys.version.split()[0]}"
 PAGE_MAX_SPANS = 2000
 
 _KINDS = {"traces": TRACE, "spans": SPAN}
@@ -125,7 +120,7 @@ class StoreServer(HTTPServer):
         self.workers.stop()
 
 
-class Handler(ThreadRoutes, AdminRoutes, BodyReader, BaseHTTPRequestHandler):
+class Handler(ThreadRoutes, AdminRoutes, BodyReader, LeanRequests, BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = SERVICE
     # Idle keep-alive connections are closed after this many seconds.
@@ -192,74 +187,6 @@ class Handler(ThreadRoutes, AdminRoutes, BodyReader, BaseHTTPRequestHandler):
         if project or writer:
             self.server.refusals.record(project or "", exc.status, exc.message, writer)
 
-    def parse_request(self) -> bool:
-        """The request line as the standard library reads it; the headers by :func:`http_lean.read_headers`."""
-        self.command = None
-        self.request_version = self.default_request_version
-        self.close_connection = True
-        self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
-        words = self.requestline.split()
-        if len(words) != 3:
-            if words:
-                self.send_error(400, f"Bad request syntax ({self.requestline[:200]!r})")
-            return False
-        command, path, version = words
-        major, dot, minor = version[5:].partition(".")
-        if not version.startswith("HTTP/") or not dot or not (major + minor).isdigit() or len(major + minor) > 20:
-            self.send_error(400, f"Bad request version ({version[:50]!r})")
-            return False
-        if int(major) >= 2:
-            self.send_error(505, f"Invalid HTTP version ({version[5:][:50]})")
-            return False
-        self.request_version = version
-        modern = (int(major), int(minor)) >= (1, 1)
-        self.close_connection = not modern
-        self.command, self.path = command, "/" + path.lstrip("/") if path.startswith("//") else path
-        try:
-            self.headers = read_headers(self.rfile)
-        except HeaderError as exc:
-            self.send_error(exc.status, exc.message, exc.explain)
-            return False
-        connection = (self.headers.get("Connection") or "").lower()
-        if connection == "close":
-            self.close_connection = True
-        elif connection == "keep-alive":
-            self.close_connection = False
-        if modern and (self.headers.get("Expect") or "").lower() == "100-continue":
-            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-        return True
-
-    _date: tuple[int, str] = (0, "")
-
-    def date_time_string(self, timestamp: float | None = None) -> str:
-        """The Date header, formatted once a second."""
-        if timestamp is not None:
-            return super().date_time_string(timestamp)
-        now = int(time.time())
-        if Handler._date[0] != now:
-            Handler._date = (now, super().date_time_string(now))
-        return Handler._date[1]
-
-    # --- answers ----------------------------------------------------------------------------
-
-    def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
-        """The whole answer in one write (status line, headers, body)."""
-        self.finish_body()
-        self.log_request(status)
-        lines = [f"HTTP/1.1 {status} {_PHRASES.get(status, 'Unknown')}\r\nServer: {SERVER_HEADER}\r\n"
-                 f"Date: {self.date_time_string()}\r\n"]
-        if status != 204:
-            if content_type:
-                lines.append(f"Content-Type: {content_type}\r\n")
-            lines.append(f"Content-Length: {len(body)}\r\n")
-        lines.append("X-Content-Type-Options: nosniff\r\n")
-        for name, value in (headers or {}).items():
-            lines.append(f"{name}: {value}\r\n")
-        if self.close_connection:
-            lines.append("Connection: close\r\n")
-        head = "".join(lines).encode("latin-1") + b"\r\n"
-        self.wfile.write(head + body if status != 204 and self.command != "HEAD" and body else head)
-
     def _send_json(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
         body = compact_json(data).encode("utf-8")
         self._send(status, body, "application/json", headers)
@@ -286,16 +213,6 @@ class Handler(ThreadRoutes, AdminRoutes, BodyReader, BaseHTTPRequestHandler):
             self._send_json(code, {"errors": [text]})
         except OSError:
             pass
-
-    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-        if isinstance(code, HTTPStatus):
-            code = code.value
-        if isinstance(code, int) and code >= 400:
-            self.log_message('"%s" %s', self.requestline[:300], code)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        sys.stderr.write(f"{stamp} trace-store: {format % args}\n")
 
     def _json(self) -> Any:
         self._body_value = self.json_body(self.server.max_body_bytes)
