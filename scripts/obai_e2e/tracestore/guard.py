@@ -1,7 +1,7 @@
 """Who may talk to the store: the checks a request passes before it is routed.
 
-Enters: the request's method, path and headers, and the server's port, token and data
-directory. Leaves: nothing when the request may go on, or an :class:`ApiError` naming the
+Enters: the request's method, path and headers, and the server's port, keys and data
+directory. Leaves: the request's principal when it may go on, or an :class:`ApiError` naming the
 rule it broke (400 for a missing Host, 403 for a foreign Host or Origin, 401 for a missing
 or wrong token, 415 for a body that is not JSON).
 
@@ -11,8 +11,9 @@ The rules keep a web page in the user's browser out. A page can send a "simple"
 ``application/json`` (or, on the OTLP route, ``application/x-protobuf``; a page can send
 either only after a CORS preflight the store never grants), the ``Host`` must be a loopback name with the store's own port, a request with an
 ``Origin`` is refused unless that origin is the store itself, and every ``/api`` route but
-the health ping wants the token the server chose at start (the opik SDK sends
-``OPIK_API_KEY`` verbatim as the ``Authorization`` header).
+the health ping wants the token the server chose at start, or a turn key minted with it (the
+opik SDK sends ``OPIK_API_KEY`` verbatim as the ``Authorization`` header): the key names the
+request's :class:`Principal`, whose rights :mod:`access` and :mod:`ownership` apply.
 
 The pages outside ``/api`` want the *page key*, derived from the token: a browser following
 a link cannot send a header, so the key comes in the page's address (``?key=``) and every

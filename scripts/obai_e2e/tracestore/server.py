@@ -3,7 +3,8 @@
 Enters: HTTP requests on loopback. Leaves: Opik-shaped JSON (errors as
 ``{"errors": ["..."]}``), and read-only HTML pages of recent traces and of one trace.
 
-Every request first passes :mod:`guard` (Host, Origin, token); a write must be JSON. A
+Every request first passes :mod:`guard` (Host, Origin, the token or a turn key) and, with a turn's
+key, :mod:`access` (no delete, none of the store's own routes); a write must be JSON. A
 request the handler cannot serve ends in a JSON error, never in a dropped or hanging
 connection; a failure inside a handler is answered with 500 and the server goes on.
 """
