@@ -24,7 +24,7 @@ from typing import Any, Iterator
 from . import feedback, otlp_ids, ownership, rows, thread_life
 from .apierror import not_found, project_not_found
 from .enrich import add_derived
-from .filters import build_where
+from .filters import build_where, has_tag_search
 from .otlp_ids import IdNeeds, OtelIds
 from .payloads import SPAN, TRACE, Kind, SearchRequest, apply_patch, first_non_empty, merge_patches
 from .rows import TABLES, dumps, loads, newer
@@ -36,6 +36,7 @@ from .turnkeys import HARNESS, Principal
 
 
 NOTE_EVERY_S = 1.0
+FEW_ROWS = 200
 NO_SCORES = frozenset({"feedback_scores", "span_feedback_scores"})
 
 
@@ -282,6 +283,8 @@ class Store:
         filter_clauses, filter_params = build_where(request.filters, kind, tags_table)  # a bad filter: 400 first
         with self._connection() as conn:
             project_id = self._search_project(conn, request)
+            if has_tag_search(request.filters) and self._few_in_range(conn, table, project_id, request):
+                filter_clauses, filter_params = build_where(request.filters, kind, tags_table, scan_tags=True)
         now = time.time()
         clauses = ["project_id = ?", "has_base = 1", "visible_at <= ?"]
         params: list[Any] = [project_id, now]
@@ -311,6 +314,14 @@ class Store:
             items = [rows.public(row, kind, request.exclude, raw=keep_raw) for row in found]
             items = add_derived(conn, kind, items, self._skipped(conn, request.exclude), now if self.strict else None)
         return [slim(item) for item in items] if request.truncate else items
+
+    def _few_in_range(self, conn: sqlite3.Connection, table: str, project_id: str, request: SearchRequest) -> bool:
+        """Whether a time-bounded search reads at most :data:`FEW_ROWS` rows (then each one's tags are tested)."""
+        if request.min_id is None or request.max_id is None:
+            return False
+        found = conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE project_id = ? AND id >= ? "
+                             f"AND id <= ? LIMIT {FEW_ROWS + 1})", (project_id, request.min_id, request.max_id))
+        return found.fetchone()[0] <= FEW_ROWS
 
     def threads(self, project_name: str | None, project_id: str | None, thread_id: str | None = None,
                 by: Principal = HARNESS) -> list[dict]:
