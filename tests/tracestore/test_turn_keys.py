@@ -211,3 +211,22 @@ def test_each_turn_key_is_checked_once_then_remembered():
         assert keys.principal(minted.key).name == minted.writer
     assert calls == [minted.key]
     assert keys.principal("token-1").name == HARNESS_NAME and keys.principal("nope") is None
+
+
+def test_the_harness_reads_a_turns_refusals_on_the_trace_that_turn_created(trace_store, api, scene):
+    """So that naming them on the unit costs no request: only the store's token sees them, only where there are any."""
+    turn, writer = _turn(trace_store, f"unit-A3-{uuid.uuid4().hex}")
+    try:
+        own = trace_payload(scene["project"], name="A3 turn")
+        turn.batch("traces", [own])
+        _refused(turn.patch("traces", scene["trace"]["id"], {"project_name": scene["project"], "name": "x"}), writer)
+        mine = turn.get("traces", own["id"]).json()
+    finally:
+        turn.close()
+    read = api.get("traces", own["id"]).json()
+    assert [(g["status"], g["count"], g["writer"]) for g in read["obai_refused_writes"]] == [(403, 1, writer)]
+    assert "an update of trace" in read["obai_refused_writes"][0]["message"]
+    found = next(t for t in api.search("traces", scene["project"]) if t["id"] == own["id"])
+    assert found["obai_refused_writes"] == read["obai_refused_writes"]
+    assert "obai_refused_writes" not in mine                                  # the turn itself is not told
+    assert "obai_refused_writes" not in api.get("traces", scene["trace"]["id"]).json()  # A1 was refused nothing

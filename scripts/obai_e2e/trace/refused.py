@@ -5,8 +5,9 @@ tail of the agent's stderr. Leaves: one sentence such as ``the trace backend ref
 exports: 404 no such endpoint: POST /api/v1/private/otel/v1/traces``, or None.
 
 The local store keeps every write it refused, per project and per turn key (``GET
-/api/obai-trace-store/refusals``), so a unit can also name what its turn tried and was refused
-(another unit's trace to change, a delete). Against Opik nothing of the kind can be asked, but
+/api/obai-trace-store/refusals``), and puts a turn's refusals on the trace that turn created, so a
+unit can also name what its turn tried and was refused (another unit's trace to change, a delete)
+at no cost. Against Opik nothing of the kind can be asked, but
 an OpenTelemetry exporter logs each refused batch on stderr ("Failed to export span batch
 code: 404, reason: …"), which the agent's stderr tail keeps.
 """
@@ -22,6 +23,8 @@ from ..base.clock import iso
 from .backend import Backend
 
 SHOWN_GROUPS = 3
+# What the local store puts on a trace a turn created, for the harness's reads (tracestore.server).
+REFUSED_FIELD = "obai_refused_writes"
 MESSAGE_CHARS = 160
 
 # The OTLP/HTTP exporters' log line for a refused batch (Python: "code: 404, reason: ...").
@@ -61,14 +64,25 @@ def from_store(backend: Backend, since: datetime, timeout_s: float = 3.0, *, wri
         groups = response.json().get("refusals") if response.status_code == 200 else None
     except (httpx.HTTPError, ValueError, AttributeError):
         return None  # an older store without the route, or one that went away: nothing to add
-    if not isinstance(groups, list) or not groups:
+    return describe(groups, turn=bool(writer))
+
+
+def of_trace(trace: dict) -> str | None:
+    """The writes the local store refused the turn that created ``trace`` (it puts them on the trace the
+    harness reads), or None."""
+    return describe(trace.get(REFUSED_FIELD), turn=True)
+
+
+def describe(groups: object, *, turn: bool) -> str | None:
+    """One sentence of refusal groups (the store's JSON), the last few shown; None when there are none."""
+    if not isinstance(groups, list) or not groups or not all(isinstance(g, dict) for g in groups):
         return None
     total = sum(int(g.get("count") or 0) for g in groups)
     parts = [f"{g.get('status')} {str(g.get('message') or '')[:MESSAGE_CHARS]}"
              + (f" (x{g['count']})" if len(groups) > 1 and g.get("count", 1) > 1 else "")
              for g in groups[-SHOWN_GROUPS:]]
     more = f"; and {len(groups) - SHOWN_GROUPS} other refusals" if len(groups) > SHOWN_GROUPS else ""
-    if writer:
+    if turn:
         return f"the trace store refused {_writes(total)} of this turn: {'; '.join(parts)}{more}"
     return f"the trace backend refused {_exports(total)}: {'; '.join(parts)}{more}"
 

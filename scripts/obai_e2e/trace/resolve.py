@@ -212,8 +212,7 @@ def resolve(backend: Backend, config: TargetConfig, key: TurnKey, *, deadline_s:
             ids = sorted(t["id"] for t in matches)
             if len(ids) == 1:
                 return Resolution(RESOLVED, method, trace_id=ids[0], candidates=ids, trace=matches[0],
-                                  attempts=attempts, elapsed_ms=elapsed,
-                                  message=_notes(backend, config, key, decoys))
+                                  attempts=attempts, elapsed_ms=elapsed, message=_notes(key, decoys, matches[0]))
             return Resolution(MULTI_MATCH, method, candidates=ids[:MAX_CANDIDATES], attempts=attempts,
                               elapsed_ms=elapsed,
                               message=f"{len(ids)} traces match this turn ({method}); refusing to pick one")
@@ -251,12 +250,12 @@ def _decoys(decoys: set[str], lead: str = "") -> str:
             f"{'were' if len(decoys) > 1 else 'was'} ignored: {', '.join(shown)}{more}")
 
 
-def _notes(backend: Backend, config: TargetConfig, key: TurnKey, decoys: set[str]) -> str:
-    """What the unit's resolved trace block says besides the trace: decoys ignored, writes of this turn refused."""
+def _notes(key: TurnKey, decoys: set[str], trace: dict) -> str:
+    """What the unit's resolved trace block says besides the trace: decoys ignored, writes of this turn refused
+    (the local store puts them on the trace the turn created)."""
     if key.writer is None:
         return ""
-    refusals = refused.from_store(backend, time_bounds(config, key)[0], writer=key.writer)
-    return "; ".join(note for note in (_decoys(decoys), refusals) if note)
+    return "; ".join(note for note in (_decoys(decoys), refused.of_trace(trace)) if note)
 
 
 def _not_found(backend: Backend, config: TargetConfig, key: TurnKey, what: str, project_missing: bool) -> str:

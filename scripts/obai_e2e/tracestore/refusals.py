@@ -8,6 +8,9 @@ or no key). Leaves: for a project (case-insensitive) and a moment, optionally on
 refusals since then grouped by status and message, with a count and the first and last time,
 as ``GET /api/obai-trace-store/refusals?project=NAME&since=ISO&writer=W`` answers.
 
+A trace a turn's key created carries that turn's refusals when the harness reads it
+(``obai_refused_writes``, see :mod:`server`), so naming them costs the harness no request.
+
 Bounded in memory (a restart forgets them) so that no flood can grow the store or wipe
 another's record: at most :data:`MAX_PROJECTS` projects (the one refused longest ago is
 forgotten first), :data:`MAX_GROUPS` groups per project and :data:`MAX_WRITER_GROUPS` of them
@@ -52,6 +55,7 @@ class _Project:
 class Refusals:
     def __init__(self) -> None:
         self._projects: OrderedDict[str, _Project] = OrderedDict()
+        self._writers: set[str] = set()  # turns with a refusal (a hint: their groups may have been evicted since)
         self._lock = threading.Lock()
 
     def record(self, project: str, status: int, message: str, writer: str | None = None) -> None:
@@ -73,6 +77,14 @@ class Refusals:
                 entry.groups[key] = group  # moved to the end: the latest refused
             group["count"] += 1
             group["last"] = stamp
+            if writer is not None:
+                self._writers.add(writer)
+
+    def of_writer(self, writer: str) -> list[dict]:
+        """Every refusal group of one turn's key ([] at once for a turn that was refused nothing)."""
+        if writer not in self._writers:
+            return []
+        return self.since(None, None, writer)
 
     def since(self, project: str | None, moment: str | None, writer: str | None = None) -> list[dict]:
         """Groups whose last refusal is at or after ``moment`` (fixed-form UTC text), of ``project``

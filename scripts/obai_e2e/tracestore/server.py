@@ -26,7 +26,7 @@ from .db import Store
 from .http_lean import LeanRequests, Workers
 from .otlp_ids import id_needs
 from .otlp_map import CURRENT, to_writes
-from .payloads import SPAN, TRACE, parse_batch, parse_search, parse_update, parse_write
+from .payloads import SPAN, TRACE, Kind, parse_batch, parse_search, parse_update, parse_write
 from .refusals import Refusals
 from .thread_routes import ThreadRoutes
 from .timeutil import DEFAULT_PROJECT, parse_uuid
@@ -36,6 +36,7 @@ from .rows import compact_json, encode
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "MAX_DECODED_BYTES", "SERVICE", "StoreServer", "make_server"]
 
 INDEX_SIZE = 100
+REFUSED_FIELD = "obai_refused_writes"
 PAGE_MAX_SPANS = 2000
 
 _KINDS = {"traces": TRACE, "spans": SPAN}
@@ -236,13 +237,23 @@ class Handler(ThreadRoutes, AdminRoutes, BodyReader, LeanRequests, BaseHTTPReque
     def _search(self, plural: str) -> None:
         kind = _KINDS[plural]
         found = self.server.store.search(kind, parse_search(self._json(), kind), by=self.principal, raw=True)
-        body = "".join(encode(item) + "\n" for item in found).encode("utf-8")
+        body = "".join(encode(self._with_refusals(kind, item)) + "\n" for item in found).encode("utf-8")
         self._send(200, body, "application/x-ndjson")
 
     def _get(self, plural: str, raw_id: str) -> None:
         kind = _KINDS[plural]
         found = self.server.store.get(kind, parse_uuid(raw_id, f"{kind.name} id"), by=self.principal, raw=True)
-        self._send(200, encode(found).encode("utf-8"), "application/json")
+        self._send(200, encode(self._with_refusals(kind, found)).encode("utf-8"), "application/json")
+
+    def _with_refusals(self, kind: Kind, item: dict) -> dict:
+        """A trace as the harness reads it carries the writes its creator's turn was refused, when there are any
+        (``obai_refused_writes``: the one field Opik has not; the SDK keeps fields it does not know)."""
+        creator = item.get("created_by")
+        if kind is TRACE and not self.principal.is_turn and creator and creator.startswith("turn:"):
+            refused = self.server.refusals.of_writer(creator)
+            if refused:
+                item[REFUSED_FIELD] = refused
+        return item
 
     def _patch(self, plural: str, raw_id: str) -> None:
         kind = _KINDS[plural]
