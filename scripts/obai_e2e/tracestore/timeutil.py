@@ -62,8 +62,11 @@ _FIXED = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 
 def norm_ts(value: object, what: str) -> str:
     if isinstance(value, str) and _FIXED.fullmatch(value):
-        parse_ts(value, what)  # still a real moment (no 2026-02-30)
-        return value
+        try:
+            datetime.fromisoformat(value)  # still a real moment (no 2026-02-30)
+            return value
+        except ValueError:
+            pass  # parse_ts names what is wrong
     return fmt_ts(parse_ts(value, what))
 
 
@@ -118,7 +121,8 @@ def uuid7_bound(moment: datetime, *, upper: bool) -> str:
     value = millis << 80 | 0x7 << 76 | 0b10 << 62
     if upper:
         value |= 0xFFF << 64 | ((1 << 62) - 1)
-    return str(uuid.UUID(int=value))
+    h = f"{value:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 @functools.lru_cache(maxsize=1024)

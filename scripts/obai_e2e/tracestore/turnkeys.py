@@ -47,7 +47,7 @@ def _signing_key(token: str) -> bytes:
 
 
 def _mac(secret: bytes, unit: str, turn: str) -> str:
-    return hmac.new(secret, f"{unit}.{turn}".encode("ascii"), hashlib.sha256).hexdigest()[:_MAC_HEX]
+    return hmac.digest(secret, f"{unit}.{turn}".encode("ascii"), "sha256").hex()[:_MAC_HEX]
 
 
 def part(label: str) -> str:
