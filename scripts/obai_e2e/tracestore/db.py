@@ -29,7 +29,7 @@ from .listings import Listings
 from .otlp_ids import IdNeeds, OtelIds
 from .payloads import SPAN, TRACE, Kind, SearchRequest, apply_patch, first_non_empty, merge_patches
 from .rows import TABLES, dumps, loads, newer
-from .schema import migrate
+from .schema import index_tags, migrate
 from .threads import threads_of
 from .timeutil import DEFAULT_PROJECT, new_uuid7, now_ts, project_id_for
 from .truncation import slim
@@ -284,8 +284,12 @@ class Store(Listings):
         filter_clauses, filter_params = build_where(request.filters, kind, tags_table)  # a bad filter: 400 first
         with self._connection() as conn:
             project_id = self._search_project(conn, request)
-            if has_tag_search(request.filters) and self._few_in_range(conn, table, project_id, request):
-                filter_clauses, filter_params = build_where(request.filters, kind, tags_table, scan_tags=True)
+            scan = has_tag_search(request.filters) and self._few_in_range(conn, table, project_id, request)
+        if scan:
+            filter_clauses, filter_params = build_where(request.filters, kind, tags_table, scan_tags=True)
+        elif has_tag_search(request.filters):
+            with self._transaction() as conn:
+                index_tags(conn)
         now = time.time()
         clauses = ["project_id = ?", "has_base = 1", "visible_at <= ?"]
         params: list[Any] = [project_id, now]

@@ -5,9 +5,11 @@ older data carried over), or a RuntimeError when the file was written by a newer
 
 Besides the entity tables, side tables serve reads:
 - ``trace_tags`` / ``span_tags``: each entity's lower-cased tags, with an index by tag;
-- ``tag_vocab`` (+ ``tag_vocab_fts``, a trigram index over it): every distinct lower-cased
-  tag once, so that a ``tags contains`` search finds the matching tags through the index
-  and then their owners, instead of reading every tag of every entity;
+- ``tag_vocab`` (+ ``tag_vocab_fts``, a trigram index over it, and ``tag_vocab_indexed``, how
+  far the index has read the vocabulary): every distinct lower-cased tag once, so that a
+  ``tags contains`` search finds the matching tags through the index and then their owners,
+  instead of reading every tag of every entity. The index is brought up to date by the search
+  that needs it (:func:`index_tags`), not by every write;
 - ``projects``: each project's name and times, for lookups by id or name;
 - ``feedback_scores``: one row per entity and score name;
 - ``thread_states``: when a project's thread was closed (no row: never closed, or reopened);
@@ -112,9 +114,9 @@ CREATE TABLE IF NOT EXISTS tag_vocab (
 CREATE VIRTUAL TABLE IF NOT EXISTS tag_vocab_fts USING fts5 (
     tag_lc, content='tag_vocab', content_rowid='id', tokenize='trigram case_sensitive 1'
 );
-CREATE TRIGGER IF NOT EXISTS tag_vocab_indexed AFTER INSERT ON tag_vocab BEGIN
-    INSERT INTO tag_vocab_fts (rowid, tag_lc) VALUES (new.id, new.tag_lc);
-END;
+CREATE TABLE IF NOT EXISTS tag_vocab_indexed (
+    upto INTEGER NOT NULL
+);
 
 CREATE TABLE IF NOT EXISTS projects (
     id TEXT PRIMARY KEY,
@@ -206,6 +208,14 @@ def migrate(conn: sqlite3.Connection, path: object) -> None:
             for statement in _statements(_CARRY_OVER):
                 conn.execute(statement)
             _rekey_projects(conn)
+        # A store before schema 5 indexed each tag as it came (a trigger); since then a search that needs
+        # the index brings it up to date. What the trigger indexed is recorded as indexed.
+        had_trigger = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = 'tag_vocab_indexed'"
+                                   ).fetchone() is not None
+        conn.execute("DROP TRIGGER IF EXISTS tag_vocab_indexed")
+        if conn.execute("SELECT count(*) FROM tag_vocab_indexed").fetchone()[0] == 0:
+            upto = conn.execute("SELECT max(id) FROM tag_vocab").fetchone()[0] if had_trigger else 0
+            conn.execute("INSERT INTO tag_vocab_indexed (upto) VALUES (?)", (upto or 0,))
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -247,3 +257,13 @@ def _statements(script: str) -> list[str]:
             out.append(current.strip())
             current = ""
     return out
+
+
+def index_tags(conn: sqlite3.Connection) -> None:
+    """Index the tags added to the vocabulary since the trigram index last read it (in a write transaction)."""
+    upto = conn.execute("SELECT upto FROM tag_vocab_indexed").fetchone()[0]
+    newest = conn.execute("SELECT max(id) FROM tag_vocab").fetchone()[0]
+    if newest is None or newest <= upto:
+        return
+    conn.execute("INSERT INTO tag_vocab_fts (rowid, tag_lc) SELECT id, tag_lc FROM tag_vocab WHERE id > ?", (upto,))
+    conn.execute("UPDATE tag_vocab_indexed SET upto = ?", (newest,))
