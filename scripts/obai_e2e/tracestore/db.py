@@ -13,7 +13,6 @@ arrives.
 """
 from __future__ import annotations
 
-import queue
 import sqlite3
 import threading
 import time
@@ -53,7 +52,7 @@ class Store(Listings):
         self.path = Path(path)
         self.visibility_delay_s = max(0, visibility_delay_ms) / 1000.0
         self.strict = strict
-        self._idle: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
+        self._idle: list[sqlite3.Connection] = []  # the most recently used on top: its page cache is the freshest
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
         self._write_lock = threading.Lock()
@@ -81,13 +80,13 @@ class Store(Listings):
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
         try:
-            conn = self._idle.get_nowait()
-        except queue.Empty:
+            conn = self._idle.pop()  # atomic under the GIL
+        except IndexError:
             conn = self._open()
         try:
             yield conn
         finally:
-            self._idle.put(conn)
+            self._idle.append(conn)
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
