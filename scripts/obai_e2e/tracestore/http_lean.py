@@ -3,17 +3,17 @@
 Enters: a request's header lines (the handler's ``rfile``), and the server's accepted connections.
 Leaves: :class:`Headers` (what the routes read of a request's headers) or the status and message
 the standard parser would have refused it with; each connection handled on a thread that
-outlives it (:class:`Workers`); an answer written in one piece (:class:`LeanRequests`).
+accepted it (:class:`Acceptors`); an answer written in one piece (:class:`LeanRequests`).
 
-``http.server`` parses headers with the e-mail parser and starts a thread for every connection:
-an agent's turn opens a connection or two and sends a handful of short requests, so those two
-cost more CPU than the store's own work. The headers are read line by line instead, with the
-standard library's limits (65,536 bytes a line, 100 headers, no folded lines), and a thread
-that has handled a connection waits a while for the next instead of ending.
+``http.server`` parses headers with the e-mail parser, and ``socketserver`` accepts on one thread
+and starts another for every connection: an agent's turn opens a connection or two and sends a
+handful of short requests, so those cost more CPU than the store's own work. The headers are read
+line by line instead, with the standard library's limits (65,536 bytes a line, 100 headers, no
+folded lines), and a connection is handled by the thread that accepted it.
 """
 from __future__ import annotations
 
-import queue
+import socket
 import sys
 import threading
 import time
@@ -25,7 +25,7 @@ _PHRASES = {status.value: status.phrase for status in HTTPStatus}
 SERVER_HEADER = f"obai-trace-store Python/{sys.version.split()[0]}"
 MAX_LINE = 65536
 MAX_HEADERS = 100
-IDLE_S = 30.0
+SPARE = 4
 
 
 class HeaderError(Exception):
@@ -86,46 +86,61 @@ def read_headers(rfile: Any) -> Headers:
         headers.add(name, value.strip())
 
 
-class Workers:
-    """Connections handed to threads that outlive them: a thread that has handled one waits up to
-    :data:`IDLE_S` for the next before it ends, and a new one starts only when none is waiting."""
+class Acceptors:
+    """Threads that accept connections themselves and handle each on the thread that accepted it.
 
-    def __init__(self, handle: Callable[[Any, Any], None]) -> None:
+    Every waiting thread blocks in ``accept`` on the listening socket (the kernel wakes one per
+    connection); a thread that takes a connection while no other waits starts one first, so there is
+    always one to accept, and one that finds :data:`SPARE` others waiting after a connection ends.
+    No connection passes from thread to thread, and no thread polls.
+    """
+
+    def __init__(self, listener: socket.socket, handle: Callable[[Any, Any], None]) -> None:
+        self._listener = listener
         self._handle = handle
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self._idle = 0
+        self._waiting = 0
         self._lock = threading.Lock()
+        self._stopping = False
+        self._kind = (int(listener.family), int(listener.type))
 
-    def submit(self, request: Any, address: Any) -> None:
+    def start(self) -> None:
         with self._lock:
-            if self._idle:
-                self._idle -= 1  # that waiting thread takes this job
-                self._jobs.put((request, address))
-                return
-        threading.Thread(target=self._work, args=((request, address),), name="store-connection",
-                         daemon=True).start()
+            self._waiting += 1
+        threading.Thread(target=self._accept_loop, name="store-acceptor", daemon=True).start()
 
     def stop(self) -> None:
-        """Wake every waiting thread to end."""
-        with self._lock:
-            for _ in range(self._idle):
-                self._jobs.put(None)
-            self._idle = 0
+        """Wake every waiting thread to end (a shut down listener makes ``accept`` fail at once)."""
+        self._stopping = True
+        try:
+            self._listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
-    def _work(self, job: tuple | None) -> None:
-        while job is not None:
-            self._handle(*job)
-            with self._lock:
-                self._idle += 1
+    def _accept(self) -> tuple[socket.socket, Any]:
+        fd, address = self._listener._accept()  # type: ignore[attr-defined]  # socket.accept, minus its enum lookups
+        return socket.socket(*self._kind, 0, fd), address
+
+    def _accept_loop(self) -> None:
+        while not self._stopping:
             try:
-                job = self._jobs.get(timeout=IDLE_S)
-            except queue.Empty:
-                with self._lock:
-                    try:  # a job handed over between the timeout and the lock is still ours
-                        job = self._jobs.get_nowait()
-                    except queue.Empty:
-                        self._idle -= 1
-                        job = None
+                connection, address = self._accept()
+            except OSError:
+                if self._stopping:
+                    break
+                time.sleep(0.01)  # out of file descriptors, say: try again shortly
+                continue
+            with self._lock:
+                self._waiting -= 1
+                alone = self._waiting == 0
+            if alone:
+                self.start()
+            self._handle(connection, address)
+            with self._lock:
+                if self._waiting >= SPARE:
+                    return
+                self._waiting += 1
+        with self._lock:
+            self._waiting -= 1
 
 
 class LeanRequests:

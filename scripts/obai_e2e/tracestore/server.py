@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import traceback
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -23,7 +24,7 @@ from .admin_routes import SERVICE, AdminRoutes
 from .apierror import ApiError
 from .bodies import DEFAULT_MAX_BODY_BYTES, MAX_DECODED_BYTES, BodyReader
 from .db import Store
-from .http_lean import LeanRequests, Workers
+from .http_lean import Acceptors, LeanRequests
 from .otlp_ids import id_needs
 from .otlp_map import CURRENT, to_writes
 from .payloads import SPAN, TRACE, Kind, parse_batch, parse_search, parse_update, parse_write
@@ -86,7 +87,7 @@ def _routes_for(path: str) -> list[tuple[re.Pattern[str], dict[str, str]]]:
 
 class StoreServer(HTTPServer):
     """An HTTP server that carries the store, its limits and its access token; each connection is
-    handled on a thread of its own (:class:`http_lean.Workers`)."""
+    handled on the thread that accepted it (:class:`http_lean.Acceptors`)."""
 
     allow_reuse_address = True
     # Python's default backlog of 5 resets connections when hundreds of writers flush at once
@@ -102,12 +103,26 @@ class StoreServer(HTTPServer):
         self.token = token
         self.keys = KeyCheck(token)
         self.refusals = Refusals()
-        self.workers = Workers(self._handle_connection)
+        self._stop, self._served = threading.Event(), threading.Event()
+        self._served.set()
         super().__init__(address, Handler)
+        self.acceptors = Acceptors(self.socket, self._handle_connection)
         self.port = self.server_address[1]
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        self.workers.submit(request, client_address)
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        """Serve until :meth:`shutdown`: the acceptor threads do the work (``poll_interval`` is not needed)."""
+        self._stop.clear()
+        self._served.clear()
+        try:
+            self.acceptors.start()
+            self._stop.wait()
+        finally:
+            self.acceptors.stop()
+            self._served.set()
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        self._served.wait()
 
     def _handle_connection(self, request: Any, client_address: Any) -> None:
         try:
@@ -118,8 +133,9 @@ class StoreServer(HTTPServer):
             self.shutdown_request(request)
 
     def server_close(self) -> None:
+        if hasattr(self, "acceptors"):  # not yet when binding failed
+            self.acceptors.stop()
         super().server_close()
-        self.workers.stop()
 
 
 class Handler(ThreadRoutes, AdminRoutes, BodyReader, LeanRequests, BaseHTTPRequestHandler):
