@@ -16,9 +16,8 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from . import feedback, otlp_ids, ownership, rows, thread_life
 from .apierror import not_found, project_not_found
@@ -38,6 +37,48 @@ from .turnkeys import HARNESS, Principal
 NOTE_EVERY_S = 1.0
 FEW_ROWS = 200
 NO_SCORES = frozenset({"feedback_scores", "span_feedback_scores"})
+
+
+class _Lease:
+    """A pooled connection for one ``with`` block (a class, not a generator: one of these per request)."""
+
+    __slots__ = ("store", "write", "conn")
+
+    def __init__(self, store: "Store", *, write: bool) -> None:
+        self.store, self.write = store, write
+
+    def __enter__(self) -> sqlite3.Connection:
+        if self.write:
+            self.store._write_lock.acquire()
+        try:
+            self.conn = self.store._take()
+            if self.write:
+                self.conn.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self._release()
+            raise
+        return self.conn
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        try:
+            if self.write:
+                if kind is None:
+                    try:
+                        self.conn.execute("COMMIT")
+                    except BaseException:
+                        self.conn.execute("ROLLBACK")  # the connection goes back with no transaction open
+                        raise
+                else:
+                    self.conn.execute("ROLLBACK")
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        conn = getattr(self, "conn", None)
+        if conn is not None:
+            self.store._idle.append(conn)
+        if self.write:
+            self.store._write_lock.release()
 
 
 class Store(Listings):
@@ -77,27 +118,19 @@ class Store(Listings):
             self._all.append(conn)
         return conn
 
-    @contextmanager
-    def _connection(self) -> Iterator[sqlite3.Connection]:
-        try:
-            conn = self._idle.pop()  # atomic under the GIL
-        except IndexError:
-            conn = self._open()
-        try:
-            yield conn
-        finally:
-            self._idle.append(conn)
+    def _connection(self) -> "_Lease":
+        """A connection of the pool for a ``with`` block (taken back at its end)."""
+        return _Lease(self, write=False)
 
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._write_lock, self._connection() as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+    def _transaction(self) -> "_Lease":
+        """A connection in a write transaction for a ``with`` block: committed at its end, rolled back on error."""
+        return _Lease(self, write=True)
+
+    def _take(self) -> sqlite3.Connection:
+        try:
+            return self._idle.pop()  # atomic under the GIL
+        except IndexError:
+            return self._open()
 
     def close(self) -> None:
         with self._all_lock:

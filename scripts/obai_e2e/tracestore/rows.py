@@ -6,6 +6,7 @@ Opik's TracePublic / SpanPublic JSON.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sqlite3
@@ -96,6 +97,12 @@ def writers(old: sqlite3.Row | None, by: Principal) -> dict:
     return {"created_by": old["created_by"], "last_updated_by": by.name, "owner": old["owner"]}
 
 
+@functools.lru_cache(maxsize=16)
+def _insert_sql(table: str, columns: tuple[str, ...]) -> str:
+    return (f"INSERT OR REPLACE INTO {table} ({', '.join(columns)}) "
+            f"VALUES ({', '.join(':' + column for column in columns)})")
+
+
 def save(conn: sqlite3.Connection, kind: Kind, doc: dict, meta: dict, previous: sqlite3.Row | None = None) -> None:
     """Insert or replace the entity's row, and its tags unless the ``previous`` row has the same."""
     table, tags_table = TABLES[kind.name]
@@ -118,9 +125,7 @@ def save(conn: sqlite3.Connection, kind: Kind, doc: dict, meta: dict, previous: 
         row.update(trace_id=doc.get("trace_id"), parent_span_id=doc.get("parent_span_id"), type=doc.get("type"))
     else:
         row.update(thread_id=doc.get("thread_id"), thread_id_lc=lower(doc.get("thread_id")))
-    names = ", ".join(row)
-    marks = ", ".join("?" for _ in row)
-    conn.execute(f"INSERT OR REPLACE INTO {table} ({names}) VALUES ({marks})", list(row.values()))
+    conn.execute(_insert_sql(table, tuple(row)), row)
     if previous is not None and previous["tags"] == row["tags"]:
         return  # the second copy of an entity (at its end) usually repeats the tags of the first
     if previous is not None:
