@@ -177,7 +177,7 @@ class BodyReader:
             raise ApiError(
                 413, f"request body of {length} bytes is larger than the limit of {limit} bytes; send smaller batches"
             )
-        data = self.rfile.read(length)
+        data = self.rfile.read(length) or b""  # None: the read timed out (the socket's kernel timeout)
         if len(data) < length:
             raise ConnectionResetError("client closed the connection mid-body")
         return data

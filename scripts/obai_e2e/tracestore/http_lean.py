@@ -14,11 +14,13 @@ folded lines), and a connection is handled by the thread that accepted it.
 from __future__ import annotations
 
 import socket
+import struct
 import sys
 import threading
 import time
 from datetime import datetime, timezone
 from http import HTTPStatus
+from socketserver import _SocketWriter  # type: ignore[attr-defined]
 from typing import Any, Callable
 
 _PHRASES = {status.value: status.phrase for status in HTTPStatus}
@@ -65,8 +67,21 @@ class Headers:
 
 
 def read_headers(rfile: Any) -> Headers:
-    """The header block up to its empty line; :class:`HeaderError` (431, or 400 for a folded line) otherwise."""
+    """The header block up to its empty line; :class:`HeaderError` (431, or 400 for a folded line) otherwise.
+
+    A block already in the reader's buffer (a short request arrives whole) is taken in one read;
+    otherwise it is read line by line.
+    """
     headers = Headers()
+    buffered = rfile.peek(MAX_LINE) if hasattr(rfile, "peek") else b""
+    end = buffered.find(b"\r\n\r\n")
+    if end >= 0 and b"\n\n" not in buffered[:end] and not buffered.startswith((b"\r\n", b"\n")):
+        lines = rfile.read(end + 4)[:end].decode("iso-8859-1").split("\r\n")
+        if len(lines) > MAX_HEADERS:
+            raise HeaderError(431, "Too many headers", f"got more than {MAX_HEADERS} headers")
+        for text in lines:
+            _add_line(headers, text.rstrip("\r\n"))
+        return headers
     count = 0
     while True:
         line = rfile.readline(MAX_LINE + 1)
@@ -77,13 +92,16 @@ def read_headers(rfile: Any) -> Headers:
         count += 1
         if count > MAX_HEADERS:
             raise HeaderError(431, "Too many headers", f"got more than {MAX_HEADERS} headers")
-        text = line.decode("iso-8859-1").rstrip("\r\n")
-        if text[:1] in (" ", "\t"):
-            raise HeaderError(400, "Bad request", "a folded header line (obsolete line folding)")
-        name, sep, value = text.partition(":")
-        if not sep or not name or name != name.strip():
-            raise HeaderError(400, "Bad request", f"malformed header line {text[:100]!r}")
-        headers.add(name, value.strip())
+        _add_line(headers, line.decode("iso-8859-1").rstrip("\r\n"))
+
+
+def _add_line(headers: Headers, text: str) -> None:
+    if text[:1] in (" ", "\t"):
+        raise HeaderError(400, "Bad request", "a folded header line (obsolete line folding)")
+    name, sep, value = text.partition(":")
+    if not sep or not name or name != name.strip():
+        raise HeaderError(400, "Bad request", f"malformed header line {text[:100]!r}")
+    headers.add(name, value.strip())
 
 
 class Acceptors:
@@ -144,7 +162,24 @@ class Acceptors:
 
 
 class LeanRequests:
-    """For a ``BaseHTTPRequestHandler``: the request line and headers read as above, an answer written whole."""
+    """For a ``BaseHTTPRequestHandler``: the request line and headers read as above, an answer written whole,
+    and the idle timeout kept by the kernel (a socket with a Python timeout polls before every read and write)."""
+
+    request: socket.socket
+    timeout: float | None
+    rbufsize: int
+    disable_nagle_algorithm: bool
+
+    def setup(self) -> None:
+        self.connection = self.request
+        if self.timeout is not None:
+            seconds = struct.pack("ll", int(self.timeout), 0)
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, seconds)
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, seconds)
+        if self.disable_nagle_algorithm:
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
+        self.rfile = self.connection.makefile("rb", self.rbufsize)
+        self.wfile = _SocketWriter(self.connection)
 
     raw_requestline: bytes
     rfile: Any
