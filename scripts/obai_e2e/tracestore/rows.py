@@ -48,8 +48,21 @@ def parsed(value: Any) -> Any:
 
 def encode(item: dict) -> str:
     """An entity of :func:`public` as compact JSON; its keys are the store's own field names."""
-    return "{" + ",".join(f'"{key}":{value if type(value) is Raw else compact_json(value)}'
-                          for key, value in item.items()) + "}"
+    return "{" + ",".join(f'"{key}":{_value_json(value)}' for key, value in item.items()) + "}"
+
+
+def _value_json(value: Any) -> str:
+    kind = type(value)
+    if kind is Raw:
+        return value
+    if kind is str:
+        return _string_json(value)
+    if kind is int:
+        return str(value)
+    return compact_json(value)  # floats (their JSON spelling), booleans, lists, objects
+
+
+_string_json = json.encoder.encode_basestring  # type: ignore[attr-defined]  # the C one, as ensure_ascii=False uses
 
 
 def lower(value: Any) -> str | None:
