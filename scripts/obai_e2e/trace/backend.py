@@ -75,7 +75,8 @@ def connect_to(kind: str, project: str, *, flush_timeout_s: int = opik_env.DEFAU
         strict = info.strict_opik if hasattr(info, "strict_opik") else bool(info.get("strict_opik"))
         env = opik_env.local_store_env(api_url, flush_timeout_s, token=token)
         env["OPIK_PROJECT_NAME"] = project
-        env.update(opik_env.otlp_env(api_url, project, workspace="default", key=token))
+        # No key in the exporter's headers: a turn adds its own (Backend.turn_key), the harness exports nothing.
+        env.update(opik_env.otlp_env(api_url, project, workspace="default"))
         page = trace_url_template or (api_url.rstrip("/").removesuffix("/api") + "/traces/{trace_id}")
         return Backend(kind="local", project=project, api_url=api_url, sdk_env=env, trace_url_template=page,
                        strict=strict)
