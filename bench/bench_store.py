@@ -1,4 +1,4 @@
-"""Benchmark of the local trace store: ingest, tag search, span search, restart.
+"""Benchmark of the local trace store: ingest, tag search, span search, restart; or its CPU under a run.
 
 Ingests 1,000 traces of 10 spans each through the HTTP endpoints the SDK uses (gzip
 batches, every entity posted twice: at start and at end, as the SDK does), then times
@@ -7,6 +7,14 @@ and a 2-character needle; the spans of one trace) and through the ``opik`` SDK. 
 the figures as text and, last, as one JSON line.
 
     uv run python bench/bench_store.py [--traces N] [--spans-per-trace N] [--no-sdk]
+
+``--harness N`` instead runs ``obai-e2e run`` on the N instant cases of bench_peers.py (the
+stand-in agent writes each trace, the harness resolves and reads it) against a store served in
+this process, and prints the store's CPU per case (this process's CPU: the harness and the agents
+are other processes), per route (CPU of the request's handling on its thread), and with
+``--profile`` the functions that cost it (cProfile on CPU time, which slows the store down).
+
+    uv run python bench/bench_store.py --harness 300 [--jobs 1] [--profile]
 """
 from __future__ import annotations
 
@@ -177,13 +185,95 @@ def _time_sdk(api_url: str, token: str, tags: list[str], trace_ids: list[str], r
             "search_spans": _percentiles(span_times)}
 
 
+def harness_run(n: int, jobs: int, profile: bool) -> int:
+    """Store CPU per case while ``obai-e2e run`` drives N instant cases against it (see the module doc)."""
+    import cProfile
+    import io
+    import pstats
+    import re
+    import subprocess
+    import threading
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_peers import write_inputs
+    from obai_e2e.tracestore import daemon, server
+
+    lock = threading.Lock()
+    routes: dict[str, list[float]] = {}
+    profiles: list[cProfile.Profile] = []
+    dispatch = server.Handler._dispatch
+
+    def measured(handler: server.Handler) -> None:
+        key = re.sub(r"[0-9a-f-]{36}", "ID", f"{handler.command} {handler.path.split('?')[0]}")
+        started = time.thread_time()
+        prof = cProfile.Profile(time.thread_time) if profile else None
+        if prof is not None:
+            prof.enable()
+        try:
+            dispatch(handler)
+        finally:
+            if prof is not None:
+                prof.disable()
+            with lock:
+                routes.setdefault(key, []).append(time.thread_time() - started)
+                if prof is not None:
+                    profiles.append(prof)
+
+    for name in ("do_GET", "do_POST", "do_PATCH", "do_PUT", "do_DELETE", "do_HEAD"):
+        setattr(server.Handler, name, measured)
+    with tempfile.TemporaryDirectory(prefix="bench-store-harness-") as tmp:
+        root = Path(tmp)
+        ready = threading.Event()
+        threading.Thread(target=daemon.serve, kwargs={"store_dir": root / "store", "on_ready": lambda _s: ready.set()},
+                         daemon=True).start()
+        ready.wait(30)
+        cases = write_inputs(root, n)["dir"]
+        env = {**os.environ, "OBAI_TRACE_STORE_DIR": str(root / "store"), "OBAI_E2E_RUNS": str(root / "runs")}
+        env.pop("OBAI_TRACE_TAG", None)
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "obai_e2e", "run", "--target", str(cases / "target.yaml"),
+                               "--cases", str(cases / "cases.yaml"), "--jobs", str(jobs)],
+                              env=env, cwd=cases, capture_output=True, text=True)
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        # The store serves on a daemon thread of this process (daemon.stop would end this process): it ends with it.
+    if done.returncode != 0:
+        print(done.stderr[-2000:], file=sys.stderr)
+        return done.returncode
+    result = {"cases": n, "jobs": jobs, "store_cpu_ms_per_case": round(cpu * 1000 / n, 2),
+              "wall_s": round(wall, 1), "load_average": round(os.getloadavg()[0], 1), "profiled": profile,
+              "routes": {key: {"requests": len(times), "cpu_ms_each": round(sum(times) * 1000 / len(times), 3),
+                               "cpu_ms_per_case": round(sum(times) * 1000 / n, 3)}
+                         for key, times in sorted(routes.items(), key=lambda kv: -sum(kv[1]))}}
+    print(f"store CPU {result['store_cpu_ms_per_case']} ms per case ({n} cases, -j{jobs}, load "
+          f"{result['load_average']}{', profiled' if profile else ''})")
+    for key, figures in result["routes"].items():
+        print(f"  {key:48s} {figures['requests']:6d} x {figures['cpu_ms_each']:.3f} ms = "
+              f"{figures['cpu_ms_per_case']:.3f} ms per case")
+    if profiles:
+        stats = pstats.Stats(profiles[0])
+        for prof in profiles[1:]:
+            stats.add(prof)
+        text = io.StringIO()
+        stats.stream = text
+        stats.sort_stats("tottime").print_stats(25)
+        print(text.getvalue())
+    print(json.dumps(result, sort_keys=True))
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--harness", type=int, default=None, metavar="N",
+                        help="store CPU per case under `obai-e2e run` on N instant cases (see above)")
+    parser.add_argument("--jobs", type=int, default=1, help="with --harness: units at a time")
+    parser.add_argument("--profile", action="store_true", help="with --harness: cProfile the request handling")
     parser.add_argument("--traces", type=int, default=1000)
     parser.add_argument("--spans-per-trace", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=50)
     parser.add_argument("--no-sdk", action="store_true", help="skip the timings through the opik SDK")
     args = parser.parse_args()
+    if args.harness is not None:
+        return harness_run(args.harness, args.jobs, args.profile)
 
     results: dict = {"traces": args.traces, "spans": args.traces * args.spans_per_trace, "repeats": args.repeats}
     with tempfile.TemporaryDirectory(prefix="bench-store-") as tmp:

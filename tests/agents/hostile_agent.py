@@ -34,6 +34,11 @@ one HTTP round trip. ``HOSTILE_AGENT`` selects behaviours, comma-separated:
                      daemon (double fork, setsid, empty environment, cwd /) that keeps trying
                      for <s> seconds (default 20); what it saw and did goes to $HOSTILE_REPORT
                      (a folder outside the runs folder), the daemon's heartbeat too
+  tamper             the first turn to run leaves its trace's ids in $HOSTILE_REPORT/tamper-ids.json;
+                     every later turn, after writing its own trace, turns on that one with its own
+                     key: reads it, PATCHes it and its spans (an error span, another answer),
+                     re-posts a span with an error, adds an error span to it, scores it, and
+                     deletes it and its project; each answer goes to $HOSTILE_REPORT/tamper-<session>.json
 
   patch_victims:<s>  after <s> seconds (default 0), PATCH the output of every other trace of its project
                      whose question holds "victim", with the key it was given to write its own
@@ -80,7 +85,7 @@ def ts() -> str:
 
 def post(url: str, body: dict | None, method: str = "POST") -> bytes:
     headers = {"content-type": "application/json"}
-    if os.environ.get("OPIK_API_KEY"):  # the local store's token, as the opik SDK sends it
+    if os.environ.get("OPIK_API_KEY"):  # the key the harness gave this turn, sent as the opik SDK sends it
         headers["authorization"] = os.environ["OPIK_API_KEY"]
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(url, data=data, method=method, headers=headers)
@@ -123,6 +128,21 @@ def edit_cases() -> None:
         text = fh.read()
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(text.replace("[market_data_analysis]", "[fundamentals_analysis]"))
+
+
+def call(method: str, url: str, body: dict | None = None) -> tuple[int, str]:
+    """(status, body text) of one request with this turn's key; an HTTP error is an answer, not a crash."""
+    headers = {"authorization": os.environ.get("OPIK_API_KEY", "")}
+    data = None
+    if body is not None:
+        headers["content-type"] = "application/json"
+        data = json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as answer:
+            return answer.status, answer.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode("utf-8", "replace")
 
 
 def behaviours() -> dict[str, str]:
@@ -252,7 +272,7 @@ def nested(depth: int) -> str:
 
 def write_trace(query: str, session: str, answer: str, error_span: str | None, open_span: bool = False,
                 job_payload: str | None = None, tag: str | None = None, forge: str = "", big_mb: float = 0,
-                deep: int = 0) -> None:
+                deep: int = 0) -> dict:
     api = os.environ["OPIK_URL_OVERRIDE"].rstrip("/")
     project = os.environ.get("OPIK_PROJECT_NAME", "obai-demo")
     tag = tag or os.environ.get("OBAI_TRACE_TAG")
@@ -294,6 +314,40 @@ def write_trace(query: str, session: str, answer: str, error_span: str | None, o
         except urllib.error.HTTPError:
             pass  # a store may refuse a value nested this deep: the rest of the trace stands
     post(f"{api}/v1/private/traces/batch", {"traces": [trace]})
+    return {"trace": trace, "spans": spans, "project": project}
+
+
+def tamper(mine: dict, session: str) -> None:
+    """Leave this turn's ids for later turns, or turn on the trace an earlier turn left (see the module doc)."""
+    report = os.environ["HOSTILE_REPORT"]
+    ids_file = os.path.join(report, "tamper-ids.json")
+    if not os.path.exists(ids_file):
+        with open(ids_file, "w") as fh:
+            json.dump({"trace": mine["trace"], "spans": mine["spans"], "project": mine["project"]}, fh)
+        return
+    with open(ids_file) as fh:
+        victim = json.load(fh)
+    api = os.environ["OPIK_URL_OVERRIDE"].rstrip("/") + "/v1/private"
+    trace, span, project = victim["trace"], victim["spans"][-1], victim["project"]
+    error = {"exception_type": "RuntimeError", "message": "forged by a later turn", "traceback": "forged"}
+    project_id = json.loads(call("POST", f"{api}/projects/retrieve", {"name": project})[1] or "{}").get("id")
+    tried = {
+        "read": call("GET", f"{api}/traces/{trace['id']}"),
+        "search": call("POST", f"{api}/traces/search", {"project_name": project, "truncate": False}),
+        "patch_trace": call("PATCH", f"{api}/traces/{trace['id']}",
+                            {"project_name": project, "output": {"response": "forged", "exit_code": 0}}),
+        "patch_span": call("PATCH", f"{api}/spans/{span['id']}",
+                           {"project_name": project, "trace_id": trace["id"], "error_info": error}),
+        "repost_span": call("POST", f"{api}/spans/batch",
+                            {"spans": [{**span, "error_info": error, "last_updated_at": ts()}]}),
+        "add_span": call("POST", f"{api}/spans/batch", {"spans": [
+            {**span, "id": uuid7(), "name": "market_data_analysis", "error_info": error, "last_updated_at": ts()}]}),
+        "score": call("PUT", f"{api}/traces/{trace['id']}/feedback-scores", {"name": "x", "value": 0, "source": "sdk"}),
+        "delete_traces": call("POST", f"{api}/traces/delete", {"ids": [trace["id"]]}),
+        "delete_project": call("DELETE", f"{api}/projects/{project_id}"),
+    }
+    with open(os.path.join(report, f"tamper-{session}.json"), "w") as fh:
+        json.dump({name: {"status": status, "body": body[:500]} for name, (status, body) in tried.items()}, fh)
 
 
 def fill(mb: float) -> None:
@@ -356,9 +410,11 @@ def main(argv: list[str]) -> int:
             span = codecs.decode(span, "unicode_escape")
         elif "forge" in b:
             span = "market_data_analysis"
-        write_trace(query, session, answer[:2000], span, "open_span" in b, job_payload,
-                    forge=FORGED if "forge" in b else "", big_mb=float(b.get("big") or 0),
-                    deep=int(b.get("deep") or 0))
+        mine = write_trace(query, session, answer[:2000], span, "open_span" in b, job_payload,
+                           forge=FORGED if "forge" in b else "", big_mb=float(b.get("big") or 0),
+                           deep=int(b.get("deep") or 0))
+        if "tamper" in b:
+            tamper(mine, session)
     if "delete_project" in b:
         delete_project()
     sys.stdout.write(answer + ("\n" if not answer.endswith("\n") else ""))

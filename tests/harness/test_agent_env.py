@@ -6,7 +6,7 @@ from pathlib import Path
 import yaml
 from obai_e2e.base.opik_env import otlp_env
 from obai_e2e.config.target import load_target_config
-from obai_e2e.drive.agent_env import agent_environ, hold_back
+from obai_e2e.drive.agent_env import agent_environ, hold_back, turn_env
 
 REPO = Path(__file__).resolve().parents[2]
 HARNESS = {"PLAIN_SETTING": "plain", "SERVICE_TOKEN": "svc-1", "ANTHROPIC_API_KEY": "ant-2", "JUDGE_A2_CRED": "cred-3",
@@ -40,7 +40,10 @@ def test_against_the_local_store(tmp_path, monkeypatch):
     env = agent_environ(config, HARNESS, {"OPIK_API_KEY": "store-token", "OPIK_URL_OVERRIDE": "http://127.0.0.1:1/api"})
     assert env["PLAIN_SETTING"] == "plain" and env["OBAI_DEMO_ETA_SECONDS"] == "1"  # target.env is its own
     assert env["ANTHROPIC_API_KEY"] == "ant-2"                                       # declared: it passes
-    assert env["OPIK_API_KEY"] == "store-token" and env["OPIK_URL_OVERRIDE"] == "http://127.0.0.1:1/api"
+    # The store's token is the harness's: no key at all until the turn adds its own.
+    assert "OPIK_API_KEY" not in env and env["OPIK_URL_OVERRIDE"] == "http://127.0.0.1:1/api"
+    assert not any("store-token" in value for value in env.values())
+    assert turn_env(env, "turn-key") == {"OPIK_API_KEY": "turn-key"}
     for withheld in ("SERVICE_TOKEN", "JUDGE_A2_CRED", "HELD_BY_THIS_RUN", "db_password"):
         assert withheld not in env, withheld
 
@@ -83,11 +86,16 @@ def test_the_otel_exporter_settings_carry_the_key_exactly_when_the_agent_gets_it
     assert not any("users-own-opik-key" in value for value in env.values())
 
 
-def test_against_the_local_store_the_otel_headers_carry_the_stores_token_not_the_users_key(tmp_path, monkeypatch):
+def test_against_the_local_store_the_otel_headers_carry_the_turns_key_never_the_stores_token(tmp_path, monkeypatch):
     monkeypatch.setenv("OBAI_E2E_JUDGES", str(tmp_path / "no-such-file.yaml"))
-    config = load_target_config(target(tmp_path))
+    config = load_target_config(target(tmp_path, **{"target.env_passthrough": ["OPIK_API_KEY", "OTEL_*"]}))
     store_env = {"OPIK_API_KEY": "store-token",
                  **otlp_env("http://127.0.0.1:1/api", "obai-demo", workspace="default", key="store-token")}
-    env = agent_environ(config, HARNESS, store_env)
-    assert env["OTEL_EXPORTER_OTLP_HEADERS"] == "projectName=obai-demo,Comet-Workspace=default,Authorization=store-token"
-    assert not any("users-own-opik-key" in value for value in env.values())
+    harness = {**HARNESS, **store_env}  # the harness's own process carries the token: declared or not, it stays
+    env = agent_environ(config, harness, store_env)
+    assert env["OTEL_EXPORTER_OTLP_HEADERS"] == "projectName=obai-demo,Comet-Workspace=default"
+    assert not any("store-token" in value or "users-own-opik-key" in value for value in env.values())
+    added = turn_env(env, "turn-key")
+    assert added == {"OPIK_API_KEY": "turn-key",
+                     "OTEL_EXPORTER_OTLP_HEADERS": "projectName=obai-demo,Comet-Workspace=default,Authorization=turn-key"}
+    assert turn_env(env, None) == {}

@@ -171,3 +171,36 @@ def test_refusals_of_another_project_are_not_this_turns(trace_store, caplog):
     now = datetime.now(timezone.utc)
     res = resolve(_backend(trace_store, project), _config(project), _turn("e2e-none", now, now), deadline_s=0.5)
     assert res.status == NOT_FOUND and "refused" not in res.message and "does not exist" in res.message
+
+
+def test_only_the_turns_own_key_makes_its_trace_a_decoy_with_its_tag_is_named_and_ignored(trace_store, api):
+    """Another turn writes a trace with this turn's tag and input: it cannot make the turn multi_match."""
+    from obai_e2e.tracestore.turnkeys import mint
+
+    project = project_name("decoy")
+    tag = f"e2e-{uuid.uuid4().hex}"
+    now = datetime.now(timezone.utc)
+    own, other = mint(trace_store.token, "unit-1", tag), mint(trace_store.token, "unit-2", "t")
+    mine = trace_payload(project, id=_id_at(now), tags=[tag], end_time=iso(now + timedelta(seconds=1)))
+    decoy = trace_payload(project, id=_id_at(now), tags=[tag], end_time=iso(now + timedelta(seconds=1)))
+    for key, trace in ((own.key, mine), (other.key, decoy)):
+        client = Api(trace_store.api_url, key)
+        try:
+            client.batch("traces", [trace])
+            if trace is decoy:  # and the decoy's turn tries to take this turn's trace over: refused
+                assert client.patch("traces", mine["id"], {"project_name": project, "name": "x"}).status_code == 403
+        finally:
+            client.close()
+    backend, config = _backend(trace_store, project), _config(project)
+    turn = dataclasses.replace(_turn(tag, now, now + timedelta(seconds=1)), writer=own.writer)
+    res = resolve(backend, config, turn, deadline_s=5)
+    assert res.status == RESOLVED and res.trace_id == mine["id"], res
+    assert f"1 trace written by another turn's key matched too and was ignored: {decoy['id']}" in res.message
+    assert "refused" not in res.message  # this turn itself was refused nothing
+    # Without the writer (against Opik) both match: the same search, refused as ambiguous.
+    assert resolve(backend, config, _turn(tag, now, now + timedelta(seconds=1)), deadline_s=5).status == "multi_match"
+    # The decoy's own turn, resolved, names what the store refused it.
+    theirs = dataclasses.replace(_turn(tag, now, now + timedelta(seconds=1)), writer=other.writer)
+    res = resolve(backend, config, theirs, deadline_s=5)
+    assert res.status == RESOLVED and res.trace_id == decoy["id"]
+    assert "the trace store refused 1 write of this turn: 403 refused: an update of trace" in res.message, res.message

@@ -4,6 +4,7 @@ from __future__ import annotations
 import gzip
 import re
 import threading
+import time
 
 import pydantic
 import pytest
@@ -416,3 +417,36 @@ def test_handler_failure_is_500_and_serving_goes_on(tmp_path):
         api.close()
         server.shutdown()
         server.server_close()
+
+
+def test_an_idle_or_stalled_connection_is_closed_after_the_timeout_and_serving_goes_on(tmp_path, monkeypatch):
+    """The idle timeout is the kernel's (no poll before each read): a client that sends nothing, or stops
+    halfway through its body, loses its connection when it runs out; everyone else is served meanwhile."""
+    import socket as sockets
+
+    from obai_e2e.tracestore import server as server_module
+
+    monkeypatch.setattr(server_module.Handler, "timeout", 1)
+    store = Store(tmp_path / "db.sqlite3")
+    server = make_server(store, "127.0.0.1", 0, 1024 * 1024, {"service": "obai-trace-store"}, token="t0ken")
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    api = Api(f"http://127.0.0.1:{port}/api", "t0ken")
+    try:
+        idle = sockets.create_connection(("127.0.0.1", port), timeout=30)
+        stalled = sockets.create_connection(("127.0.0.1", port), timeout=30)
+        stalled.sendall(f"POST /api/v1/private/traces/batch HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                        f"Authorization: t0ken\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+                        f"{{\"traces\":".encode())
+        assert api.ping()  # served while the two wait
+        for sock in (idle, stalled):
+            started = time.monotonic()
+            assert sock.recv(1024) == b""  # closed by the store, not by this test's 30 s
+            assert time.monotonic() - started < 20
+            sock.close()
+        assert api.ping()
+    finally:
+        api.close()
+        server.shutdown()
+        server.server_close()
+        store.close()

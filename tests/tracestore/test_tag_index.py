@@ -6,6 +6,8 @@ import re
 import sqlite3
 import string
 
+import pytest
+
 from obai_e2e.tracestore.db import Store
 from obai_e2e.tracestore.payloads import TRACE, SearchRequest, parse_write
 from obai_e2e.tracestore.schema import SCHEMA_VERSION
@@ -19,9 +21,11 @@ def _random_tag(rng: random.Random) -> str:
     return "".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 24)))
 
 
-def test_tag_contains_matches_ilike_semantics_on_random_tags(trace_store):
+@pytest.mark.parametrize("bounded", [False, True], ids=["index", "time-bounded"])
+def test_tag_contains_matches_ilike_semantics_on_random_tags(trace_store, bounded):
     """Needles of every length (below, at and above a trigram) against tags sharing characters; `_` and `%`
-    are wildcards, as in Opik's ILIKE."""
+    are wildcards, as in Opik's ILIKE. A time-bounded search over few traces tests each one's tags instead
+    of the trigram index: the same answers, also for not_contains."""
     rng = random.Random(7)
     project = project_name("tags")
     traces = [trace_payload(project, tags=[_random_tag(rng) for _ in range(rng.randint(0, 3))]) for _ in range(150)]
@@ -34,8 +38,14 @@ def test_tag_contains_matches_ilike_semantics_on_random_tags(trace_store):
         for needle in needles:
             like = re.compile("".join({"_": ".", "%": ".*"}.get(c, re.escape(c)) for c in needle.lower()), re.S)
             expected = {t["id"] for t in traces if any(like.search(tag.lower()) for tag in t["tags"])}
-            found = {t["id"] for t in api.search("traces", project, [flt("tags", "contains", needle)], limit=1000)}
+            bounds = {"from_time": "2000-01-01T00:00:00Z", "to_time": "2999-01-01T00:00:00Z"} if bounded else {}
+            found = {t["id"] for t in api.search("traces", project, [flt("tags", "contains", needle)], limit=1000,
+                                                 **bounds)}
             assert found == expected, needle
+            if bounded:
+                others = {t["id"] for t in api.search("traces", project, [flt("tags", "not_contains", needle)],
+                                                      limit=1000, **bounds)}
+                assert others == {t["id"] for t in traces} - expected, needle
     finally:
         api.close()
 

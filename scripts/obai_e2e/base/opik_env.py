@@ -1,9 +1,9 @@
 """Environment for processes that talk to a trace backend through the ``opik`` SDK.
 
 Against the local store the SDK is pointed at it with ``OPIK_URL_OVERRIDE`` and carries
-the store's access token as ``OPIK_API_KEY`` (the SDK sends it as the ``Authorization``
-header, whatever the URL); against a real Opik the user's own configuration (environment,
-``~/.opik.config``) is left alone.
+a key as ``OPIK_API_KEY`` (the SDK sends it as the ``Authorization`` header, whatever the
+URL): the harness its store's token, each turn of an agent a turn key of its own; against a
+real Opik the user's own configuration (environment, ``~/.opik.config``) is left alone.
 In both cases the SDK's phone-home features are switched off, and the flush at exit is
 bounded so that a dead backend cannot hold a process for long.
 
@@ -51,6 +51,16 @@ def with_otlp_key(env: Mapping[str, str], key: str) -> dict[str, str]:
     if OTLP_ENDPOINT_ENV in out:
         headers = [h for h in out.get(OTLP_HEADERS_ENV, "").split(",") if h]
         out[OTLP_HEADERS_ENV] = ",".join([*headers, f"{OTLP_KEY_HEADER}={quote(key, safe='')}"])
+    return out
+
+
+def without_otlp_key(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` whose OTLP headers carry no Authorization (the other headers kept as they are)."""
+    out = dict(env)
+    if OTLP_HEADERS_ENV in out:
+        headers = [h for h in out[OTLP_HEADERS_ENV].split(",")
+                   if h and h.split("=", 1)[0].strip().lower() != OTLP_KEY_HEADER.lower()]
+        out[OTLP_HEADERS_ENV] = ",".join(headers)
     return out
 
 

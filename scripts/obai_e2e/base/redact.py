@@ -2,7 +2,7 @@
 
 Values of environment variables whose names look secret (``*KEY*``, ``*TOKEN*``,
 ``*SECRET*``, ``*PASSWORD*`` by default) are replaced wherever they appear, and so are
-authorization headers and bearer tokens, whatever their origin.
+authorization headers, bearer tokens and the local trace store's turn keys, whatever their origin.
 """
 from __future__ import annotations
 
@@ -21,8 +21,10 @@ _HEADER = re.compile(
     r"(?:(bearer|basic|token)\s+)?([^\s,;\"'}]+)"
 )
 _BEARER = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}")
-# Text that neither pattern can match is left alone after this one scan.
-_EITHER = re.compile(r"(?i)authorization|x-api-key|api[-_]?key|bearer")
+# A key the harness minted for one turn (tracestore.turnkeys): the harness knows no list of them.
+_TURN_KEY = re.compile(r"obai-turn\.[0-9a-f]{16}\.[0-9a-f]{16}\.[0-9a-f]{32}")
+# Text that no pattern can match is left alone after this one scan.
+_EITHER = re.compile(r"(?i)authorization|x-api-key|api[-_]?key|bearer|obai-turn\.")
 
 
 def secret_names(env: Mapping[str, str], patterns: Iterable[str]) -> list[str]:
@@ -56,7 +58,7 @@ class Redactor:
             return value
         value = _HEADER.sub(lambda m: f"{m.group(1)}{m.group(2)}{(m.group(3) + ' ') if m.group(3) else ''}{MARK}", value)
         value = _BEARER.sub(f"Bearer {MARK}", value)
-        return value
+        return _TURN_KEY.sub(MARK, value)
 
     def _key(self, key: Any) -> str:
         key = str(key)

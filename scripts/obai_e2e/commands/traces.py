@@ -65,6 +65,14 @@ def _add_server_options(parser: argparse.ArgumentParser) -> None:
         help="answer with Opik's eventual visibility: what arrives is hidden from every read (searches, reads "
         "by id, a trace's span counts) until the ingestion delay has passed (default: $OBAI_TRACE_STORE_STRICT_OPIK)",
     )
+    parser.add_argument(
+        "--opik-version",
+        default=None,
+        metavar="VERSION",
+        help="the Opik whose OTLP mapping the store imitates: 2.2 (today's) or next (with Opik's pending "
+        "OpenInference normaliser, which maps input.value / output.value / openinference.span.kind onto the "
+        "span's own input, output and type) (default: $OBAI_TRACE_STORE_OPIK_VERSION, else 2.2)",
+    )
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -229,6 +237,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_body_bytes=args.max_body_mb * 1024 * 1024,
         on_ready=ready,
         strict_opik=args.strict_opik,
+        opik=args.opik_version,
     )
     say("trace store stopped")
     return 0
@@ -239,7 +248,7 @@ def cmd_start(args: argparse.Namespace) -> int:
 
     info = daemon.ensure_running(
         args.store_dir, port=args.port, visibility_delay_ms=args.visibility_delay_ms, timeout_s=args.timeout,
-        strict_opik=args.strict_opik,
+        strict_opik=args.strict_opik, opik=args.opik_version,
     )
     emit({"status": "already_running" if info.already_running else "started", **info.to_json(),
           "page_url": info.page_url, "env": info.sdk_env()})

@@ -7,10 +7,12 @@ judges file names (the panel file in use — by default
 variable whose name looks secret (``redact.env_name_patterns``: ``*KEY*``, ``*TOKEN*``, …),
 unless the target declares that it needs it in ``target.env_passthrough``. What
 ``target.env`` and a case's ``env`` set are the target's own and always reach it. The
-trace backend's settings come last: against the local store its own token (never the
-user's Opik key); against Opik the user's ``OPIK_API_KEY``, which the agent needs to write
-its traces, unless ``trace_backend.agent_key: false`` says it ships them another way.
-The OpenTelemetry exporter's variables (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``,
+trace backend's settings come last: against the local store no key at all (never the
+store's token, never the user's Opik key): each turn gets a key of its own on top
+(:func:`turn_env`), which writes only what that turn created; against Opik the user's
+``OPIK_API_KEY``, which the agent needs to write its traces, unless
+``trace_backend.agent_key: false`` says it ships them another way. The OpenTelemetry
+exporter's variables (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``,
 ``OTEL_EXPORTER_OTLP_HEADERS``) point at the same backend and project; their
 ``Authorization`` header is the key the agent gets under ``OPIK_API_KEY``, and absent when
 it gets none.
@@ -23,7 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from ..base.opik_env import with_otlp_key
+from ..base.opik_env import OTLP_HEADERS_ENV, with_otlp_key, without_otlp_key
 from ..base.redact import secret_names
 from ..base.seal_key import KEY_ENV as SEAL_KEY_ENV
 from ..config.judges_file import default_path, key_names
@@ -71,6 +73,10 @@ def agent_environ(config: TargetConfig, environ: Mapping[str, str], sdk_env: Map
     out.update(config.target.env)
     out.update(sdk_env)
     backend = config.backend
+    if backend.kind == "local":
+        # The store's token is the harness's alone: a turn writes with the key turn_env gives it.
+        out.pop(BACKEND_KEY, None)
+        out = without_otlp_key(out)
     if backend.kind == "opik":
         if backend.agent_key and BACKEND_KEY in environ:
             out[BACKEND_KEY] = environ[BACKEND_KEY]
@@ -80,3 +86,11 @@ def agent_environ(config: TargetConfig, environ: Mapping[str, str], sdk_env: Map
             # An agent exporting OpenTelemetry sends the same key the SDK would, and only then.
             out = with_otlp_key(out, out[BACKEND_KEY])
     return out
+
+
+def turn_env(base: Mapping[str, str], key: str | None) -> dict[str, str]:
+    """What a turn adds to its environment: its own key, as ``OPIK_API_KEY`` and in the OTLP headers (local store)."""
+    if not key:
+        return {}
+    return {BACKEND_KEY: key, **{k: v for k, v in with_otlp_key(without_otlp_key(base), key).items()
+                                 if k == OTLP_HEADERS_ENV and k in base}}

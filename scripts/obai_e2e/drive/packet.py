@@ -29,7 +29,7 @@ from ..trace import freshness
 from ..trace.curate import curate
 from ..trace.resolve import INCOMPLETE, RESOLVED, TurnKey, fetch, resolve
 from ..trace.values import dumps
-from .agent_env import agent_environ, judge_keys
+from .agent_env import agent_environ, judge_keys, turn_env
 from .answer import from_stdout_json
 from .canaries import Planted, plant
 from .packet_record import (
@@ -120,6 +120,8 @@ def _one_turn(config: TargetConfig, backend: Backend, box: Sandbox, query: str, 
     env.update(extra_env or {})
     if config.correlation.env_var:
         env[config.correlation.env_var] = tag
+    minted = backend.turn_key(session, tag)  # the local store: this turn writes with a key of its own
+    env.update(turn_env(env, minted and minted.key))
     timeout_s = case.timeout_s or config.target.timeout_s
     try:
         with slot.asking(query):
@@ -136,7 +138,8 @@ def _one_turn(config: TargetConfig, backend: Backend, box: Sandbox, query: str, 
                            message=f"the target did not finish within {timeout_s:g} s and was killed")
     else:
         key = TurnKey(query=query, started_at=turn.started_at, ended_at=turn.ended_at,
-                      tag=tag if config.correlation.match in ("tag", "metadata") else None, session=session)
+                      tag=tag if config.correlation.match in ("tag", "metadata") else None, session=session,
+                      writer=minted and minted.writer)
         ok_exit = config.target.refusal_exit_code if case.expect_rejection else 0
         trace = _trace_block(backend, config, key, turn_failed=turn_failure.failed(turn, ok_exit), on_trace=on_trace,
                              project_seen=project_seen)

@@ -24,7 +24,7 @@ from ..base import procs
 from ..base.errors import NotReady
 from ..config.target import TargetConfig
 from ..trace.backend import Backend
-from .agent_env import agent_environ
+from .agent_env import agent_environ, turn_env
 from ..base.safe_read import UnsafeFile, read_tail
 from .canaries import Planted, plant
 from .containment import Launched, start
@@ -44,7 +44,9 @@ class UiServer:
         assert ui is not None and ui.server is not None
         self.spec = ui.server
         base_env = agent_environ(config, os.environ, backend.sdk_env)
-        self.box = Sandbox(config, f"ui-{uuid.uuid4().hex[:10]}", base_env)
+        name = f"ui-{uuid.uuid4().hex[:10]}"
+        base_env.update(turn_env(base_env, (minted := backend.turn_key(name, "server")) and minted.key))
+        self.box = Sandbox(config, name, base_env)
         self.proc: subprocess.Popen | None = None
         self.launched: Launched | None = None
         self.mark: str | None = None

@@ -7,12 +7,15 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..base import opik_env, tls
 from ..base.errors import BackendUnreachable, StoreError, TraceBackendError
 from ..config.target import TargetConfig
+
+if TYPE_CHECKING:
+    from ..tracestore.turnkeys import TurnKey
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,16 @@ class Backend:
             return None
         return (self.trace_url_template.replace("{trace_id}", quote(trace_id, safe=""))
                 .replace("{project}", quote(self.project, safe="")))
+
+    def turn_key(self, unit: str, turn: str) -> "TurnKey | None":
+        """The key one turn (``turn``, e.g. its correlation tag) of one unit (``unit``, its session) writes with
+        on the local store, and the ``created_by`` its writes carry; None against Opik, which mints no keys."""
+        token = self.sdk_env.get("OPIK_API_KEY") if self.kind == "local" else None
+        if not token:
+            return None
+        from ..tracestore.turnkeys import mint
+
+        return mint(token, unit, turn)
 
     def describe(self) -> str:
         return f"local trace store at {self.api_url}" if self.kind == "local" else f"Opik at {self.api_url or 'the SDK default'}"
@@ -62,7 +75,8 @@ def connect_to(kind: str, project: str, *, flush_timeout_s: int = opik_env.DEFAU
         strict = info.strict_opik if hasattr(info, "strict_opik") else bool(info.get("strict_opik"))
         env = opik_env.local_store_env(api_url, flush_timeout_s, token=token)
         env["OPIK_PROJECT_NAME"] = project
-        env.update(opik_env.otlp_env(api_url, project, workspace="default", key=token))
+        # No key in the exporter's headers: a turn adds its own (Backend.turn_key), the harness exports nothing.
+        env.update(opik_env.otlp_env(api_url, project, workspace="default"))
         page = trace_url_template or (api_url.rstrip("/").removesuffix("/api") + "/traces/{trace_id}")
         return Backend(kind="local", project=project, api_url=api_url, sdk_env=env, trace_url_template=page,
                        strict=strict)

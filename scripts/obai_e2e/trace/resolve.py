@@ -7,6 +7,11 @@ more is ``multi_match`` with the candidates listed, a backend that does not answ
 ``opik_unreachable``. Every search is bounded to the traces created around the turn
 (:func:`time_bounds`), whatever the correlation mode, and a project that does not exist
 yet is a project without this turn's trace yet: polled until the deadline like an empty one.
+
+On the local store each turn writes with a key of its own (``TurnKey.writer``, the ``created_by``
+its writes carry): only a trace that key created is this turn's. A trace another turn wrote with
+this turn's tag, input or thread is a decoy: it never makes the turn ``multi_match``, and the
+unit's trace block names it, as it names the writes of this turn the store refused.
 """
 from __future__ import annotations
 
@@ -36,6 +41,7 @@ OUTCOMES = (RESOLVED, NOT_FOUND, MULTI_MATCH, UNREACHABLE, INCOMPLETE)
 
 UNREACHABLE_GIVE_UP_S = 3.0
 MAX_CANDIDATES = 20
+MAX_DECOYS_SHOWN = 5
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,7 @@ class TurnKey:
     ended_at: str
     tag: str | None = None
     session: str | None = None  # the {session} of the command, for correlation by thread
+    writer: str | None = None  # the created_by of this turn's key (local store): only its traces are this turn's
 
 
 @dataclass
@@ -159,6 +166,9 @@ def resolve(backend: Backend, config: TargetConfig, key: TurnKey, *, deadline_s:
     deadline_s = b.resolve_deadline_s if deadline_s is None else deadline_s
     settle = settle_s(b.settle_s, backend)
     method, filter_string, exact = build_search(config, key)
+    decoys: set[str] = set()
+    if key.writer is not None:
+        exact = _written_by(exact, key.writer, decoys)
     if search is None:
         lo, hi = time_bounds(config, key)
 
@@ -206,7 +216,7 @@ def resolve(backend: Backend, config: TargetConfig, key: TurnKey, *, deadline_s:
             ids = sorted(t["id"] for t in matches)
             if len(ids) == 1:
                 return Resolution(RESOLVED, method, trace_id=ids[0], candidates=ids, trace=matches[0],
-                                  attempts=attempts, elapsed_ms=elapsed)
+                                  attempts=attempts, elapsed_ms=elapsed, message=_notes(key, decoys, matches[0]))
             return Resolution(MULTI_MATCH, method, candidates=ids[:MAX_CANDIDATES], attempts=attempts,
                               elapsed_ms=elapsed,
                               message=f"{len(ids)} traces match this turn ({method}); refusing to pick one")
@@ -217,18 +227,49 @@ def resolve(backend: Backend, config: TargetConfig, key: TurnKey, *, deadline_s:
                                   message=f"{backend.describe()} did not answer: {last_error}")
             return Resolution(NOT_FOUND, method, attempts=attempts, elapsed_ms=int(elapsed_s * 1000),
                               message=_not_found(backend, config, key, f"no trace matched ({method}: {filter_string}) "
-                                                 f"within {deadline_s:g} s", project_missing,
+                                                 f"within {deadline_s:g} s{_decoys(decoys, '; ')}", project_missing,
                                                  project_missing and project_seen is not None and project_seen()))
         if STOPPING.wait(min(delay, max(0.0, deadline_s - elapsed_s))):
             raise Interrupted("the run was stopped while this turn's trace was being looked up")
         delay = min(delay * 2, b.poll_max_s)
 
 
+def _written_by(exact: Callable[[dict], bool], writer: str, decoys: set[str]) -> Callable[[dict], bool]:
+    """``exact``, and written by ``writer``; a match another key wrote is kept in ``decoys``."""
+    def check(trace: dict) -> bool:
+        if not exact(trace):
+            return False
+        if trace.get("created_by") == writer:
+            return True
+        decoys.add(str(trace.get("id")))
+        return False
+    return check
+
+
+def _decoys(decoys: set[str], lead: str = "") -> str:
+    if not decoys:
+        return ""
+    shown = sorted(decoys)[:MAX_DECOYS_SHOWN]
+    more = f" and {len(decoys) - len(shown)} more" if len(decoys) > len(shown) else ""
+    return (f"{lead}{len(decoys)} trace{'s' if len(decoys) > 1 else ''} written by another turn's key matched too and "
+            f"{'were' if len(decoys) > 1 else 'was'} ignored: {', '.join(shown)}{more}")
+
+
+def _notes(key: TurnKey, decoys: set[str], trace: dict) -> str:
+    """What the unit's resolved trace block says besides the trace: decoys ignored, writes of this turn refused
+    (the local store puts them on the trace the turn created)."""
+    if key.writer is None:
+        return ""
+    return "; ".join(note for note in (_decoys(decoys), refused.of_trace(trace)) if note)
+
+
 def _not_found(backend: Backend, config: TargetConfig, key: TurnKey, what: str, project_missing: bool,
                project_deleted: bool) -> str:
     """Why no trace was found: the exports the backend refused when it says so, else a missing project (deleted,
     when it held this run's traces before)."""
-    refusals = refused.from_store(backend, time_bounds(config, key)[0])
+    since = time_bounds(config, key)[0]
+    refusals = (key.writer and refused.from_store(backend, since, writer=key.writer)) or refused.from_store(
+        backend, since)
     if refusals:
         return f"{refusals}; {what}"
     if project_deleted:

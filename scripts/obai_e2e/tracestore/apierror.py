@@ -11,12 +11,14 @@ class ApiError(Exception):
     """
 
     def __init__(self, status: int, message: str, headers: dict[str, str] | None = None, *,
-                 plain: bool = False) -> None:
+                 plain: bool = False, project: str | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.headers = headers or {}
         self.plain = plain
+        self.project = project
+        """The project the refused request touched, when the refusal knows it (for the refusal record)."""
 
     def body(self) -> dict:
         if self.plain:
@@ -37,3 +39,8 @@ def project_not_found(*, name: str | None = None, project_id: str | None = None)
     if name is not None:
         return ApiError(404, f"Project name: {name} not found", plain=True)
     return ApiError(404, f"Project id: {project_id} not found", plain=True)
+
+
+def forbidden(message: str, *, project: str | None) -> ApiError:
+    """A write a turn's key may not make (Opik's 403 shape), kept in the refusal record under ``project``."""
+    return ApiError(403, message, plain=True, project=project)

@@ -93,11 +93,15 @@ def gunzip(data: bytes) -> bytes:
     return b"".join(out)
 
 
+# One decoder for every body: json.loads with options builds a new one per call.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+
+
 def decode_json(data: bytes) -> Any:
     if not data.strip():
         raise bad_request("request body is empty; expected a JSON object")
     try:
-        value = json.loads(data.decode("utf-8"), parse_constant=_reject_constant, parse_float=_finite_float)
+        value = _DECODER.decode(data.decode("utf-8"))
     except UnicodeDecodeError:
         raise bad_request("request body is not UTF-8 text; expected a JSON object") from None
     except ValueError as exc:
@@ -173,7 +177,7 @@ class BodyReader:
             raise ApiError(
                 413, f"request body of {length} bytes is larger than the limit of {limit} bytes; send smaller batches"
             )
-        data = self.rfile.read(length)
+        data = self.rfile.read(length) or b""  # None: the read timed out (the socket's kernel timeout)
         if len(data) < length:
             raise ConnectionResetError("client closed the connection mid-body")
         return data

@@ -27,6 +27,7 @@ from typing import Any, Callable
 from ..base.child_env import public_environ
 from ..base.errors import StoreError, UsageError
 from .db import Store
+from .otlp_map import CURRENT, GENERATIONS, NEXT
 from .probe import live
 from .process import is_store_process, pid_alive, terminate
 from .server import DEFAULT_MAX_BODY_BYTES, SERVICE, StoreServer, make_server
@@ -57,6 +58,7 @@ __all__ = [
 
 DELAY_ENV = "OBAI_TRACE_STORE_VISIBILITY_DELAY_MS"
 STRICT_ENV = "OBAI_TRACE_STORE_STRICT_OPIK"
+OPIK_VERSION_ENV = "OBAI_TRACE_STORE_OPIK_VERSION"
 # Strict mode's ingestion delay unless one is given: long enough that a reader which does not
 # poll (or reads a trace's spans before they are visible) fails here, as against a busy server.
 STRICT_DELAY_MS = 1000
@@ -99,7 +101,26 @@ def _clear_stale(store_dir: Path, stale: dict) -> None:
         remove_state(store_dir, pid)
 
 
-def _check_wanted(state: dict, port: int | None, delay_ms: int | None, strict: bool | None = None) -> None:
+def opik_version(given: str | None = None) -> str:
+    """The Opik whose OTLP mapping the store imitates: ``given``, else ``OBAI_TRACE_STORE_OPIK_VERSION``, else
+    today's (:data:`otlp_map.GENERATIONS`)."""
+    raw = (given if given is not None else os.environ.get(OPIK_VERSION_ENV, "")).strip() or CURRENT
+    if raw not in GENERATIONS:
+        where = "--opik-version" if given is not None else OPIK_VERSION_ENV
+        raise UsageError(f"{where} must be one of {', '.join(GENERATIONS)} (the Opik whose OTLP mapping the store "
+                         f"imitates: {CURRENT} today's, {NEXT} with Opik's pending OpenInference normaliser), "
+                         f"got {raw!r}")
+    return raw
+
+
+def _check_wanted(state: dict, port: int | None, delay_ms: int | None, strict: bool | None = None,
+                  version: str | None = None) -> None:
+    if version is not None and (state.get("opik_version") or CURRENT) != version:
+        raise StoreError(
+            f"a trace store is already running for {state['data_dir']} imitating Opik "
+            f"{state.get('opik_version') or CURRENT} (pid {state['pid']}); stop it first to start one imitating "
+            f"{version}"
+        )
     if strict is not None and bool(state.get("strict_opik")) != strict:
         raise StoreError(
             f"a trace store is already running for {state['data_dir']} "
@@ -147,7 +168,7 @@ def _replace_previous(store_dir: Path) -> None:
 
 
 def _listen(store_dir: Path, port: int, delay: int, strict: bool,
-            max_body_bytes: int) -> tuple[Store, StoreServer, dict]:
+            max_body_bytes: int, version: str = CURRENT) -> tuple[Store, StoreServer, dict]:
     """Open the database, bind the server and record it in ``store.json``: (store, server, state)."""
     db_path = store_dir / DB_FILE
     try:
@@ -157,7 +178,7 @@ def _listen(store_dir: Path, port: int, delay: int, strict: bool,
     started_at = now_ts()
     token = new_token()
     info = {"service": SERVICE, "data_dir": str(store_dir), "visibility_delay_ms": delay, "strict_opik": strict,
-            "started_at": started_at}
+            "opik_version": version, "started_at": started_at}
     try:
         server = make_server(store, HOST, port, max_body_bytes, info, token=token)
     except OSError as exc:
@@ -174,6 +195,7 @@ def _listen(store_dir: Path, port: int, delay: int, strict: bool,
         "db": str(db_path),
         "visibility_delay_ms": delay,
         "strict_opik": strict,
+        "opik_version": version,
         "started_at": started_at,
         "token": token,
     }
@@ -217,17 +239,22 @@ def serve(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     on_ready: Callable[[dict], None] | None = None,
     strict_opik: bool | None = None,
+    opik: str | None = None,
 ) -> dict:
     """Serve in this process until SIGTERM or Ctrl-C; returns the state it ran with.
+
+    ``opik`` (default: ``OBAI_TRACE_STORE_OPIK_VERSION``, else today's) names the Opik whose OTLP mapping the
+    store imitates (:func:`opik_version`).
 
     ``strict_opik`` (default: ``OBAI_TRACE_STORE_STRICT_OPIK``) hides what arrives from every
     read until the ingestion delay has passed (default then :data:`STRICT_DELAY_MS`).
     """
     store_dir = resolve_dir(store_dir)
     delay, strict = _delay_and_strict(visibility_delay_ms, strict_opik)
+    version = opik_version(opik)
     with locked(store_dir):
         _replace_previous(store_dir)
-        store, server, state = _listen(store_dir, port, delay, strict, max_body_bytes)
+        store, server, state = _listen(store_dir, port, delay, strict, max_body_bytes, version)
     _serve_until_stopped(store_dir, store, server, state, on_ready)
     return state
 
@@ -236,7 +263,7 @@ def serve(
 
 
 def _spawn(store_dir: Path, port: int, delay_ms: int | None,
-           strict: bool | None = None) -> tuple[subprocess.Popen, int]:
+           strict: bool | None = None, version: str | None = None) -> tuple[subprocess.Popen, int]:
     """The server in the background, and where its part of the log begins."""
     make_dir(store_dir)
     log_path = store_dir / LOG_FILE
@@ -248,6 +275,8 @@ def _spawn(store_dir: Path, port: int, delay_ms: int | None,
         cmd += ["--visibility-delay-ms", str(delay_ms)]
     if strict is not None:
         cmd += ["--strict-opik" if strict else "--no-strict-opik"]
+    if version is not None:
+        cmd += ["--opik-version", version]
     env = public_environ(os.environ)  # a long-lived process: nothing secret in its environment block
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_PACKAGE_PARENT), env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
@@ -283,6 +312,7 @@ def ensure_running(
     visibility_delay_ms: int | None = None,
     timeout_s: float = START_TIMEOUT_S,
     strict_opik: bool | None = None,
+    opik: str | None = None,
 ) -> StoreInfo:
     """The running store of ``store_dir``, started in the background when there is none.
 
@@ -295,30 +325,33 @@ def ensure_running(
         delay_from_env()  # a malformed variable is refused here, not in the background
     if strict_opik is None:
         strict_from_env()
+    version = None if opik is None else opik_version(opik)
+    if version is None:
+        opik_version()  # a malformed variable is refused here, not in the background
     state = read_state(store_dir)
     if state is not None and live(state):
-        _check_wanted(state, port, visibility_delay_ms, strict_opik)
+        _check_wanted(state, port, visibility_delay_ms, strict_opik, version)
         return info_from_state(state, already_running=True)
     with locked(store_dir, timeout_s=timeout_s + STOP_TIMEOUT_S + 5, name=START_LOCK_FILE):
         state = read_state(store_dir)
         if state is not None:
             if live(state):  # started by the caller that held the lock before us
-                _check_wanted(state, port, visibility_delay_ms, strict_opik)
+                _check_wanted(state, port, visibility_delay_ms, strict_opik, version)
                 return info_from_state(state, already_running=True)
             _clear_stale(store_dir, state)
-        return _start(store_dir, port, visibility_delay_ms, timeout_s, strict_opik)
+        return _start(store_dir, port, visibility_delay_ms, timeout_s, strict_opik, version)
 
 
 def _start(store_dir: Path, port: int | None, visibility_delay_ms: int | None, timeout_s: float,
-           strict_opik: bool | None = None) -> StoreInfo:
-    child, log_start = _spawn(store_dir, port or 0, visibility_delay_ms, strict_opik)
+           strict_opik: bool | None = None, version: str | None = None) -> StoreInfo:
+    child, log_start = _spawn(store_dir, port or 0, visibility_delay_ms, strict_opik, version)
     deadline = time.monotonic() + timeout_s
     while True:
         state = read_state(store_dir)
         if state is not None and live(state):
             mine = state["pid"] == child.pid
             if not mine:  # a foreground server got there first; our child gives way
-                _check_wanted(state, port, visibility_delay_ms, strict_opik)
+                _check_wanted(state, port, visibility_delay_ms, strict_opik, version)
             return info_from_state(state, already_running=not mine)
         code = child.poll()
         if code is not None:

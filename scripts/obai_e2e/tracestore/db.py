@@ -13,27 +13,75 @@ arrives.
 """
 from __future__ import annotations
 
-import queue
 import sqlite3
 import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from . import feedback, rows, thread_life
+from . import feedback, otlp_ids, ownership, rows, thread_life
 from .apierror import not_found, project_not_found
 from .enrich import add_derived
-from .filters import build_where
+from .filters import build_where, has_tag_search
+from .listings import Listings
+from .otlp_ids import IdNeeds, OtelIds
 from .payloads import SPAN, TRACE, Kind, SearchRequest, apply_patch, first_non_empty, merge_patches
 from .rows import TABLES, dumps, loads, newer
-from .schema import migrate
+from .schema import index_tags, migrate
 from .threads import threads_of
 from .timeutil import DEFAULT_PROJECT, new_uuid7, now_ts, project_id_for
 from .truncation import slim
+from .turnkeys import HARNESS, Principal
 
 
-class Store:
+NOTE_EVERY_S = 1.0
+FEW_ROWS = 200
+NO_SCORES = frozenset({"feedback_scores", "span_feedback_scores"})
+
+
+class _Lease:
+    """A pooled connection for one ``with`` block (a class, not a generator: one of these per request)."""
+
+    __slots__ = ("store", "write", "conn")
+
+    def __init__(self, store: "Store", *, write: bool) -> None:
+        self.store, self.write = store, write
+
+    def __enter__(self) -> sqlite3.Connection:
+        if self.write:
+            self.store._write_lock.acquire()
+        try:
+            self.conn = self.store._take()
+            if self.write:
+                self.conn.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self._release()
+            raise
+        return self.conn
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        try:
+            if self.write:
+                if kind is None:
+                    try:
+                        self.conn.execute("COMMIT")
+                    except BaseException:
+                        self.conn.execute("ROLLBACK")  # the connection goes back with no transaction open
+                        raise
+                else:
+                    self.conn.execute("ROLLBACK")
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        conn = getattr(self, "conn", None)
+        if conn is not None:
+            self.store._idle.append(conn)
+        if self.write:
+            self.store._write_lock.release()
+
+
+class Store(Listings):
     """The database behind one trace store; safe to share between threads.
 
     ``visibility_delay_ms`` hides a new entity from searches for that long, as Opik's
@@ -45,10 +93,14 @@ class Store:
         self.path = Path(path)
         self.visibility_delay_s = max(0, visibility_delay_ms) / 1000.0
         self.strict = strict
-        self._idle: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
+        self._idle: list[sqlite3.Connection] = []  # the most recently used on top: its page cache is the freshest
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
         self._write_lock = threading.Lock()
+        # What the store has learnt it need not ask SQLite again (each kept only after its commit):
+        self._projects: set[str] = set()  # project ids that exist
+        self._noted: dict[tuple[str, bool], float] = {}  # (project id, by a trace) → when its times were last set
+        self._scored: bool | None = None  # whether any feedback score was ever stored
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connection() as conn:
             migrate(conn, self.path)
@@ -66,27 +118,19 @@ class Store:
             self._all.append(conn)
         return conn
 
-    @contextmanager
-    def _connection(self) -> Iterator[sqlite3.Connection]:
-        try:
-            conn = self._idle.get_nowait()
-        except queue.Empty:
-            conn = self._open()
-        try:
-            yield conn
-        finally:
-            self._idle.put(conn)
+    def _connection(self) -> "_Lease":
+        """A connection of the pool for a ``with`` block (taken back at its end)."""
+        return _Lease(self, write=False)
 
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._write_lock, self._connection() as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+    def _transaction(self) -> "_Lease":
+        """A connection in a write transaction for a ``with`` block: committed at its end, rolled back on error."""
+        return _Lease(self, write=True)
+
+    def _take(self) -> sqlite3.Connection:
+        try:
+            return self._idle.pop()  # atomic under the GIL
+        except IndexError:
+            return self._open()
 
     def close(self) -> None:
         with self._all_lock:
@@ -99,62 +143,80 @@ class Store:
 
     # --- writes ----------------------------------------------------------------------------
 
-    def write(self, kind: Kind, docs: list[dict], *, first_wins: bool = False) -> None:
+    def write(self, kind: Kind, docs: list[dict], *, first_wins: bool = False, by: Principal = HARNESS) -> None:
         """Store a batch of creates; for each id the newer copy is kept.
 
         ``first_wins`` (Opik's single span create): a create of an id already stored keeps each
         field's first non-empty value and takes the new one only where the stored is empty.
+        ``by`` wrote the batch: a turn's key may re-post only what it created (:mod:`ownership`).
         """
         table, _ = TABLES[kind.name]
         now = now_ts()
         visible_at = time.time() + self.visibility_delay_s
+        for doc in docs:
+            if doc["id"] is None:
+                doc["id"] = new_uuid7()
         with self._transaction() as conn:
-            projects: set[str] = set()
+            olds = rows.by_ids(conn, table, [doc["id"] for doc in docs])
+            ownership.check_rewrite(kind, olds.values(), by, "a re-post")
+            if kind is SPAN:
+                ownership.check_traces(conn, (doc["trace_id"] for doc in docs), by, "a span")
+            repeated = len(olds) < len(docs) and len({doc["id"] for doc in docs}) < len(docs)
+            noted = [self._note_project(conn, name, now, kind) for name in dict.fromkeys(d["project_name"] for d in docs)]
             for doc in docs:
-                if doc["id"] is None:
-                    doc["id"] = new_uuid7()
-                old = conn.execute(f"SELECT * FROM {table} WHERE id = ?", (doc["id"],)).fetchone()
-                if first_wins and old is not None and old["has_base"]:
-                    doc = first_non_empty(rows.doc_from_row(old, kind), doc)
-                project_id = project_id_for(doc["project_name"])
-                if doc["project_name"] not in projects:
-                    projects.add(doc["project_name"])
-                    rows.note_project(conn, project_id, doc["project_name"], now, kind)
-                if old is not None and old["has_base"] and not newer(doc["last_updated_at"], old["base_lu"]):
-                    continue
-                patch_text = old["patch"] if old is not None else None
-                effective = apply_patch(doc, loads(patch_text), kind)
-                rows.save(conn, kind, effective, {
-                    "project_id": project_id,
-                    "project_name": doc["project_name"],
-                    "has_base": 1,
-                    "base_lu": doc["last_updated_at"],
-                    "patch": patch_text,
-                    "created_at": old["created_at"] if old is not None else now,
-                    "last_updated_at": doc["last_updated_at"] or now,
-                    "visible_at": old["visible_at"] if old is not None else visible_at,
-                }, old)
+                old = rows.by_ids(conn, table, [doc["id"]]).get(doc["id"]) if repeated else olds.get(doc["id"])
+                self._write_one(conn, kind, doc, old, first_wins, by, now, visible_at)
+        stamp = time.monotonic()
+        for key in noted:
+            if key is not None:
+                self._noted[key] = stamp
+                self._projects.add(key[0])
 
-    def otel_trace_ids(self, project_name: str, candidates: dict[str, str]) -> dict[str, str]:
-        """OTel trace id → Opik trace id; the first export naming an OTel trace fixes its id (``candidates``)."""
-        project_id = project_id_for(project_name)
-        found: dict[str, str] = {}
+    def _note_project(self, conn: sqlite3.Connection, name: str, now: str, kind: Kind) -> tuple[str, bool] | None:
+        """Create the project of a write, or set its times: at most once a second per project (None when skipped;
+        else the key to remember once the write committed)."""
+        key = (project_id_for(name), kind is TRACE)
+        last = self._noted.get(key)
+        if last is not None and time.monotonic() - last < NOTE_EVERY_S:
+            return None
+        rows.note_project(conn, key[0], name, now, kind)
+        return key
+
+    def _write_one(self, conn: sqlite3.Connection, kind: Kind, doc: dict, old: sqlite3.Row | None,
+                   first_wins: bool, by: Principal, now: str, visible_at: float) -> None:
+        if first_wins and old is not None and old["has_base"]:
+            doc = first_non_empty(rows.doc_from_row(old, kind), doc)
+        if old is not None and old["has_base"] and not newer(doc["last_updated_at"], old["base_lu"]):
+            return
+        patch_text = old["patch"] if old is not None else None
+        effective = apply_patch(doc, loads(patch_text), kind)
+        rows.save(conn, kind, effective, {
+            "project_id": project_id_for(doc["project_name"]),
+            "project_name": doc["project_name"],
+            "has_base": 1,
+            "base_lu": doc["last_updated_at"],
+            "patch": patch_text,
+            "created_at": old["created_at"] if old is not None else now,
+            "last_updated_at": doc["last_updated_at"] or now,
+            "visible_at": old["visible_at"] if old is not None else visible_at,
+            **rows.writers(old, by),
+        }, old)
+
+    def otel_ids(self, project_name: str, needs: IdNeeds) -> OtelIds:
+        """The Opik ids of the OTel traces and spans an export names (:mod:`otlp_ids`)."""
         with self._transaction() as conn:
-            for otel_id, trace_id in candidates.items():
-                conn.execute("INSERT OR IGNORE INTO otel_trace_ids (project_id, otel_trace_id, trace_id) "
-                             "VALUES (?, ?, ?)", (project_id, otel_id, trace_id))
-                row = conn.execute("SELECT trace_id FROM otel_trace_ids WHERE project_id = ? AND otel_trace_id = ?",
-                                   (project_id, otel_id)).fetchone()
-                found[otel_id] = row["trace_id"]
-        return found
+            return otlp_ids.assign(conn, project_id_for(project_name), needs)
 
-    def update(self, kind: Kind, entity_id: str, update: dict) -> None:
+    def update(self, kind: Kind, entity_id: str, update: dict, by: Principal = HARNESS) -> None:
         """Apply a PATCH; one for an id not seen yet is kept until its create arrives."""
         table, _ = TABLES[kind.name]
         now = now_ts()
         patch = update["patch"]
         with self._transaction() as conn:
-            old = conn.execute(f"SELECT * FROM {table} WHERE id = ?", (entity_id,)).fetchone()
+            old = rows.by_ids(conn, table, [entity_id]).get(entity_id)
+            ownership.check_rewrite(kind, [old], by, "an update")
+            if kind is SPAN:
+                ownership.check_traces(conn, [patch.get("trace_id"), old and old["trace_id"]], by, "a span")
             if old is None:
                 project_name = update["project_name"]
                 if project_name is None and update["project_id"] is None:
@@ -171,6 +233,7 @@ class Store:
                     "created_at": now,
                     "last_updated_at": now,
                     "visible_at": time.time() + self.visibility_delay_s,
+                    **rows.writers(None, by),
                 })
                 return
             effective = apply_patch(rows.doc_from_row(old, kind), patch, kind)
@@ -183,11 +246,20 @@ class Store:
                 "created_at": old["created_at"],
                 "last_updated_at": max(now, old["last_updated_at"]),
                 "visible_at": old["visible_at"],
+                **rows.writers(old, by),
             }, old)
 
-    def write_scores(self, kind: Kind, scores: list[dict]) -> None:
+    def write_scores(self, kind: Kind, scores: list[dict], by: Principal = HARNESS) -> None:
         with self._transaction() as conn:
-            feedback.write(conn, kind, scores, now_ts())
+            ownership.check_scored(conn, kind, scores, by)
+            feedback.write(conn, kind, scores, now_ts(), by.name)
+        self._scored = True
+
+    def _skipped(self, conn: sqlite3.Connection, exclude: frozenset[str]) -> frozenset[str]:
+        """``exclude``, and the score fields while no score was ever stored (nothing to look up)."""
+        if self._scored is None:
+            self._scored = conn.execute("SELECT EXISTS (SELECT 1 FROM feedback_scores)").fetchone()[0] == 1
+        return exclude if self._scored else exclude | NO_SCORES
 
     def delete_score(self, kind: Kind, entity_id: str, name: str) -> None:
         with self._transaction() as conn:
@@ -199,14 +271,18 @@ class Store:
         """Entities that arrived before this moment are visible to reads by id (strict mode)."""
         return time.time() if self.strict else None
 
-    def get(self, kind: Kind, entity_id: str) -> dict:
+    def get(self, kind: Kind, entity_id: str, by: Principal = HARNESS, *, raw: bool = False) -> dict:
+        """One entity by id; a turn's key reads only what keys of its own unit wrote (else not found). ``raw``:
+        its JSON values as stored text (:func:`rows.encode`)."""
         table, _ = TABLES[kind.name]
         visible = self._visible_since()
         with self._connection() as conn:
             row = conn.execute(f"SELECT * FROM {table} WHERE id = ? AND has_base = 1", (entity_id,)).fetchone()
-            if row is None or (visible is not None and row["visible_at"] > visible):
+            if row is None or (visible is not None and row["visible_at"] > visible) or (
+                    by.is_turn and row["owner"] != by.unit):
                 raise not_found(f"{kind.name} {entity_id} not found")
-            return add_derived(conn, kind, [rows.public(row, kind)], frozenset(), visible)[0]
+            item = rows.public(row, kind, raw=raw)
+            return add_derived(conn, kind, [item], self._skipped(conn, frozenset()), visible)[0]
 
     def project_of(self, kind: Kind, entity_id: str) -> str | None:
         """The project id of an entity, or None when it is not stored."""
@@ -215,20 +291,37 @@ class Store:
             row = conn.execute(f"SELECT project_id FROM {table} WHERE id = ?", (entity_id,)).fetchone()
         return None if row is None else row["project_id"]
 
+    def project_name_of(self, kind: Kind, entity_id: str) -> str | None:
+        """The project name of an entity, or None when it is not stored."""
+        table, _ = TABLES[kind.name]
+        with self._connection() as conn:
+            row = conn.execute(f"SELECT project_name FROM {table} WHERE id = ?", (entity_id,)).fetchone()
+        return None if row is None else row["project_name"]
+
     def _search_project(self, conn: sqlite3.Connection, request: SearchRequest) -> str:
         """The project a search reads; one that was never written to is Opik's 404, not an empty answer."""
         name = request.project_name or (None if request.project_id else DEFAULT_PROJECT)
         project_id = project_id_for(name) if name else request.project_id
+        if project_id in self._projects:
+            return project_id
         if conn.execute("SELECT 1 FROM projects WHERE id = ?", (project_id,)).fetchone() is None:
             raise project_not_found(name=name, project_id=project_id)
+        self._projects.add(project_id)
         return project_id
 
-    def search(self, kind: Kind, request: SearchRequest) -> list[dict]:
-        """Matching entities, newest id first, after ``last_retrieved_id``."""
+    def search(self, kind: Kind, request: SearchRequest, by: Principal = HARNESS, *, raw: bool = False) -> list[dict]:
+        """Matching entities, newest id first, after ``last_retrieved_id``; a turn's key finds only what
+        keys of its own unit wrote. ``raw``: JSON values as stored text (:func:`rows.encode`)."""
         table, tags_table = TABLES[kind.name]
         filter_clauses, filter_params = build_where(request.filters, kind, tags_table)  # a bad filter: 400 first
         with self._connection() as conn:
             project_id = self._search_project(conn, request)
+            scan = has_tag_search(request.filters) and self._few_in_range(conn, table, project_id, request)
+        if scan:
+            filter_clauses, filter_params = build_where(request.filters, kind, tags_table, scan_tags=True)
+        elif has_tag_search(request.filters):
+            with self._transaction() as conn:
+                index_tags(conn)
         now = time.time()
         clauses = ["project_id = ?", "has_base = 1", "visible_at <= ?"]
         params: list[Any] = [project_id, now]
@@ -242,6 +335,9 @@ class Store:
         if request.span_type is not None:
             clauses.append("type = ?")
             params.append(request.span_type)
+        if by.is_turn:
+            clauses.append("owner = ?")
+            params.append(by.unit)
         if request.last_retrieved_id is not None:
             clauses.append("id < ?")
             params.append(request.last_retrieved_id)
@@ -251,75 +347,49 @@ class Store:
         params.append(request.limit)
         with self._connection() as conn:
             found = conn.execute(sql, params).fetchall()
-            items = [rows.public(row, kind, request.exclude) for row in found]
-            items = add_derived(conn, kind, items, request.exclude, now if self.strict else None)
+            keep_raw = raw and not request.truncate  # cutting values needs them parsed
+            items = [rows.public(row, kind, request.exclude, raw=keep_raw) for row in found]
+            items = add_derived(conn, kind, items, self._skipped(conn, request.exclude), now if self.strict else None)
         return [slim(item) for item in items] if request.truncate else items
 
-    def threads(self, project_name: str | None, project_id: str | None, thread_id: str | None = None) -> list[dict]:
-        """The project's threads (or the one named), newest first; an unknown project is Opik's 404."""
+    def _few_in_range(self, conn: sqlite3.Connection, table: str, project_id: str, request: SearchRequest) -> bool:
+        """Whether a time-bounded search reads at most :data:`FEW_ROWS` rows (then each one's tags are tested)."""
+        if request.min_id is None or request.max_id is None:
+            return False
+        found = conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE project_id = ? AND id >= ? "
+                             f"AND id <= ? LIMIT {FEW_ROWS + 1})", (project_id, request.min_id, request.max_id))
+        return found.fetchone()[0] <= FEW_ROWS
+
+    def threads(self, project_name: str | None, project_id: str | None, thread_id: str | None = None,
+                by: Principal = HARNESS) -> list[dict]:
+        """The project's threads (or the one named), newest first; an unknown project is Opik's 404. A turn's
+        key sees the traces keys of its own unit wrote."""
         request = SearchRequest(project_name=project_name, project_id=project_id)
         with self._connection() as conn:
             found_id = self._search_project(conn, request)
-            return threads_of(conn, found_id, time.time(), thread_id)
+            return threads_of(conn, found_id, time.time(), thread_id, owner=by.unit)
 
-    def in_project(self, project_name: str | None, project_id: str | None, action: Any) -> Any:
-        """``action(conn, project_id, now)`` in one write transaction, on a project that exists (else 404)."""
+    def change_threads(self, project_name: str | None, project_id: str | None, thread_ids: list[str], action: Any,
+                       by: Principal = HARNESS) -> Any:
+        """``action(conn, project_id, now)`` in one write transaction, on a project that exists (else 404), when
+        ``by`` may change these threads (:func:`ownership.check_threads`)."""
         with self._transaction() as conn:
             found = self._search_project(conn, SearchRequest(project_name=project_name, project_id=project_id))
+            ownership.check_threads(conn, found, thread_ids, by, project_name)
             return action(conn, found, now_ts())
 
-    def write_thread_scores(self, scores: list[dict]) -> None:
+    def write_thread_scores(self, scores: list[dict], by: Principal = HARNESS) -> None:
         with self._transaction() as conn:
-            thread_life.write_scores(conn, scores, now_ts())
+            for project_id in {score["project_id"] for score in scores}:
+                mine = [score for score in scores if score["project_id"] == project_id]
+                ownership.check_threads(conn, project_id, [s["thread_id"] for s in mine], by, mine[0]["project_name"])
+            ownership.check_score_rows(conn, thread_life.SCORE_KIND, scores, by)
+            thread_life.write_scores(conn, scores, now_ts(), by.name)
+        self._scored = True
 
     def delete_project(self, project_id: str) -> None:
         with self._transaction() as conn:
             thread_life.delete_project(conn, project_id)
-
-    def counts(self) -> dict[str, int]:
-        with self._connection() as conn:
-            return {
-                "traces": conn.execute("SELECT count(*) FROM traces WHERE has_base = 1").fetchone()[0],
-                "spans": conn.execute("SELECT count(*) FROM spans WHERE has_base = 1").fetchone()[0],
-            }
-
-    # --- projects and pages --------------------------------------------------------------
-
-    def project(self, *, project_id: str | None = None, name: str | None = None) -> dict:
-        """Opik's ProjectPublic for a project the store has seen, by id or by name."""
-        with self._connection() as conn:
-            if project_id is not None:
-                row = conn.execute("SELECT * FROM projects WHERE id = ?", (project_id,)).fetchone()
-            else:
-                row = conn.execute("SELECT * FROM projects WHERE id = ?", (project_id_for(name or ""),)).fetchone()
-        if row is None:
-            raise project_not_found(name=None if project_id is not None else name, project_id=project_id)
-        out = {"id": row["id"], "name": row["name"], "visibility": "private", "created_at": row["created_at"],
-               "last_updated_at": row["last_updated_at"], "last_updated_trace_at": row["last_updated_trace_at"]}
-        return {k: v for k, v in out.items() if v is not None}
-
-    def recent_traces(self, limit: int, before: str | None = None) -> list[dict]:
-        """The newest traces of every project (for the index page), with their project names."""
-        where, params = ("WHERE t.has_base = 1 AND t.id < ?", [before]) if before else ("WHERE t.has_base = 1", [])
-        with self._connection() as conn:
-            found = conn.execute(
-                f"SELECT t.*, p.name AS project FROM traces t LEFT JOIN projects p ON p.id = t.project_id "
-                f"{where} ORDER BY t.id DESC LIMIT ?", [*params, limit],
-            ).fetchall()
-            items = [{**rows.public(row, TRACE), "project_name": row["project"]} for row in found]
-            return add_derived(conn, TRACE, items, frozenset({"usage", "providers"}))
-
-    def trace_with_spans(self, trace_id: str, max_spans: int) -> tuple[dict, list[dict], int]:
-        """One trace, up to ``max_spans`` of its spans (oldest first) and how many it has."""
-        trace = self.get(TRACE, trace_id)
-        with self._connection() as conn:
-            total = conn.execute("SELECT count(*) FROM spans WHERE trace_id = ? AND has_base = 1",
-                                 (trace_id,)).fetchone()[0]
-            found = conn.execute(
-                "SELECT * FROM spans WHERE trace_id = ? AND has_base = 1 ORDER BY start_time, id LIMIT ?",
-                (trace_id, max_spans),
-            ).fetchall()
-            spans = add_derived(conn, SPAN, [rows.public(row, SPAN) for row in found], frozenset())
-            name = conn.execute("SELECT name FROM projects WHERE id = ?", (trace["project_id"],)).fetchone()
-        trace["project_name"] = name["name"] if name else None
-        return trace, spans, total
+            self._projects.discard(project_id)
+            for trace_write in (True, False):
+                self._noted.pop((project_id, trace_write), None)

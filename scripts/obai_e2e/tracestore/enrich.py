@@ -16,6 +16,7 @@ import sqlite3
 from . import feedback
 from .feedback import chunks
 from .payloads import TRACE, Kind
+from .rows import parsed
 
 SPAN_DERIVED = ("span_count", "llm_span_count", "has_tool_spans", "providers", "usage", "total_estimated_cost")
 
@@ -25,10 +26,12 @@ def span_stats(conn: sqlite3.Connection, ids: list[str], visible_before: float |
     seen = "" if visible_before is None else f" AND visible_at <= {float(visible_before)!r}"
     for part in chunks(ids):
         marks = ", ".join("?" for _ in part)
+        providers, usages = [], []
         for row in conn.execute(
             "SELECT trace_id, count(*) AS n, total(type = 'llm') AS llm, max(type = 'tool') AS tool, "
             "total(json_extract(extra, '$.total_estimated_cost')) AS cost, "
-            "count(json_extract(extra, '$.total_estimated_cost')) AS costed "
+            "count(json_extract(extra, '$.total_estimated_cost')) AS costed, "
+            "max(instr(extra, '\"provider\"') > 0) AS provided, max(instr(extra, '\"usage\"') > 0) AS used "
             f"FROM spans WHERE trace_id IN ({marks}) AND has_base = 1{seen} GROUP BY trace_id",
             part,
         ):
@@ -36,22 +39,42 @@ def span_stats(conn: sqlite3.Connection, ids: list[str], visible_before: float |
             if row["costed"]:
                 entry["total_estimated_cost"] = row["cost"]
             stats[row["trace_id"]] = entry
-        for row in conn.execute(
-            "SELECT DISTINCT trace_id, json_extract(extra, '$.provider') AS provider "
-            f"FROM spans WHERE trace_id IN ({marks}) AND has_base = 1{seen} AND provider IS NOT NULL",
-            part,
-        ):
-            stats[row["trace_id"]].setdefault("providers", []).append(str(row["provider"]))
-        for row in conn.execute(
-            "SELECT s.trace_id AS trace_id, u.key AS key, total(u.value) AS amount "
-            "FROM spans s, json_each(s.extra, '$.usage') u "
-            f"WHERE s.trace_id IN ({marks}) AND s.has_base = 1{seen.replace(' visible_at', ' s.visible_at')} "
-            "AND s.extra LIKE '%\"usage\"%' "
-            "GROUP BY s.trace_id, u.key",
-            part,
-        ):
-            stats[row["trace_id"]].setdefault("usage", {})[row["key"]] = int(row["amount"])
+            if row["provided"]:
+                providers.append(row["trace_id"])
+            if row["used"]:
+                usages.append(row["trace_id"])
+        _providers(conn, stats, providers, seen)
+        _usage(conn, stats, usages, seen)
     return stats
+
+
+def _providers(conn: sqlite3.Connection, stats: dict[str, dict], ids: list[str], seen: str) -> None:
+    """Each trace's span providers, for the traces whose spans name one."""
+    if not ids:
+        return
+    marks = ", ".join("?" for _ in ids)
+    for row in conn.execute(
+        "SELECT DISTINCT trace_id, json_extract(extra, '$.provider') AS provider "
+        f"FROM spans WHERE trace_id IN ({marks}) AND has_base = 1{seen} AND provider IS NOT NULL",
+        ids,
+    ):
+        stats[row["trace_id"]].setdefault("providers", []).append(str(row["provider"]))
+
+
+def _usage(conn: sqlite3.Connection, stats: dict[str, dict], ids: list[str], seen: str) -> None:
+    """Each trace's usage summed per key over its spans, for the traces whose spans count any."""
+    if not ids:
+        return
+    marks = ", ".join("?" for _ in ids)
+    for row in conn.execute(
+        "SELECT s.trace_id AS trace_id, u.key AS key, total(u.value) AS amount "
+        "FROM spans s, json_each(s.extra, '$.usage') u "
+        f"WHERE s.trace_id IN ({marks}) AND s.has_base = 1{seen.replace(' visible_at', ' s.visible_at')} "
+        "AND s.extra LIKE '%\"usage\"%' "
+        "GROUP BY s.trace_id, u.key",
+        ids,
+    ):
+        stats[row["trace_id"]].setdefault("usage", {})[row["key"]] = int(row["amount"])
 
 
 def add_derived(conn: sqlite3.Connection, kind: Kind, items: list[dict], exclude: frozenset[str],
@@ -91,7 +114,7 @@ def _providers_in_metadata(item: dict, providers: list[str], exclude: frozenset[
     # Opik's TraceDAO puts the providers first into the metadata it returns.
     if not providers or "metadata" in exclude:
         return
-    metadata = item.get("metadata")
+    metadata = parsed(item.get("metadata"))
     if metadata is None or isinstance(metadata, dict):
         rest = {k: v for k, v in (metadata or {}).items() if k != "providers"}
         item["metadata"] = {"providers": providers, **rest}
@@ -101,7 +124,7 @@ def _provider_in_metadata(span: dict) -> None:
     # Opik's SpanDAO puts a span's provider first into the metadata it returns; a provider key
     # the span's own metadata holds stays as it is.
     provider = span.get("provider")
-    metadata = span.get("metadata")
+    metadata = parsed(span.get("metadata")) if provider else None
     if provider and (metadata is None or (isinstance(metadata, dict) and "provider" not in metadata)):
         span["metadata"] = {"provider": provider, **(metadata or {})}
 

@@ -62,6 +62,7 @@ def parse_score(item: Any, what: str, entity_id: str | None = None) -> dict:
     return {
         "entity_id": entity_id,
         "project_id": project_id,
+        "project_name": project_name,
         "name": _text(item.get("name"), f"{what}.name", required=True),
         "value": _value(item.get("value"), f"{what}.value"),
         "category_name": _text(item.get("category_name"), f"{what}.category_name"),
@@ -85,14 +86,14 @@ def parse_delete(body: Any) -> str:
     return _text(body.get("name"), "request body.name", required=True)
 
 
-def write(conn: sqlite3.Connection, kind: Kind, scores: list[dict], now: str) -> None:
+def write(conn: sqlite3.Connection, kind: Kind, scores: list[dict], now: str, writer: str) -> None:
     conn.executemany(
         "INSERT INTO feedback_scores (kind, entity_id, name, project_id, value, category_name, reason, source, "
-        "created_at, last_updated_at) VALUES (:kind, :entity_id, :name, :project_id, :value, :category_name, "
-        ":reason, :source, :now, :now) ON CONFLICT (kind, entity_id, name) DO UPDATE SET "
+        "created_at, last_updated_at, created_by) VALUES (:kind, :entity_id, :name, :project_id, :value, "
+        ":category_name, :reason, :source, :now, :now, :writer) ON CONFLICT (kind, entity_id, name) DO UPDATE SET "
         "project_id = excluded.project_id, value = excluded.value, category_name = excluded.category_name, "
         "reason = excluded.reason, source = excluded.source, last_updated_at = excluded.last_updated_at",
-        [{**score, "kind": kind.name, "now": now} for score in scores],
+        [{**score, "kind": kind.name, "now": now, "writer": writer} for score in scores],
     )
 
 

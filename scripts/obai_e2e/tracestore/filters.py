@@ -142,10 +142,16 @@ def number_or_none(value: str) -> float | None:
 TAG_WINDOW = 8
 
 
-def _tags_clause(tags_table: str, op: str, value: str) -> tuple[str, list[Any]]:
+def _tags_clause(tags_table: str, op: str, value: str, scan: str | None = None) -> tuple[str, list[Any]]:
     """Owners with a tag equal to / containing ``value`` (case-insensitive; ``_`` and ``%`` wildcards in
-    ``contains``, as Opik's ILIKE), or, for ``!=`` / ``not_contains``, owners without one."""
+    ``contains``, as Opik's ILIKE), or, for ``!=`` / ``not_contains``, owners without one. ``scan`` (the
+    searched table) tests the tags of each row the search reads instead of looking the value up in the
+    trigram index: cheaper when the search reads few rows (a time-bounded one)."""
     needle = value.lower()
+    if scan is not None and op in ("contains", "not_contains"):
+        test, args = _match_clause("g.tag_lc", "contains", needle)
+        negated = "NOT " if op == "not_contains" else ""
+        return f"{negated}EXISTS (SELECT 1 FROM {tags_table} g WHERE g.owner_id = {scan}.id AND {test})", args
     if op in ("=", "!="):
         matching, args = "?", [needle]
     else:
@@ -212,8 +218,10 @@ def _metadata_expr(key: str) -> tuple[str, list[Any]]:
     return expr, [nested, nested, nested, flat, flat]
 
 
-def build_where(filters: list[dict], kind: Kind, tags_table: str) -> tuple[list[str], list[Any]]:
-    """SQL conditions (to be AND-ed) and their parameters for a list of filters."""
+def build_where(filters: list[dict], kind: Kind, tags_table: str, *,
+                scan_tags: bool = False) -> tuple[list[str], list[Any]]:
+    """SQL conditions (to be AND-ed) and their parameters for a list of filters; ``scan_tags``: a tag
+    filter tests each row's tags (see :func:`_tags_clause`)."""
     fields = fields_for(kind)
     clauses: list[str] = []
     params: list[Any] = []
@@ -223,7 +231,10 @@ def build_where(filters: list[dict], kind: Kind, tags_table: str) -> tuple[list[
         if isinstance(name, str) and name.startswith("usage.") and not key:
             name, key = "usage", name[len("usage."):]  # the SDK writes usage.total_tokens as the field
         spec = _checked(fields, kind, where, name, op, key, value)
-        clause, args = _clause(spec, kind, tags_table, where, name, op, key, value)
+        if scan_tags and spec.kind == "list" and op in ("contains", "not_contains"):
+            clause, args = _tags_clause(tags_table, op, value, kind.plural)
+        else:
+            clause, args = _clause(spec, kind, tags_table, where, name, op, key, value)
         clauses.append(clause)
         params.extend(args)
     return clauses, params
@@ -287,3 +298,8 @@ def _clause(spec: Field, kind: Kind, tags_table: str, where: str, name: str, op:
         return ("error_info IS NULL" if op == "is_empty" else "error_info IS NOT NULL"), []
     # enum: exact value
     return (f"{spec.expr} = ?" if op == "=" else f"COALESCE({spec.expr}, '') != ?"), [value]
+
+
+def has_tag_search(filters: list[dict]) -> bool:
+    """Whether a (checked) filter list looks tags up by a part of them."""
+    return any(f.get("field") == "tags" and f.get("operator") in ("contains", "not_contains") for f in filters)

@@ -1,7 +1,7 @@
 """Who may talk to the store: the checks a request passes before it is routed.
 
-Enters: the request's method, path and headers, and the server's port, token and data
-directory. Leaves: nothing when the request may go on, or an :class:`ApiError` naming the
+Enters: the request's method, path and headers, and the server's port, keys and data
+directory. Leaves: the request's principal when it may go on, or an :class:`ApiError` naming the
 rule it broke (400 for a missing Host, 403 for a foreign Host or Origin, 401 for a missing
 or wrong token, 415 for a body that is not JSON).
 
@@ -11,8 +11,9 @@ The rules keep a web page in the user's browser out. A page can send a "simple"
 ``application/json`` (or, on the OTLP route, ``application/x-protobuf``; a page can send
 either only after a CORS preflight the store never grants), the ``Host`` must be a loopback name with the store's own port, a request with an
 ``Origin`` is refused unless that origin is the store itself, and every ``/api`` route but
-the health ping wants the token the server chose at start (the opik SDK sends
-``OPIK_API_KEY`` verbatim as the ``Authorization`` header).
+the health ping wants the token the server chose at start, or a turn key minted with it (the
+opik SDK sends ``OPIK_API_KEY`` verbatim as the ``Authorization`` header): the key names the
+request's :class:`Principal`, whose rights :mod:`access` and :mod:`ownership` apply.
 
 The pages outside ``/api`` want the *page key*, derived from the token: a browser following
 a link cannot send a header, so the key comes in the page's address (``?key=``) and every
@@ -29,8 +30,10 @@ from email.message import Message
 from urllib.parse import parse_qs
 
 from .apierror import ApiError
+from .turnkeys import KeyCheck, Principal
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+_GOOD_HOSTS: dict[int, set[str]] = {}
 OPEN_PATHS = frozenset({"/api/is-alive/ping"})
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 JSON_TYPE = "application/json"
@@ -57,6 +60,8 @@ def _split_host(value: str) -> tuple[str, int | None] | None:
 
 def check_host(headers: Message, port: int) -> None:
     values = headers.get_all("Host") or []
+    if len(values) == 1 and values[0] in _GOOD_HOSTS.get(port, ()):
+        return
     if len(values) != 1:
         raise ApiError(400, "the request needs exactly one Host header")
     parsed = _split_host(values[0])
@@ -68,6 +73,9 @@ def check_host(headers: Message, port: int) -> None:
             f"Host {shown!r} is not this trace store; it answers only to 127.0.0.1:{port}, "
             f"localhost:{port} or [::1]:{port}",
         )
+    good = _GOOD_HOSTS.setdefault(port, set())
+    if len(good) < 16:  # every client of a store sends one of a few spellings: each is parsed once
+        good.add(values[0])
 
 
 def own_origins(port: int) -> frozenset[str]:
@@ -89,7 +97,8 @@ def needs_token(path: str) -> bool:
     return (path == "/api" or path.startswith("/api/")) and path not in OPEN_PATHS
 
 
-def check_token(headers: Message, token: str, data_dir: str) -> None:
+def check_token(headers: Message, keys: KeyCheck, data_dir: str) -> Principal:
+    """Who the request's key names: the harness (the token) or one turn (a turn key); 401 otherwise."""
     given = (headers.get("Authorization") or "").strip()
     if given[:7].lower() == "bearer ":
         given = given[7:].strip()
@@ -100,12 +109,14 @@ def check_token(headers: Message, token: str, data_dir: str) -> None:
             f"this trace store wants its access token in the Authorization header: the 'token' in {where} "
             f"(for the opik SDK set OPIK_API_KEY to it; `obai-e2e traces start` prints the variables to use)",
         )
-    if not hmac.compare_digest(given.encode("utf-8", "replace"), token.encode("utf-8")):
+    principal = keys.principal(given)
+    if principal is None:
         raise ApiError(
             401,
-            f"the Authorization header does not hold this trace store's token; the token changes at every "
-            f"start of the store: read the current one from {where}",
+            f"the Authorization header holds neither this trace store's token nor a turn key it issued; the token "
+            f"changes at every start of the store, and with it every turn key: read the current one from {where}",
         )
+    return principal
 
 
 def page_key(token: str) -> str:
@@ -152,9 +163,11 @@ def check_content_type(method: str, headers: Message, accepted: frozenset[str] =
         )
 
 
-def admit(method: str, path: str, headers: Message, *, port: int, token: str, data_dir: str) -> None:
-    """Every check that does not depend on the route, in the order a refusal is reported."""
+def admit(method: str, path: str, headers: Message, *, port: int, keys: KeyCheck, data_dir: str) -> Principal | None:
+    """Every check that does not depend on the route, in the order a refusal is reported; the request's
+    principal (None on a route that wants no key)."""
     check_host(headers, port)
     check_origin(headers, port)
     if needs_token(path):
-        check_token(headers, token, data_dir)
+        return check_token(headers, keys, data_dir)
+    return None

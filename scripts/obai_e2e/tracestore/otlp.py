@@ -13,9 +13,9 @@ protocol does not know are ignored, as the specification asks of a receiver.
 Ids follow Opik's backend (``OpenTelemetryMapper.convertOtelIdToUUIDv7``): an Opik id is a
 UUIDv7 whose 48-bit time is a millisecond stamp and whose other 80 bits are the first ten
 bytes of the SHA-256 of the OTel id. A trace's stamp is the earliest span start of the
-first export that named the OTel trace; the store keeps that choice (:meth:`Store.otel_trace_ids`),
-so spans of one trace exported in several batches land in one Opik trace. A span's stamp is
-its trace's, so its id is the same whichever batch carries it.
+first export that named the OTel trace; a span's stamp is its trace's. The store keeps each
+choice, per project and OTel trace, and keeps them apart from other OTel traces and projects
+(:mod:`otlp_ids`), so spans of one trace exported in several batches land in one Opik trace.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ import base64
 import binascii
 import hashlib
 import json
+import math
 import uuid
 from typing import Any
 
@@ -115,16 +116,6 @@ def uuid7_millis(value: str) -> int:
     return uuid.UUID(value).int >> 80
 
 
-def trace_candidates(request: ExportTraceServiceRequest) -> dict[str, str]:
-    """OTel trace id (hex) → the Opik trace id this batch would give it (earliest span start)."""
-    earliest: dict[bytes, int] = {}
-    for span in iter_spans(request):
-        start = span.start_time_unix_nano
-        if span.trace_id not in earliest or start < earliest[span.trace_id]:
-            earliest[span.trace_id] = start
-    return {otel.hex(): otel_id_to_uuid7(otel, nanos // 1_000_000) for otel, nanos in earliest.items()}
-
-
 def iter_spans(request: ExportTraceServiceRequest) -> list:
     return [span for resource in request.resource_spans for scope in resource.scope_spans for span in scope.spans]
 
@@ -145,3 +136,33 @@ def to_text(value: Any) -> str:
     if value is None or isinstance(value, (dict, list)):
         return ""
     return json.dumps(value)
+
+
+def extract_cost(value: Any) -> float | None:
+    """Opik's ``extractCost``: a finite number, or text spelling one; None otherwise."""
+    kind = value.WhichOneof("value")
+    try:
+        number = {"double_value": lambda: value.double_value, "int_value": lambda: value.int_value,
+                  "string_value": lambda: float(value.string_value.strip())}[kind]()
+    except (KeyError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def extract_tags(value: Any) -> list[str]:
+    """Opik's ``extractTags``: a JSON array of strings, a comma-separated string, or an array value."""
+    kind = value.WhichOneof("value")
+    if kind == "array_value":
+        items = [item.string_value for item in value.array_value.values if item.WhichOneof("value") == "string_value"]
+        return [tag.strip() for tag in items if tag.strip()]
+    if kind != "string_value":
+        return []
+    text = value.string_value
+    if text.startswith("[") and text.endswith("]"):
+        try:
+            parsed = json.loads(text)
+        except (ValueError, RecursionError):
+            parsed = None
+        if isinstance(parsed, list):
+            return [item.strip() for item in parsed if isinstance(item, str) and item.strip()]
+    return [tag.strip() for tag in text.split(",") if tag.strip()]

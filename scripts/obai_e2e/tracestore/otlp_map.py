@@ -28,12 +28,18 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .apierror import bad_request
-from .otlp import integration_name, iter_spans, otel_id_to_uuid7, to_text, uuid7_millis
+from .otlp import extract_cost, extract_tags, integration_name, iter_spans, to_text
+from .otlp_ids import OtelIds
+from .otlp_openinference import Normalised, normalise
 from .otlp_rules import (
     COST, DROP, INPUT, METADATA, MODEL, OPIK_PARENT_SPAN_ID, OPIK_SPAN_ID, OPIK_TRACE_ID, OUTPUT,
     PROVIDER, TAGS, THREAD_ID, USAGE, find_rule,
 )
 
+# The Opik whose mapping the store imitates: the release the pinned SDK belongs to, or that release with
+# the OpenInference normaliser Opik has pending (:mod:`otlp_openinference`).
+CURRENT, NEXT = "2.2", "next"
+GENERATIONS = (CURRENT, NEXT)
 STATUS_CODE_ERROR = 2
 EVENTS_KEY = "opentelemetry.events"
 _USAGE_KEYS = {"input_tokens": "prompt_tokens", "output_tokens": "completion_tokens"}
@@ -41,13 +47,14 @@ _USAGE_KEYS = {"input_tokens": "prompt_tokens", "output_tokens": "completion_tok
 _PROVIDER_FIRST = "gen_ai.system"
 
 
-def to_writes(request: Any, project: str, trace_ids: dict[str, str]) -> tuple[list[dict], list[dict]]:
-    """(TraceWrite bodies, SpanWrite bodies) of one export."""
+def to_writes(request: Any, project: str, ids: OtelIds, generation: str = CURRENT) -> tuple[list[dict], list[dict]]:
+    """(TraceWrite bodies, SpanWrite bodies) of one export, with the Opik ids :mod:`otlp_ids` gave it, mapped as
+    the Opik ``generation`` maps them (:data:`GENERATIONS`)."""
     integration = integration_name(request)
     spans: list[dict] = []
     attached: set[str] = set()
     for otel_span in iter_spans(request):
-        span = to_span(otel_span, trace_ids[otel_span.trace_id.hex()], integration)
+        span = to_span(otel_span, ids, integration, generation)
         if span.pop("_attached"):
             attached.add(span["trace_id"])
         spans.append({**span, "project_name": project})
@@ -59,17 +66,17 @@ def to_writes(request: Any, project: str, trace_ids: dict[str, str]) -> tuple[li
     return list(traces.values()), spans
 
 
-def to_span(otel_span: Any, opik_trace_id: str, integration: str | None) -> dict:
+def to_span(otel_span: Any, ids: OtelIds, integration: str | None, generation: str = CURRENT) -> dict:
     """One OTel span as a SpanWrite body (plus ``_attached``: its trace id came from ``opik.trace_id``)."""
-    stamp = uuid7_millis(opik_trace_id)
+    otel_trace = otel_span.trace_id.hex()
     overrides = {key: _uuid7_attribute(otel_span, key) for key in (OPIK_TRACE_ID, OPIK_SPAN_ID, OPIK_PARENT_SPAN_ID)}
-    trace_id = overrides[OPIK_TRACE_ID] or opik_trace_id
+    trace_id = overrides[OPIK_TRACE_ID] or ids.traces[otel_trace]
     if overrides[OPIK_TRACE_ID]:
         parent = overrides[OPIK_PARENT_SPAN_ID]
     else:
-        parent = otel_id_to_uuid7(otel_span.parent_span_id, stamp) if otel_span.parent_span_id else None
+        parent = ids.spans[(otel_trace, otel_span.parent_span_id.hex())] if otel_span.parent_span_id else None
     span: dict[str, Any] = {
-        "id": overrides[OPIK_SPAN_ID] or otel_id_to_uuid7(otel_span.span_id, stamp),
+        "id": overrides[OPIK_SPAN_ID] or ids.spans[(otel_trace, otel_span.span_id.hex())],
         "trace_id": trace_id,
         "parent_span_id": parent,
         "name": otel_span.name,
@@ -79,7 +86,7 @@ def to_span(otel_span: Any, opik_trace_id: str, integration: str | None) -> dict
         "end_time": _iso(otel_span.end_time_unix_nano),
         "_attached": overrides[OPIK_TRACE_ID] is not None,
     }
-    span.update(_attribute_fields(otel_span, integration))
+    span.update(_attribute_fields(otel_span, integration, generation))
     error = error_info(otel_span)
     if error is not None:
         span["error_info"] = error
@@ -106,7 +113,7 @@ def _uuid7_attribute(otel_span: Any, key: str) -> str | None:
 # --- attributes -------------------------------------------------------------------------
 
 
-def _attribute_fields(otel_span: Any, integration: str | None) -> dict:
+def _attribute_fields(otel_span: Any, integration: str | None, generation: str) -> dict:
     """input, output, metadata, model, provider, usage, cost, tags and type from the attributes."""
     buckets: dict[str, dict] = {INPUT: {}, OUTPUT: {}, METADATA: {}}
     if integration and integration.strip():
@@ -114,8 +121,11 @@ def _attribute_fields(otel_span: Any, integration: str | None) -> dict:
     fields: dict[str, Any] = {}
     usage: dict[str, int] = {}
     tags: list[str] = []
+    normalised = normalise(otel_span.attributes) if generation == NEXT else None
     for attribute in otel_span.attributes:
         key, value = attribute.key, attribute.value
+        if normalised is not None and key in normalised.consumed:
+            continue
         rule = find_rule(key)
         if rule is None:
             put_value(buckets[INPUT], key, value)
@@ -128,9 +138,16 @@ def _attribute_fields(otel_span: Any, integration: str | None) -> dict:
     if buckets[METADATA].get("gen_ai.operation.name") == "invoke_agent":
         fields["type"] = "general"  # an agent run is not an LLM call, whatever else it carries
     fields.pop("_provider_first", None)
+    if normalised is not None:
+        _lay_over(normalised, buckets, fields, usage, tags)
     for bucket, values in buckets.items():
         if values:
             fields[bucket] = values
+    if normalised is not None:
+        for bucket, composed in ((INPUT, normalised.compose_input(buckets[INPUT])),
+                                 (OUTPUT, normalised.compose_output(buckets[OUTPUT]))):
+            if composed is not None:
+                fields[bucket] = composed
     if usage:
         if "total_tokens" not in usage and {"prompt_tokens", "completion_tokens"} <= usage.keys():
             usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
@@ -138,6 +155,20 @@ def _attribute_fields(otel_span: Any, integration: str | None) -> dict:
     if tags:
         fields["tags"] = list(dict.fromkeys(tags))
     return fields
+
+
+def _lay_over(normalised: Normalised, buckets: dict, fields: dict, usage: dict, tags: list) -> None:
+    """The normaliser's values over the common rules' (its input and output are composed by the caller)."""
+    buckets[METADATA].update(normalised.metadata)
+    if normalised.session and "thread_id" not in buckets[METADATA]:
+        buckets[METADATA]["thread_id"] = normalised.session
+    usage.update(normalised.usage)
+    tags.extend(normalised.tags)
+    for name, value in (("model", normalised.model), ("provider", normalised.provider),
+                        ("total_estimated_cost", normalised.cost)):
+        if value is not None:
+            fields[name] = value
+    fields["type"] = normalised.span_type
 
 
 def _apply(outcome: str, key: str, rule_key: str, value: Any, buckets: dict, fields: dict,
@@ -151,13 +182,13 @@ def _apply(outcome: str, key: str, rule_key: str, value: Any, buckets: dict, fie
     elif outcome == USAGE:
         _usage(usage, key, rule_key, value)
     elif outcome == COST:
-        cost = _cost(value)
+        cost = extract_cost(value)
         if cost is not None:
             fields["total_estimated_cost"] = cost
     elif outcome in (INPUT, OUTPUT, METADATA):
         put_value(buckets[outcome], key, value)
     elif outcome == TAGS:
-        tags.extend(_tags(value))
+        tags.extend(extract_tags(value))
     elif outcome == THREAD_ID:
         if "thread_id" not in buckets[METADATA]:
             put_value(buckets[METADATA], "thread_id", value)
@@ -226,35 +257,6 @@ def _usage(usage: dict, key: str, rule_key: str, value: Any) -> None:
 def _int32(number: int) -> int:
     """Opik keeps usage counts as Java ints: wrapped to 32 bits."""
     return (number + 2**31) % 2**32 - 2**31
-
-
-def _cost(value: Any) -> float | None:
-    kind = value.WhichOneof("value")
-    try:
-        number = {"double_value": lambda: value.double_value, "int_value": lambda: value.int_value,
-                  "string_value": lambda: float(value.string_value.strip())}[kind]()
-    except (KeyError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
-def _tags(value: Any) -> list[str]:
-    """Opik's ``extractTags``: a JSON array of strings, a comma-separated string, or an array value."""
-    kind = value.WhichOneof("value")
-    if kind == "array_value":
-        items = [item.string_value for item in value.array_value.values if item.WhichOneof("value") == "string_value"]
-        return [tag.strip() for tag in items if tag.strip()]
-    if kind != "string_value":
-        return []
-    text = value.string_value
-    if text.startswith("[") and text.endswith("]"):
-        try:
-            parsed = json.loads(text)
-        except (ValueError, RecursionError):
-            parsed = None
-        if isinstance(parsed, list):
-            return [item.strip() for item in parsed if isinstance(item, str) and item.strip()]
-    return [tag.strip() for tag in text.split(",") if tag.strip()]
 
 
 def _event(event: Any) -> dict:

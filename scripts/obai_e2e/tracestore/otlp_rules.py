@@ -5,10 +5,11 @@ attribute then goes to the span's input, as in Opik).
 
 The table is Opik's (``apps/opik-backend`` ``domain/mapping/otel``), in its order of
 precedence: Logfire, GenAI semantic conventions, OpenInference, LiveKit, Pydantic, LiteLLM,
-general, smolagents, LangFuse. A rule matches a key exactly, or by prefix; the first match
-wins, so ``gen_ai.tool.call.arguments`` (input) is listed before the ``gen_ai.tool.`` prefix
-(metadata). A rule may also set the span's type (``llm`` or ``tool``). Claude Code's own
-per-span rules are not carried over.
+general (input and output, the ``error.*`` / ``exception.*`` attributes and ``server.address`` /
+``server.port`` as metadata, thread, tags, metadata), smolagents, LangFuse. A rule matches a key
+exactly, or by prefix; the first match wins, so ``gen_ai.tool.call.arguments`` (input) is listed
+before the ``gen_ai.tool.`` prefix (metadata). A rule may also set the span's type (``llm`` or
+``tool``). Claude Code's own per-span rules are not carried over.
 """
 from __future__ import annotations
 
@@ -106,7 +107,10 @@ _LITELLM = [
 ]
 
 _GENERAL = [
-    _prefix("input", INPUT), _exact("server.address", METADATA), _prefix("output", OUTPUT),
+    _prefix("input", INPUT), _prefix("output", OUTPUT),
+    *(_exact(key, METADATA) for key in (
+        "error.type", "error.message", "error.stack", "error.stacktrace",
+        "exception.type", "exception.message", "exception.stacktrace", "server.address", "server.port")),
     _exact("thread_id", THREAD_ID), _exact("opik.tags", TAGS), _prefix("opik.metadata", METADATA),
     _exact(OPIK_TRACE_ID, DROP), _exact(OPIK_PARENT_SPAN_ID, DROP), _exact(OPIK_SPAN_ID, DROP),
 ]

@@ -203,11 +203,12 @@ def parse_write(item: Any, kind: Kind, what: str) -> dict:
         else norm_ts(item["last_updated_at"], f"{what}.last_updated_at"),
     }
     for name in ("name", "end_time", "input", "output", "metadata", "tags", "error_info", *kind.own_fields):
-        doc[name] = _CHECKS[name](item.get(name), f"{what}.{name}")
+        value = item.get(name)  # every check takes an absent value as absent
+        doc[name] = None if value is None else _CHECKS[name](value, f"{what}.{name}")
     doc["extra"] = {
         name: checked
         for name in kind.extra_fields
-        if (checked := _CHECKS[name](item.get(name), f"{what}.{name}")) is not None
+        if (value := item.get(name)) is not None and (checked := _CHECKS[name](value, f"{what}.{name}")) is not None
     }
     if kind is SPAN:
         if doc["trace_id"] is None:

@@ -6,6 +6,7 @@ Opik's TracePublic / SpanPublic JSON.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sqlite3
@@ -13,18 +14,55 @@ from typing import Any
 
 from .payloads import SPAN, TRACE, Kind
 from .timeutil import duration_ms
+from .turnkeys import Principal
 
 TABLES = {"trace": ("traces", "trace_tags"), "span": ("spans", "span_tags")}
+
+
+# One encoder for every value: json.dumps with options builds a new one per call.
+compact_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def dumps(value: Any) -> str | None:
     if value is None:
         return None
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return compact_json(value)
 
 
 def loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
+
+
+class Raw(str):
+    """A JSON value as the stored text, put into an answer as it is instead of being parsed and encoded again."""
+
+
+def _raw(text: str | None) -> Raw | None:
+    return None if text is None else Raw(text)
+
+
+def parsed(value: Any) -> Any:
+    """A value of :func:`public` as Python data (a :class:`Raw` one parsed)."""
+    return json.loads(value) if type(value) is Raw else value
+
+
+def encode(item: dict) -> str:
+    """An entity of :func:`public` as compact JSON; its keys are the store's own field names."""
+    return "{" + ",".join(f'"{key}":{_value_json(value)}' for key, value in item.items()) + "}"
+
+
+def _value_json(value: Any) -> str:
+    kind = type(value)
+    if kind is Raw:
+        return value
+    if kind is str:
+        return _string_json(value)
+    if kind is int:
+        return str(value)
+    return compact_json(value)  # floats (their JSON spelling), booleans, lists, objects
+
+
+_string_json = json.encoder.encode_basestring  # type: ignore[attr-defined]  # the C one, as ensure_ascii=False uses
 
 
 def lower(value: Any) -> str | None:
@@ -51,6 +89,33 @@ def newer(incoming: str | None, stored: str | None) -> bool:
     return incoming >= stored
 
 
+def by_ids(conn: sqlite3.Connection, table: str, ids: list[str]) -> dict[str, sqlite3.Row]:
+    """The stored rows of these ids (of ``traces`` or ``spans``), by id."""
+    if len(ids) == 1:
+        row = conn.execute(f"SELECT * FROM {table} WHERE id = ?", ids).fetchone()
+        return {} if row is None else {row["id"]: row}
+    found: dict[str, sqlite3.Row] = {}
+    for start in range(0, len(ids), 500):
+        part = ids[start:start + 500]
+        marks = ", ".join("?" for _ in part)
+        for row in conn.execute(f"SELECT * FROM {table} WHERE id IN ({marks})", part):
+            found[row["id"]] = row
+    return found
+
+
+def writers(old: sqlite3.Row | None, by: Principal) -> dict:
+    """Who created a row (its first writer, kept) and who wrote it last (``by``)."""
+    if old is None:
+        return {"created_by": by.name, "last_updated_by": by.name, "owner": by.unit}
+    return {"created_by": old["created_by"], "last_updated_by": by.name, "owner": old["owner"]}
+
+
+@functools.lru_cache(maxsize=16)
+def _insert_sql(table: str, columns: tuple[str, ...]) -> str:
+    return (f"INSERT OR REPLACE INTO {table} ({', '.join(columns)}) "
+            f"VALUES ({', '.join(':' + column for column in columns)})")
+
+
 def save(conn: sqlite3.Connection, kind: Kind, doc: dict, meta: dict, previous: sqlite3.Row | None = None) -> None:
     """Insert or replace the entity's row, and its tags unless the ``previous`` row has the same."""
     table, tags_table = TABLES[kind.name]
@@ -73,12 +138,11 @@ def save(conn: sqlite3.Connection, kind: Kind, doc: dict, meta: dict, previous: 
         row.update(trace_id=doc.get("trace_id"), parent_span_id=doc.get("parent_span_id"), type=doc.get("type"))
     else:
         row.update(thread_id=doc.get("thread_id"), thread_id_lc=lower(doc.get("thread_id")))
-    names = ", ".join(row)
-    marks = ", ".join("?" for _ in row)
-    conn.execute(f"INSERT OR REPLACE INTO {table} ({names}) VALUES ({marks})", list(row.values()))
+    conn.execute(_insert_sql(table, tuple(row)), row)
     if previous is not None and previous["tags"] == row["tags"]:
         return  # the second copy of an entity (at its end) usually repeats the tags of the first
-    conn.execute(f"DELETE FROM {tags_table} WHERE owner_id = ?", (doc["id"],))
+    if previous is not None:
+        conn.execute(f"DELETE FROM {tags_table} WHERE owner_id = ?", (doc["id"],))
     if tags:
         lowered = list(dict.fromkeys(tag.lower() for tag in tags))
         conn.executemany(f"INSERT OR IGNORE INTO {tags_table} (owner_id, tag_lc) VALUES (?, ?)",
@@ -117,8 +181,10 @@ def doc_from_row(row: sqlite3.Row, kind: Kind) -> dict:
     return doc
 
 
-def public(row: sqlite3.Row, kind: Kind, exclude: frozenset[str] = frozenset()) -> dict:
-    """The row as Opik's TracePublic / SpanPublic JSON (null fields left out)."""
+def public(row: sqlite3.Row, kind: Kind, exclude: frozenset[str] = frozenset(), *, raw: bool = False) -> dict:
+    """The row as Opik's TracePublic / SpanPublic JSON (null fields left out). With ``raw`` its JSON values
+    are :class:`Raw` text (for :func:`encode`), not parsed."""
+    value = _raw if raw else loads
     out: dict[str, Any] = {"id": row["id"], "project_id": row["project_id"]}
     if kind is SPAN:
         out.update(trace_id=row["trace_id"], parent_span_id=row["parent_span_id"], type=row["type"])
@@ -126,18 +192,21 @@ def public(row: sqlite3.Row, kind: Kind, exclude: frozenset[str] = frozenset()) 
         name=row["name"],
         start_time=row["start_time"],
         end_time=row["end_time"],
-        input=loads(row["input"]),
-        output=loads(row["output"]),
-        metadata=loads(row["metadata"]),
-        tags=loads(row["tags"]),
-        error_info=loads(row["error_info"]),
+        input=value(row["input"]),
+        output=value(row["output"]),
+        metadata=value(row["metadata"]),
+        tags=value(row["tags"]),
+        error_info=value(row["error_info"]),
     )
     if kind is TRACE:
         out["thread_id"] = row["thread_id"]
-    out.update(loads(row["extra"]) or {})
+    if row["extra"] is not None:
+        out.update(loads(row["extra"]))
     out.update(
         created_at=row["created_at"],
         last_updated_at=row["last_updated_at"],
+        created_by=row["created_by"],
+        last_updated_by=row["last_updated_by"],
         duration=duration_ms(row["start_time"], row["end_time"]),
     )
     return {k: v for k, v in out.items() if v is not None and k not in exclude}

@@ -5,14 +5,20 @@ older data carried over), or a RuntimeError when the file was written by a newer
 
 Besides the entity tables, side tables serve reads:
 - ``trace_tags`` / ``span_tags``: each entity's lower-cased tags, with an index by tag;
-- ``tag_vocab`` (+ ``tag_vocab_fts``, a trigram index over it): every distinct lower-cased
-  tag once, so that a ``tags contains`` search finds the matching tags through the index
-  and then their owners, instead of reading every tag of every entity;
+- ``tag_vocab`` (+ ``tag_vocab_fts``, a trigram index over it, and ``tag_vocab_indexed``, how
+  far the index has read the vocabulary): every distinct lower-cased tag once, so that a
+  ``tags contains`` search finds the matching tags through the index and then their owners,
+  instead of reading every tag of every entity. The index is brought up to date by the search
+  that needs it (:func:`index_tags`), not by every write;
 - ``projects``: each project's name and times, for lookups by id or name;
 - ``feedback_scores``: one row per entity and score name;
 - ``thread_states``: when a project's thread was closed (no row: never closed, or reopened);
 - ``otel_trace_ids``: the Opik trace id given to each OTel trace id of a project, so that
-  spans of one OTel trace exported in several batches share one Opik trace.
+  spans of one OTel trace exported in several batches share one Opik trace;
+- ``otel_span_ids``: the Opik span id given to each OTel span id of an OTel trace of a project.
+
+Every entity row records who wrote it (``created_by``, ``last_updated_by``: the harness or one
+turn's key) and ``owner``, the unit part of the key that created it (the scope of a turn's reads).
 """
 from __future__ import annotations
 
@@ -20,9 +26,9 @@ import sqlite3
 
 from .timeutil import project_id_for
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # The tables whose rows belong to a project (project_id): re-keyed together, deleted together.
-PROJECT_TABLES = ("traces", "spans", "feedback_scores", "otel_trace_ids", "thread_states")
+PROJECT_TABLES = ("traces", "spans", "feedback_scores", "otel_trace_ids", "otel_span_ids", "thread_states")
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS traces (
@@ -46,7 +52,10 @@ CREATE TABLE IF NOT EXISTS traces (
     extra TEXT,
     created_at TEXT NOT NULL,
     last_updated_at TEXT NOT NULL,
-    visible_at REAL NOT NULL
+    visible_at REAL NOT NULL,
+    created_by TEXT,
+    last_updated_by TEXT,
+    owner TEXT
 );
 CREATE INDEX IF NOT EXISTS traces_by_project ON traces (project_id, id);
 CREATE INDEX IF NOT EXISTS traces_by_start ON traces (project_id, start_time);
@@ -74,7 +83,10 @@ CREATE TABLE IF NOT EXISTS spans (
     extra TEXT,
     created_at TEXT NOT NULL,
     last_updated_at TEXT NOT NULL,
-    visible_at REAL NOT NULL
+    visible_at REAL NOT NULL,
+    created_by TEXT,
+    last_updated_by TEXT,
+    owner TEXT
 );
 DROP INDEX IF EXISTS spans_by_trace;
 CREATE INDEX IF NOT EXISTS spans_in_trace ON spans (trace_id, project_id, id);
@@ -102,9 +114,9 @@ CREATE TABLE IF NOT EXISTS tag_vocab (
 CREATE VIRTUAL TABLE IF NOT EXISTS tag_vocab_fts USING fts5 (
     tag_lc, content='tag_vocab', content_rowid='id', tokenize='trigram case_sensitive 1'
 );
-CREATE TRIGGER IF NOT EXISTS tag_vocab_indexed AFTER INSERT ON tag_vocab BEGIN
-    INSERT INTO tag_vocab_fts (rowid, tag_lc) VALUES (new.id, new.tag_lc);
-END;
+CREATE TABLE IF NOT EXISTS tag_vocab_indexed (
+    upto INTEGER NOT NULL
+);
 
 CREATE TABLE IF NOT EXISTS projects (
     id TEXT PRIMARY KEY,
@@ -126,6 +138,7 @@ CREATE TABLE IF NOT EXISTS feedback_scores (
     source TEXT NOT NULL,
     created_at TEXT NOT NULL,
     last_updated_at TEXT NOT NULL,
+    created_by TEXT,
     PRIMARY KEY (kind, entity_id, name)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS feedback_scores_by_name ON feedback_scores (kind, name, value);
@@ -143,7 +156,24 @@ CREATE TABLE IF NOT EXISTS otel_trace_ids (
     trace_id TEXT NOT NULL,
     PRIMARY KEY (project_id, otel_trace_id)
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS otel_trace_ids_by_trace ON otel_trace_ids (trace_id);
+
+CREATE TABLE IF NOT EXISTS otel_span_ids (
+    project_id TEXT NOT NULL,
+    otel_trace_id TEXT NOT NULL,
+    otel_span_id TEXT NOT NULL,
+    span_id TEXT NOT NULL,
+    PRIMARY KEY (project_id, otel_trace_id, otel_span_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS otel_span_ids_by_span ON otel_span_ids (span_id);
 """
+
+# Columns a version-4 database lacks (its tables exist, so CREATE TABLE IF NOT EXISTS leaves them as they were).
+_NEW_COLUMNS = {
+    "traces": ("created_by", "last_updated_by", "owner"),
+    "spans": ("created_by", "last_updated_by", "owner"),
+    "feedback_scores": ("created_by",),
+}
 
 # What a version-1 database holds that the new side tables must learn.
 _CARRY_OVER = """
@@ -170,17 +200,35 @@ def migrate(conn: sqlite3.Connection, path: object) -> None:
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
+        if version >= 1:
+            _add_columns(conn)
         for statement in _statements(_TABLES):
             conn.execute(statement)
         if version >= 1:
             for statement in _statements(_CARRY_OVER):
                 conn.execute(statement)
             _rekey_projects(conn)
+        # A store before schema 5 indexed each tag as it came (a trigger); since then a search that needs
+        # the index brings it up to date. What the trigger indexed is recorded as indexed.
+        had_trigger = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = 'tag_vocab_indexed'"
+                                   ).fetchone() is not None
+        conn.execute("DROP TRIGGER IF EXISTS tag_vocab_indexed")
+        if conn.execute("SELECT count(*) FROM tag_vocab_indexed").fetchone()[0] == 0:
+            upto = conn.execute("SELECT max(id) FROM tag_vocab").fetchone()[0] if had_trigger else 0
+            conn.execute("INSERT INTO tag_vocab_indexed (upto) VALUES (?)", (upto or 0,))
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def _add_columns(conn: sqlite3.Connection) -> None:
+    for table, columns in _NEW_COLUMNS.items():
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        for column in columns:
+            if have and column not in have:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
 
 
 def _rekey_projects(conn: sqlite3.Connection) -> None:
@@ -209,3 +257,13 @@ def _statements(script: str) -> list[str]:
             out.append(current.strip())
             current = ""
     return out
+
+
+def index_tags(conn: sqlite3.Connection) -> None:
+    """Index the tags added to the vocabulary since the trigram index last read it (in a write transaction)."""
+    upto = conn.execute("SELECT upto FROM tag_vocab_indexed").fetchone()[0]
+    newest = conn.execute("SELECT max(id) FROM tag_vocab").fetchone()[0]
+    if newest is None or newest <= upto:
+        return
+    conn.execute("INSERT INTO tag_vocab_fts (rowid, tag_lc) SELECT id, tag_lc FROM tag_vocab WHERE id > ?", (upto,))
+    conn.execute("UPDATE tag_vocab_indexed SET upto = ?", (newest,))

@@ -3,37 +3,41 @@
 Enters: HTTP requests on loopback. Leaves: Opik-shaped JSON (errors as
 ``{"errors": ["..."]}``), and read-only HTML pages of recent traces and of one trace.
 
-Every request first passes :mod:`guard` (Host, Origin, token); a write must be JSON. A
+Every request first passes :mod:`guard` (Host, Origin, the token or a turn key) and, with a turn's
+key, :mod:`access` (no delete, none of the store's own routes); a write must be JSON. A
 request the handler cannot serve ends in a JSON error, never in a dropped or hanging
 connection; a failure inside a handler is answered with 500 and the server goes on.
 """
 from __future__ import annotations
 
 import json
-import os
 import re
-import sys
+import threading
 import traceback
-from datetime import datetime, timezone
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 from urllib.parse import parse_qs
 
-from . import feedback, guard, otlp, pages
+from . import access, feedback, guard, otlp, pages
+from .admin_routes import SERVICE, AdminRoutes
 from .apierror import ApiError
 from .bodies import DEFAULT_MAX_BODY_BYTES, MAX_DECODED_BYTES, BodyReader
 from .db import Store
-from .otlp_map import to_writes
-from .payloads import SPAN, TRACE, parse_batch, parse_search, parse_update, parse_write
+from .http_lean import Acceptors, LeanRequests
+from .otlp_ids import id_needs
+from .otlp_map import CURRENT, to_writes
+from .payloads import SPAN, TRACE, Kind, parse_batch, parse_search, parse_update, parse_write
 from .refusals import Refusals
 from .thread_routes import ThreadRoutes
-from .timeutil import DEFAULT_PROJECT, norm_ts, parse_uuid
+from .timeutil import DEFAULT_PROJECT, parse_uuid
+from .turnkeys import HARNESS, KeyCheck, Principal
+from .rows import compact_json, encode
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "MAX_DECODED_BYTES", "SERVICE", "StoreServer", "make_server"]
 
-SERVICE = "obai-trace-store"
 INDEX_SIZE = 100
+REFUSED_FIELD = "obai_refused_writes"
 PAGE_MAX_SPANS = 2000
 
 _KINDS = {"traces": TRACE, "spans": SPAN}
@@ -71,10 +75,20 @@ _ROUTES: list[tuple[re.Pattern[str], dict[str, str]]] = [
 ]
 
 
-class StoreServer(ThreadingHTTPServer):
-    """A threading HTTP server that carries the store, its limits and its access token."""
+# The routes a path can match: the one of a path without an id or a page, found by a lookup; else all of them.
+_FIXED = {path: [(pattern, methods)] for pattern, methods in reversed(_ROUTES)
+          for path in (pattern.pattern.replace("\\", "").replace("(traces|spans)", kind) for kind in ("traces", "spans"))
+          if not any(ch in path for ch in "()[]|*+?")}
 
-    daemon_threads = True
+
+def _routes_for(path: str) -> list[tuple[re.Pattern[str], dict[str, str]]]:
+    return _FIXED.get(path) or _ROUTES
+
+
+class StoreServer(HTTPServer):
+    """An HTTP server that carries the store, its limits and its access token; each connection is
+    handled on the thread that accepted it (:class:`http_lean.Acceptors`)."""
+
     allow_reuse_address = True
     # Python's default backlog of 5 resets connections when hundreds of writers flush at once
     # (every agent process of a parallel run ends its turn with one); the kernel caps it at somaxconn.
@@ -87,12 +101,44 @@ class StoreServer(ThreadingHTTPServer):
         self.max_body_bytes = max_body_bytes
         self.info = info
         self.token = token
+        self.keys = KeyCheck(token)
         self.refusals = Refusals()
+        self._stop, self._served = threading.Event(), threading.Event()
+        self._served.set()
         super().__init__(address, Handler)
+        self.acceptors = Acceptors(self.socket, self._handle_connection)
         self.port = self.server_address[1]
 
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        """Serve until :meth:`shutdown`: the acceptor threads do the work (``poll_interval`` is not needed)."""
+        self._stop.clear()
+        self._served.clear()
+        try:
+            self.acceptors.start()
+            self._stop.wait()
+        finally:
+            self.acceptors.stop()
+            self._served.set()
 
-class Handler(ThreadRoutes, BodyReader, BaseHTTPRequestHandler):
+    def shutdown(self) -> None:
+        self._stop.set()
+        self._served.wait()
+
+    def _handle_connection(self, request: Any, client_address: Any) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception:
+            self.handle_error(request, client_address)
+        finally:
+            self.shutdown_request(request)
+
+    def server_close(self) -> None:
+        if hasattr(self, "acceptors"):  # not yet when binding failed
+            self.acceptors.stop()
+        super().server_close()
+
+
+class Handler(ThreadRoutes, AdminRoutes, BodyReader, LeanRequests, BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = SERVICE
     # Idle keep-alive connections are closed after this many seconds.
@@ -101,18 +147,24 @@ class Handler(ThreadRoutes, BodyReader, BaseHTTPRequestHandler):
     # two writes would wait for the client's delayed ACK (~40 ms) on a keep-alive connection.
     disable_nagle_algorithm = True
     server: StoreServer
+    principal: Principal = HARNESS
 
     # --- routing ----------------------------------------------------------------------------
 
     def _dispatch(self) -> None:
         self._body_consumed = False
+        self._body_value = None
+        self.principal = HARNESS
         path, _, self.query = self.path.partition("?")
         path = path.rstrip("/") or "/"
         self.route_path = path
         try:
-            guard.admit(self.command, path, self.headers, port=self.server.port, token=self.server.token,
-                        data_dir=str(self.server.info.get("data_dir") or ""))
-            for pattern, methods in _ROUTES:
+            principal = guard.admit(self.command, path, self.headers, port=self.server.port, keys=self.server.keys,
+                                    data_dir=str(self.server.info.get("data_dir") or ""))
+            if principal is not None:
+                self.principal = principal
+                access.check(principal, self.command, path, self.server.store)
+            for pattern, methods in _routes_for(path):
                 match = pattern.fullmatch(path)
                 if match is None:
                     continue
@@ -141,40 +193,20 @@ class Handler(ThreadRoutes, BodyReader, BaseHTTPRequestHandler):
     do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = do_HEAD = do_OPTIONS = _dispatch
 
     def _note_refusal(self, path: str, exc: ApiError) -> None:
-        """A refused write naming its project (an OTLP export's projectName header) is kept, so that
-        a turn without a trace can name it; searches and lookups are reads, whatever their method."""
-        project = self.headers.get("projectName")
-        if (project and 400 <= exc.status < 500 and self.command in guard.BODY_METHODS
-                and path.startswith("/api/") and not path.endswith(("/search", "/retrieve"))):
-            self.server.refusals.record(project, exc.status, exc.message)
-
-    # --- answers ----------------------------------------------------------------------------
-
-    def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
-        self.finish_body()
-        self.send_response(status)
-        if status != 204:
-            if content_type:
-                self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-        self.send_header("X-Content-Type-Options", "nosniff")
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        with_body = status != 204 and self.command != "HEAD" and body
-        if with_body and hasattr(self, "_headers_buffer"):
-            # Headers and body in one write: one send on the socket instead of two.
-            self._headers_buffer.append(b"\r\n")
-            self._headers_buffer.append(body)
-            self.flush_headers()
+        """A refused write is kept under its project (the refusal's, the ``projectName`` header's or the body's),
+        with the turn whose key made it, so that the unit concerned can name it; searches and lookups are reads,
+        whatever their method."""
+        if not (400 <= exc.status < 500 and path.startswith("/api/")) or path.endswith(("/search", "/retrieve")):
             return
-        self.end_headers()
-        if with_body:
-            self.wfile.write(body)
+        if exc.project is None and self.command not in guard.BODY_METHODS and not access.is_delete(self.command, path):
+            return
+        writer = self.principal.name if self.principal.is_turn else None
+        project = exc.project or self.headers.get("projectName") or body_project(self._body_value)
+        if project or writer:
+            self.server.refusals.record(project or "", exc.status, exc.message, writer)
 
     def _send_json(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
-        body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        body = compact_json(data).encode("utf-8")
         self._send(status, body, "application/json", headers)
 
     def _send_error(self, exc: ApiError) -> None:
@@ -200,72 +232,54 @@ class Handler(ThreadRoutes, BodyReader, BaseHTTPRequestHandler):
         except OSError:
             pass
 
-    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-        if isinstance(code, HTTPStatus):
-            code = code.value
-        if isinstance(code, int) and code >= 400:
-            self.log_message('"%s" %s', self.requestline[:300], code)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        sys.stderr.write(f"{stamp} trace-store: {format % args}\n")
-
     def _json(self) -> Any:
-        return self.json_body(self.server.max_body_bytes)
+        self._body_value = self.json_body(self.server.max_body_bytes)
+        return self._body_value
 
     # --- endpoints --------------------------------------------------------------------------
 
-    def _ping(self) -> None:
-        self._send_json(200, {"healthy": True})
-
-    def _version(self) -> None:
-        self._send_json(200, {"version": SERVICE})
-
-    def _info(self) -> None:
-        self._send_json(200, {**self.server.info, "pid": os.getpid(), "counts": self.server.store.counts()})
-
-    def _refusals(self) -> None:
-        try:
-            query = parse_qs(self.query, max_num_fields=10)
-        except ValueError:
-            raise ApiError(400, "too many query parameters; refusals takes 'project' and 'since'") from None
-        since = query.get("since", [None])[0]
-        since = None if since is None else norm_ts(since, "since")
-        self._send_json(200, {"refusals": self.server.refusals.since(query.get("project", [None])[0], since)})
-
     def _create_batch(self, plural: str) -> None:
         kind = _KINDS[plural]
-        self.server.store.write(kind, parse_batch(self._json(), kind))
+        self.server.store.write(kind, parse_batch(self._json(), kind), by=self.principal)
         self._send(204, b"", "")
 
     def _create_one(self, plural: str) -> None:
         kind = _KINDS[plural]
         doc = parse_write(self._json(), kind, "request body")
         # Opik's single span create keeps a re-sent span's first non-empty values, field by field.
-        self.server.store.write(kind, [doc], first_wins=kind is SPAN)
+        self.server.store.write(kind, [doc], first_wins=kind is SPAN, by=self.principal)
         self._send(201, b"", "", {"Location": f"/api/v1/private/{plural}/{doc['id']}"})
 
     def _search(self, plural: str) -> None:
         kind = _KINDS[plural]
-        found = self.server.store.search(kind, parse_search(self._json(), kind))
-        body = b"".join(
-            json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n" for item in found
-        )
+        found = self.server.store.search(kind, parse_search(self._json(), kind), by=self.principal, raw=True)
+        body = "".join(encode(self._with_refusals(kind, item)) + "\n" for item in found).encode("utf-8")
         self._send(200, body, "application/x-ndjson")
 
     def _get(self, plural: str, raw_id: str) -> None:
         kind = _KINDS[plural]
-        self._send_json(200, self.server.store.get(kind, parse_uuid(raw_id, f"{kind.name} id")))
+        found = self.server.store.get(kind, parse_uuid(raw_id, f"{kind.name} id"), by=self.principal, raw=True)
+        self._send(200, encode(self._with_refusals(kind, found)).encode("utf-8"), "application/json")
+
+    def _with_refusals(self, kind: Kind, item: dict) -> dict:
+        """A trace as the harness reads it carries the writes its creator's turn was refused, when there are any
+        (``obai_refused_writes``: the one field Opik has not; the SDK keeps fields it does not know)."""
+        creator = item.get("created_by")
+        if kind is TRACE and not self.principal.is_turn and creator and creator.startswith("turn:"):
+            refused = self.server.refusals.of_writer(creator)
+            if refused:
+                item[REFUSED_FIELD] = refused
+        return item
 
     def _patch(self, plural: str, raw_id: str) -> None:
         kind = _KINDS[plural]
         entity_id = parse_uuid(raw_id, f"{kind.name} id")
-        self.server.store.update(kind, entity_id, parse_update(self._json(), kind))
+        self.server.store.update(kind, entity_id, parse_update(self._json(), kind), by=self.principal)
         self._send(204, b"", "")
 
     def _score_batch(self, plural: str) -> None:
         kind = _KINDS[plural]
-        self.server.store.write_scores(kind, feedback.parse_batch(self._json()))
+        self.server.store.write_scores(kind, feedback.parse_batch(self._json()), by=self.principal)
         self._send(204, b"", "")
 
     def _score_one(self, plural: str, raw_id: str) -> None:
@@ -275,7 +289,7 @@ class Handler(ThreadRoutes, BodyReader, BaseHTTPRequestHandler):
         project_id = self.server.store.project_of(kind, entity_id)
         if project_id is not None:
             score["project_id"] = project_id
-        self.server.store.write_scores(kind, [score])
+        self.server.store.write_scores(kind, [score], by=self.principal)
         self._send(204, b"", "")
 
     def _score_delete(self, plural: str, raw_id: str) -> None:
@@ -290,40 +304,20 @@ class Handler(ThreadRoutes, BodyReader, BaseHTTPRequestHandler):
         request = otlp.decode_request(self.decoded_body(self.server.max_body_bytes), media)
         project = (self.headers.get("projectName") or "").strip() or DEFAULT_PROJECT
         store = self.server.store
-        traces, spans = to_writes(request, project, store.otel_trace_ids(project, otlp.trace_candidates(request)))
+        traces, spans = to_writes(request, project, store.otel_ids(project, id_needs(request)),
+                                  self.server.info.get("opik_version") or CURRENT)
+        self._body_value = {"project_name": project}
         if traces:
-            store.write(TRACE, [parse_write(t, TRACE, f"trace of OTel root span {t['name'][:80]!r}") for t in traces])
+            store.write(TRACE, [parse_write(t, TRACE, f"trace of OTel root span {t['name'][:80]!r}") for t in traces],
+                        by=self.principal)
         if spans:
-            store.write(SPAN, [parse_write(s, SPAN, f"OTel span {s['name'][:80]!r}") for s in spans])
+            store.write(SPAN, [parse_write(s, SPAN, f"OTel span {s['name'][:80]!r}") for s in spans],
+                        by=self.principal)
         body, content_type = otlp.answer(media)
         self._send(200, body, content_type)
 
     def _otel_metrics(self) -> None:
         raise ApiError(501, "OpenTelemetry metrics ingestion is not supported (nor is it by Opik); export traces only")
-
-    def _project_by_name(self) -> None:
-        body = self._json()
-        name = body.get("name") if isinstance(body, dict) else None
-        if not isinstance(name, str) or not name:
-            raise ApiError(400, "request body must be an object with the project's 'name'")
-        self._send_json(200, self.server.store.project(name=name))
-
-    def _project_by_id(self, raw_id: str) -> None:
-        self._send_json(200, self.server.store.project(project_id=parse_uuid(raw_id, "project id")))
-
-    def _project_delete(self, raw_id: str) -> None:
-        # Opik deletes the project with its traces, spans, threads and scores; 204 whether or not it existed.
-        self.server.store.delete_project(parse_uuid(raw_id, "project id"))
-        self._send(204, b"", "")
-
-    def _attachments(self, _rest: str | None = None) -> None:
-        raise ApiError(
-            501,
-            "the local trace store keeps payloads inline and has no attachment storage: set "
-            "OPIK_IS_ATTACHMENT_EXTRACTION_ACTIVE=false for the writing process (the variables "
-            "`obai-e2e traces start` prints under env include it), so that the SDK leaves large "
-            "base64 values in the trace instead of replacing them with a reference to an upload",
-        )
 
     # --- pages ------------------------------------------------------------------------------
 
@@ -352,6 +346,21 @@ class Handler(ThreadRoutes, BodyReader, BaseHTTPRequestHandler):
         trace_id = parse_uuid(raw_id, "trace id")
         trace, spans, total = self.server.store.trace_with_spans(trace_id, PAGE_MAX_SPANS)
         self._send(200, pages.trace_page(trace, spans, total, key=key), pages.CONTENT_TYPE, headers)
+
+
+def body_project(body: Any) -> str | None:
+    """The project a request body names: its own ``project_name``, else that of its first item (Opik's
+    TypeScript SDK names the project in the body of each write, not in a header)."""
+    if not isinstance(body, dict):
+        return None
+    if isinstance(body.get("project_name"), str):
+        return body["project_name"]
+    for plural in ("traces", "spans", "scores"):
+        items = body.get(plural)
+        first = items[0] if isinstance(items, list) and items else None
+        if isinstance(first, dict) and isinstance(first.get("project_name"), str):
+            return first["project_name"]
+    return None
 
 
 def make_server(store: Store, host: str, port: int, max_body_bytes: int, info: dict, *, token: str) -> StoreServer:

@@ -46,6 +46,8 @@ class StoreInfo:
     already_running: bool
     token: str = field(repr=False)
     strict_opik: bool = False
+    opik_version: str | None = None
+    """The Opik whose OTLP mapping the store imitates (None: a store from before the setting, today's)."""
 
     def sdk_env(self) -> dict[str, str]:
         """Variables that point an ``opik`` SDK process at this store."""
@@ -71,6 +73,7 @@ class StoreInfo:
             "data_dir": str(self.data_dir),
             "already_running": self.already_running,
             "strict_opik": self.strict_opik,
+            "opik_version": self.opik_version,
         }
 
 
@@ -156,4 +159,5 @@ def info_from_state(state: dict, already_running: bool) -> StoreInfo:
         already_running=already_running,
         token=str(state.get("token") or ""),
         strict_opik=bool(state.get("strict_opik")),
+        opik_version=state.get("opik_version"),
     )

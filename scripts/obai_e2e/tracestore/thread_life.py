@@ -63,7 +63,8 @@ def parse_scores(body: Any) -> list[dict]:
         if not isinstance(thread_id, str) or not thread_id.strip():
             raise bad_request(f"{what}.thread_id must be a non-empty string")
         score = feedback.parse_score(item, what, entity_id=thread_id)
-        score["project_id"] = project_id_for(item.get("project_name") or DEFAULT_PROJECT)
+        score["project_name"] = item.get("project_name") or DEFAULT_PROJECT
+        score["project_id"] = project_id_for(score["project_name"])
         score["thread_id"] = thread_id
         score["entity_id"] = score_key(score["project_id"], thread_id)
         scores.append(score)
@@ -118,16 +119,16 @@ def closed_at_of(conn: sqlite3.Connection, project_id: str) -> dict[str, str]:
     return {row["thread_id"]: row["closed_at"] for row in found}
 
 
-def write_scores(conn: sqlite3.Connection, scores: list[dict], now: str) -> None:
+def write_scores(conn: sqlite3.Connection, scores: list[dict], now: str, writer: str) -> None:
     """Store the scores, whatever the thread's status (Opik no longer asks for a closed thread)."""
     rows = [{k: v for k, v in score.items() if k != "thread_id"} for score in scores]
     conn.executemany(
         "INSERT INTO feedback_scores (kind, entity_id, name, project_id, value, category_name, reason, source, "
-        "created_at, last_updated_at) VALUES (:kind, :entity_id, :name, :project_id, :value, :category_name, "
-        ":reason, :source, :now, :now) ON CONFLICT (kind, entity_id, name) DO UPDATE SET "
+        "created_at, last_updated_at, created_by) VALUES (:kind, :entity_id, :name, :project_id, :value, "
+        ":category_name, :reason, :source, :now, :now, :writer) ON CONFLICT (kind, entity_id, name) DO UPDATE SET "
         "value = excluded.value, category_name = excluded.category_name, reason = excluded.reason, "
         "source = excluded.source, last_updated_at = excluded.last_updated_at",
-        [{**row, "kind": SCORE_KIND, "now": now} for row in rows],
+        [{**row, "kind": SCORE_KIND, "now": now, "writer": writer} for row in rows],
     )
 
 

@@ -8,7 +8,6 @@ life and scores :mod:`thread_life`.
 """
 from __future__ import annotations
 
-import json
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -16,6 +15,7 @@ from . import thread_life, threads
 from .apierror import ApiError
 from .payloads import TRACE, parse_search
 from .timeutil import parse_uuid
+from .rows import compact_json
 
 
 class ThreadRoutes:
@@ -23,6 +23,7 @@ class ThreadRoutes:
 
     server: Any
     query: str
+    principal: Any
 
     def _thread_search(self) -> None:
         body = self._json()
@@ -30,9 +31,9 @@ class ThreadRoutes:
                                if isinstance(body, dict) else body, TRACE)
         filters = threads.check_filters(body.get("filters"))
         after = body.get("last_retrieved_thread_model_id")
-        found = [t for t in self.server.store.threads(request.project_name, request.project_id)
+        found = [t for t in self.server.store.threads(request.project_name, request.project_id, by=self.principal)
                  if (after is None or t["thread_model_id"] < str(after)) and threads.matches(t, filters)]
-        self._send(200, b"".join(json.dumps(t, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+        self._send(200, b"".join(compact_json(t).encode("utf-8") + b"\n"
                                  for t in found[:request.limit]), "application/x-ndjson")
 
     def _thread_get(self) -> None:
@@ -41,7 +42,7 @@ class ThreadRoutes:
         if not isinstance(thread_id, str) or not thread_id:
             raise ApiError(400, "request body must be an object with the 'thread_id' to read")
         request = parse_search({k: v for k, v in body.items() if k in ("project_name", "project_id")}, TRACE)
-        found = self.server.store.threads(request.project_name, request.project_id, thread_id)
+        found = self.server.store.threads(request.project_name, request.project_id, thread_id, by=self.principal)
         if not found:
             raise ApiError(404, f"Trace Thread id: {thread_id} not found", plain=True)
         self._send_json(200, found[0])
@@ -53,30 +54,33 @@ class ThreadRoutes:
             raise ApiError(400, "too many query parameters") from None
         page, size = _positive(query.get("page", "1"), "page"), _positive(query.get("size", "10"), "size")
         found = self.server.store.threads(query.get("project_name"), query.get("project_id") and
-                                          parse_uuid(query["project_id"], "project_id"))
+                                          parse_uuid(query["project_id"], "project_id"), by=self.principal)
         self._send_json(200, {"page": page, "size": size, "total": len(found),
                               "content": found[(page - 1) * size: page * size]})
 
     def _thread_close(self) -> None:
         project_name, project_id, thread_ids = thread_life.parse_target(self._json())
-        self.server.store.in_project(project_name, project_id,
-                                     lambda conn, found, now: thread_life.close(conn, found, thread_ids, now))
+        self.server.store.change_threads(project_name, project_id, thread_ids,
+                                         lambda conn, found, now: thread_life.close(conn, found, thread_ids, now),
+                                         by=self.principal)
         self._send(204, b"", "")
 
     def _thread_open(self) -> None:
         project_name, project_id, thread_ids = thread_life.parse_target(self._json())
-        self.server.store.in_project(project_name, project_id,
-                                     lambda conn, found, _now: thread_life.reopen(conn, found, thread_ids))
+        self.server.store.change_threads(project_name, project_id, thread_ids,
+                                         lambda conn, found, _now: thread_life.reopen(conn, found, thread_ids),
+                                         by=self.principal)
         self._send(204, b"", "")
 
     def _thread_scores(self) -> None:
-        self.server.store.write_thread_scores(thread_life.parse_scores(self._json()))
+        self.server.store.write_thread_scores(thread_life.parse_scores(self._json()), by=self.principal)
         self._send(204, b"", "")
 
     def _thread_score_delete(self) -> None:
         project_name, thread_id, names = thread_life.parse_score_delete(self._json())
-        self.server.store.in_project(project_name, None,
-                                     lambda conn, found, _now: thread_life.delete_scores(conn, found, thread_id, names))
+        self.server.store.change_threads(project_name, None, [thread_id],
+                                         lambda conn, found, _now: thread_life.delete_scores(conn, found, thread_id, names),
+                                         by=self.principal)
         self._send(204, b"", "")
 
 

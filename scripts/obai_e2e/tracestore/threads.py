@@ -23,8 +23,8 @@ from . import thread_life
 from .enrich import span_stats
 from .filters import DATE_OPS, NUMBER_OPS, STRING_OPS, number_or_none
 from .otlp import otel_id_to_uuid7, uuid7_millis
-from .rows import loads
 from .timeutil import duration_ms, norm_ts
+from .rows import compact_json, loads
 
 FILTER_FIELDS = {
     "id": STRING_OPS, "first_message": STRING_OPS, "last_message": STRING_OPS, "status": ("=", "!="),
@@ -38,20 +38,26 @@ SELECT thread_id, group_concat(id) AS ids, min(id) AS first_id, min(start_time) 
        max(created_at) AS last_created_at,
        max(last_updated_at) AS last_updated_at,
        (SELECT input FROM traces f WHERE f.project_id = t.project_id AND f.thread_id = t.thread_id
-          AND f.has_base = 1 ORDER BY f.start_time ASC, f.id ASC LIMIT 1) AS first_message,
+          AND f.has_base = 1{owner_f} ORDER BY f.start_time ASC, f.id ASC LIMIT 1) AS first_message,
        (SELECT output FROM traces l WHERE l.project_id = t.project_id AND l.thread_id = t.thread_id
-          AND l.has_base = 1 ORDER BY l.end_time IS NULL, l.end_time DESC, l.id DESC LIMIT 1) AS last_message
+          AND l.has_base = 1{owner_l} ORDER BY l.end_time IS NULL, l.end_time DESC, l.id DESC LIMIT 1) AS last_message
 FROM traces t
-WHERE project_id = ? AND has_base = 1 AND visible_at <= ? AND thread_id IS NOT NULL AND thread_id != ''{only}
+WHERE project_id = ? AND has_base = 1 AND visible_at <= ? AND thread_id IS NOT NULL AND thread_id != ''{only}{owner_t}
 GROUP BY thread_id
 """
 
 
 def threads_of(conn: sqlite3.Connection, project_id: str, visible_before: float,
-               thread_id: str | None = None) -> list[dict]:
-    """Every thread of the project (or the one named), newest thread_model_id first."""
+               thread_id: str | None = None, owner: str | None = None) -> list[dict]:
+    """Every thread of the project (or the one named), newest thread_model_id first; with ``owner``, made of
+    the traces of that unit only (a turn's read)."""
     only, args = ("", []) if thread_id is None else (" AND thread_id = ?", [thread_id])
-    found = conn.execute(_THREADS.format(only=only), [project_id, visible_before, *args]).fetchall()
+    if owner is None:
+        sql, owners = _THREADS.format(only=only, owner_f="", owner_l="", owner_t=""), []
+    else:
+        sql = _THREADS.format(only=only, owner_f=" AND f.owner = ?", owner_l=" AND l.owner = ?", owner_t=" AND owner = ?")
+        owners = [owner, owner]
+    found = conn.execute(sql, [*owners, project_id, visible_before, *args, *([owner] if owner else [])]).fetchall()
     all_ids = [trace_id for row in found for trace_id in row["ids"].split(",")]
     stats = span_stats(conn, all_ids, None) if all_ids else {}
     threads = [_thread(row, project_id, stats) for row in found]
@@ -148,7 +154,7 @@ def _score(thread: dict, name: str) -> float | None:
 def _json_text(value: Any) -> str:
     import json
 
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return compact_json(value)
 
 
 def _compare(have: Any, op: str, want: Any) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import time
 import uuid
 from datetime import datetime, timezone
@@ -50,11 +51,22 @@ def parse_ts(value: object, what: str) -> datetime:
 
 def fmt_ts(moment: datetime) -> str:
     """Fixed-width UTC form, e.g. ``2026-11-29T18:05:19.228375Z``; sorts as text."""
-    utc = moment.astimezone(timezone.utc)
-    return f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S.%f}Z"
+    u = moment.astimezone(timezone.utc)
+    return (f"{u.year:04d}-{u.month:02d}-{u.day:02d}T{u.hour:02d}:{u.minute:02d}:{u.second:02d}."
+            f"{u.microsecond:06d}Z")
+
+
+# A stamp already in the fixed form (as the SDK and most writers send it) is taken as it is.
+_FIXED = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 
 
 def norm_ts(value: object, what: str) -> str:
+    if isinstance(value, str) and _FIXED.fullmatch(value):
+        try:
+            datetime.fromisoformat(value)  # still a real moment (no 2026-02-30)
+            return value
+        except ValueError:
+            pass  # parse_ts names what is wrong
     return fmt_ts(parse_ts(value, what))
 
 
@@ -72,10 +84,15 @@ def duration_ms(start: str | None, end: str | None) -> float | None:
     return delta.total_seconds() * 1000.0
 
 
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
 def parse_uuid(value: object, what: str, *, version7: bool = False) -> str:
     """A UUID in canonical lower-case form; ``version7`` refuses other versions as Opik does."""
     if not isinstance(value, str):
         raise bad_request(f"{what} must be a UUID string, got {type(value).__name__}")
+    if _CANONICAL_UUID.fullmatch(value) and (not version7 or (value[14] == "7" and value[19] in "89ab")):
+        return value  # already canonical, as every SDK sends ids
     try:
         parsed = uuid.UUID(value)
     except ValueError:
@@ -104,7 +121,8 @@ def uuid7_bound(moment: datetime, *, upper: bool) -> str:
     value = millis << 80 | 0x7 << 76 | 0b10 << 62
     if upper:
         value |= 0xFFF << 64 | ((1 << 62) - 1)
-    return str(uuid.UUID(int=value))
+    h = f"{value:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 @functools.lru_cache(maxsize=1024)
