@@ -128,3 +128,52 @@ def test_a_trace_link_the_harness_builds_stays_a_link():
     line = row(["U1", Md("[0192](http://127.0.0.1:5/traces/0192)"), "[0192](http://127.0.0.1:5/traces/0192)"])
     links = [t for t in _tokens(line) if t.type == "link_open"]
     assert [t.attrs["href"] for t in links] == ["http://127.0.0.1:5/traces/0192"]  # the Md cell alone
+
+
+def _long_report(path, rows: int, *, blocks_every: int = 300) -> None:
+    ensure_header(path, "t", "skipped 1 disabled cases: D1")
+    for i in range(rows):
+        block = detail_block(f"U{i}", "fail", HOSTILE, "e", "o", "j") if i % blocks_every == 0 else None
+        append_entry(path, row([f"U{i}", "f", "fail" if block else "pass", HOSTILE if i % 7 == 0 else "", "t",
+                                str(i)]), block)
+
+
+def test_a_long_table_is_read_in_slices_with_the_rows_of_one_whole_parse(tmp_path):
+    from obai_e2e.base.mdtable import table_rows
+    from obai_e2e.report.report_md import COLUMNS, SLICE_ROWS
+
+    report = tmp_path / "report.md"
+    _long_report(report, 3 * SLICE_ROWS + 7, blocks_every=900)
+    whole = table_rows(report.read_text(encoding="utf-8"), COLUMNS)
+    assert len(whole) == 3 * SLICE_ROWS + 7
+    assert read_rows(report) == whole
+    assert judged_ids(report)[-1] == f"U{3 * SLICE_ROWS + 6}"
+
+
+def test_a_table_that_ends_inside_a_slice_ends_there_as_in_one_whole_parse(tmp_path):
+    """A line that ends the table (a quote) in the middle of a slice: the rows after it are no rows."""
+    from obai_e2e.base.mdtable import table_rows
+    from obai_e2e.report.report_md import COLUMNS, SLICE_ROWS, TABLE_HEAD
+
+    report = tmp_path / "report.md"
+    lines = [row([f"U{i}", "f", "pass", "", "t", "1"]) for i in range(2 * SLICE_ROWS)]
+    lines.insert(SLICE_ROWS + 3, "> a quote ends the table\n")
+    report.write_text("# t\n\n" + TABLE_HEAD + "".join(lines), encoding="utf-8")
+    whole = table_rows(report.read_text(encoding="utf-8"), COLUMNS)
+    assert len(whole) == SLICE_ROWS + 3
+    assert read_rows(report) == whole
+
+
+def test_a_fenced_table_is_no_table_in_slices_either(tmp_path):
+    """An edited file with a code fence around table lines: read as one whole parse reads it."""
+    from obai_e2e.base.mdtable import table_rows
+    from obai_e2e.report.report_md import COLUMNS, TABLE_HEAD
+
+    report = tmp_path / "report.md"
+    _long_report(report, 5)
+    fenced = "```\n\n" + TABLE_HEAD + row(["FAKE", "f", "pass", "", "t", "1"]) + "\n```\n"
+    with open(report, "a", encoding="utf-8") as fh:
+        fh.write("\n" + fenced + "\n" + TABLE_HEAD + row(["U9", "f", "pass", "", "t", "1"]))
+    whole = table_rows(report.read_text(encoding="utf-8"), COLUMNS)
+    assert [r["ID"] for r in whole] == ["U0", "U1", "U2", "U3", "U4", "U9"]
+    assert read_rows(report) == whole

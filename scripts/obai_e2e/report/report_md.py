@@ -8,7 +8,9 @@ never by a substring that might also occur in a query or a reason.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+from typing import Iterator
 
 from ..base.fsutil import append_text, atomic_write_text, trim_torn_tail
 from ..base.mdtable import inline, table_rows
@@ -69,17 +71,65 @@ def append_entry(path: Path, row_text: str, block: str | None) -> None:
 
 def read_rows(path: Path) -> list[dict[str, str]]:
     """Every row of every results table in report.md, as {column: text}."""
+    return list(iter_rows(path))
+
+
+def iter_rows(path: Path) -> Iterator[dict[str, str]]:
+    """The rows of report.md's results tables in file order, parsed a slice of the file at a time.
+
+    The file is read line by line and cut at blank lines (Markdown blocks never span one in
+    a file the harness writes); a table of ours is parsed in slices of ``SLICE_ROWS`` rows,
+    each under the table's header, so that memory does not grow with the table. A block
+    that is not such a table is parsed whole, and so is the rest of a file once a line
+    could open a code fence or an HTML block (only an edited file has one: every cell and
+    note is escaped). A torn last line (no newline) is left out.
+    """
     path = Path(path)
     if not path.exists():
-        return []
-    text = path.read_text(encoding="utf-8")
-    if text and not text.endswith("\n"):
-        text = text[: text.rfind("\n") + 1]  # ignore a torn last line
-    return table_rows(text, COLUMNS)
+        return
+    with open(path, encoding="utf-8") as fh:
+        block: list[str] = []
+        for line in fh:
+            if not line.endswith("\n"):
+                break  # torn by a kill during an append
+            if _OPENS_RAW.match(line):
+                yield from _rows_of_text("".join(block) + line + "".join(l for l in fh if l.endswith("\n")))
+                return
+            if line.strip():
+                block.append(line)
+                continue
+            yield from _rows_of_block(block)
+            block = []
+        yield from _rows_of_block(block)
+
+
+SLICE_ROWS = 512
+_OPENS_RAW = re.compile(r"^ {0,3}(?:```|~~~|<)")
+_HEAD_LINE, _RULE_LINE = TABLE_HEAD.splitlines(keepends=True)
+
+
+def _rows_of_text(text: str) -> list[dict[str, str]]:
+    return table_rows(text, COLUMNS) if text else []
+
+
+def _rows_of_block(lines: list[str]) -> Iterator[dict[str, str]]:
+    """The rows of one blank-line separated block: our table in slices, anything else whole."""
+    if len(lines) <= SLICE_ROWS + 2 or lines[0] != _HEAD_LINE or lines[1] != _RULE_LINE:
+        yield from _rows_of_text("".join(lines))
+        return
+    at = 2
+    while at < len(lines):
+        part = lines[at:at + SLICE_ROWS]
+        rows = _rows_of_text(_HEAD_LINE + _RULE_LINE + "".join(part))
+        yield from rows
+        if len(rows) < len(part):  # the table ended inside the slice: the rest is read as Markdown reads it
+            yield from _rows_of_text("".join(lines[at + len(rows):]))
+            return
+        at += len(part)
 
 
 def judged_ids(path: Path) -> list[str]:
-    return [r["ID"] for r in read_rows(path)]
+    return [r["ID"] for r in iter_rows(path)]
 
 
 def ensure_header(path: Path, timestamp: str, disabled_line: str | None, title: str = "OBaI") -> bool:
