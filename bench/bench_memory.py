@@ -74,7 +74,7 @@ def stage(name: str, run_dir: Path, baseline: Path | None) -> dict:
     meta = load_run(run_dir)
     config = load_target_config(meta.target_config_path)
     if name == "results":
-        from obai_e2e.report.results import finalize
+        from obai_e2e.report.finalize import finalize
         from obai_e2e.run.finish import catalog_version
         from obai_e2e.run.plan import plan
 

@@ -24,7 +24,8 @@ from obai_e2e.report.ci_summary import summary_markdown
 from obai_e2e.report.html import write_report
 from obai_e2e.report.junit import write_junit
 from obai_e2e.report.record import verdict_path
-from obai_e2e.report.results import finalize, load_results, summarize
+from obai_e2e.report.finalize import finalize
+from obai_e2e.report.results import load_results, summarize
 from obai_e2e.report.rows import unit_checker
 from obai_e2e.run.fail_on import FAIL_ON, decide, parse
 from obai_e2e.run.judging import judge_unit

@@ -30,7 +30,8 @@ from ..judge.models.config import PanelConfig, command_panel
 from ..judge.models.keys import preflight as preflight_judges
 from ..judge.models.runner import brief, run_panel
 from ..protocol.seal import seal
-from ..report.results import finalize, unit_result
+from ..report.finalize import finalize
+from ..report.results import unit_result
 from ..report.spool import EntrySpool
 from ..rundir.lock import RunLock
 from ..rundir.meta import RunMeta, load_run
