@@ -177,3 +177,23 @@ def test_a_fenced_table_is_no_table_in_slices_either(tmp_path):
     whole = table_rows(report.read_text(encoding="utf-8"), COLUMNS)
     assert [r["ID"] for r in whole] == ["U0", "U1", "U2", "U3", "U4", "U9"]
     assert read_rows(report) == whole
+
+
+def test_head_notes_go_under_the_title_of_a_long_report_and_the_table_is_copied_as_it_was(tmp_path):
+    """The notes are written into the beginning of report.md; the rows after it are copied, not read."""
+    from obai_e2e.report.report_md import HEAD_BYTES, insert_changes, insert_judges, insert_not_asked
+
+    report = tmp_path / "report.md"
+    _long_report(report, 2000, blocks_every=50)
+    before = report.read_text(encoding="utf-8")
+    assert len(before.encode()) > HEAD_BYTES
+    assert insert_changes(report, "2026-01-01/000000", ["- **1 new_fail**: U0 (x; was pass)"])
+    assert insert_judges(report, "3 judges answered", ["a detail"], warn=False)
+    assert insert_not_asked(report, 2, 1, [("U1", ["hub.incomplete_answer", "hub.unfaithful_answer"])])
+    after = report.read_text(encoding="utf-8")
+    title, _, table = before.partition("\n\n")
+    assert after.startswith(title + "\n\n> **2 judgment question(s) not asked**")
+    assert after.endswith(table) and "## Changes since 2026-01-01/000000" in after[:HEAD_BYTES]
+    assert not insert_changes(report, "2026-01-01/000000", ["- again"])  # once
+    assert report.read_text(encoding="utf-8") == after
+    assert judged_ids(report) == [f"U{i}" for i in range(2000)]

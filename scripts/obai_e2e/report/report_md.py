@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from pathlib import Path
-from typing import Iterator
+from typing import BinaryIO, Callable, Iterator
 
-from ..base.fsutil import append_text, atomic_write_text, trim_torn_tail
+from ..base.fsutil import append_text, replace_from, trim_torn_tail
 from ..base.mdtable import inline, table_rows
 
 COLUMNS = ["ID", "Feature", "Verdict", "Reason", "Trace", "Latency"]
@@ -149,48 +150,79 @@ def ensure_header(path: Path, timestamp: str, disabled_line: str | None, title: 
     return True
 
 
+HEAD_BYTES = 1 << 16  # the part of report.md its head notes are read from and written into
+
+
+def rewrite_head(path: Path, edit: Callable[[str], str | None], tail: str = "") -> bool:
+    """Replace the beginning of report.md with ``edit`` of it, copy the rest (the table) as it is, append
+    ``tail``, all in one atomic replace; False when ``edit`` returns None (the file is left alone).
+
+    ``edit`` gets the first ``HEAD_BYTES`` of the file up to a line end (the whole file when it is
+    shorter, or when that part has no blank line to end the title), so memory does not grow with
+    the table: the head notes are known only when a run finishes, after every row was appended.
+    """
+    path = Path(path)
+    with open(path, "rb") as fh:
+        raw = fh.read(HEAD_BYTES)
+        if fh.read(1):
+            cut = raw.rfind(b"\n") + 1
+            raw = raw[:cut] if cut and b"\n\n" in raw[:cut] else path.read_bytes()
+    new = edit(raw.decode("utf-8"))
+    if new is None:
+        return False
+
+    def write(out: BinaryIO) -> None:
+        out.write(new.encode("utf-8"))
+        with open(path, "rb") as src:
+            src.seek(len(raw))
+            shutil.copyfileobj(src, out, 1 << 20)
+        out.write(tail.encode("utf-8"))
+    replace_from(path, write)
+    return True
+
+
 def insert_changes(path: Path, baseline_run_id: str | None, lines: list[str]) -> bool:
     """Put the "Changes since" block under the title, once; True when written.
 
     report.md grows by appends while a run is driven; the block is known only at the end,
     so the file is rewritten once, atomically, with the block between title and table.
     """
-    path = Path(path)
-    text = path.read_text(encoding="utf-8")
-    if CHANGES_MARK in text[:4096]:
-        return False
-    title, sep, rest = text.partition("\n\n")
-    heading = f"## Changes since {inline(baseline_run_id)}" if baseline_run_id else "## Changes"
-    block = f"{heading} {CHANGES_MARK}\n\n" + "\n".join(lines) + "\n\n"
-    atomic_write_text(path, title + sep + block + rest)
-    return True
+    def edit(text: str) -> str | None:
+        if CHANGES_MARK in text[:4096]:
+            return None
+        title, sep, rest = text.partition("\n\n")
+        heading = f"## Changes since {inline(baseline_run_id)}" if baseline_run_id else "## Changes"
+        block = f"{heading} {CHANGES_MARK}\n\n" + "\n".join(lines) + "\n\n"
+        return title + sep + block + rest
+    return rewrite_head(path, edit)
 
 
 def insert_judges(path: Path, headline: str, details: list[str], *, warn: bool) -> bool:
     """Put the judge panel's note under the title, once; True when written (see insert_changes)."""
-    path = Path(path)
-    text = path.read_text(encoding="utf-8")
-    if JUDGES_MARK in text[:8192]:
-        return False
-    title, sep, rest = text.partition("\n\n")
-    lead = f"> **Warning:** {inline(headline)}" if warn else f"> {inline(headline)}"
-    block = f"{lead} {JUDGES_MARK}\n" + "".join(f"> - {inline(d)}\n" for d in details) + "\n"
-    atomic_write_text(path, title + sep + block + rest)
-    return True
+    def edit(text: str) -> str | None:
+        if JUDGES_MARK in text[:8192]:
+            return None
+        title, sep, rest = text.partition("\n\n")
+        lead = f"> **Warning:** {inline(headline)}" if warn else f"> {inline(headline)}"
+        block = f"{lead} {JUDGES_MARK}\n" + "".join(f"> - {inline(d)}\n" for d in details) + "\n"
+        return title + sep + block + rest
+    return rewrite_head(path, edit)
 
 
 def insert_not_asked(path: Path, questions: int, n_units: int, units: list[tuple[str, list[str]]]) -> bool:
     """Put the count of judgment questions no judge was asked under the title, with the units that have
     them (``units``: the first NOT_ASKED_SHOWN of the ``n_units``, by name), once; True when written."""
-    path = Path(path)
-    text = path.read_text(encoding="utf-8")
-    if not questions or NOT_ASKED_MARK in text[:8192]:
+    if not questions:
         return False
-    title, sep, rest = text.partition("\n\n")
-    lines = [f"> **{questions} judgment question(s) not asked** in {n_units} unit(s): no panel and no judge "
-             f"decided them, so they are undecided, not passed (`not_asked` in results.json). {NOT_ASKED_MARK}"]
-    lines += [f"> - {inline(uid)}: {inline(', '.join(qs))}" for uid, qs in units[:NOT_ASKED_SHOWN]]
-    if n_units > len(units[:NOT_ASKED_SHOWN]):
-        lines.append(f"> - … {n_units - len(units[:NOT_ASKED_SHOWN])} more units (results.json)")
-    atomic_write_text(path, title + sep + "\n".join(lines) + "\n\n" + rest)
-    return True
+
+    def edit(text: str) -> str | None:
+        if NOT_ASKED_MARK in text[:8192]:
+            return None
+        title, sep, rest = text.partition("\n\n")
+        lines = [f"> **{questions} judgment question(s) not asked** in {n_units} unit(s): no panel and no judge "
+                 f"decided them, so they are undecided, not passed (`not_asked` in results.json). {NOT_ASKED_MARK}"]
+        lines += [f"> - {inline(uid)}: {inline(', '.join(qs))}" for uid, qs in units[:NOT_ASKED_SHOWN]]
+        if n_units > len(units[:NOT_ASKED_SHOWN]):
+            lines.append(f"> - … {n_units - len(units[:NOT_ASKED_SHOWN])} more units (results.json)")
+        return title + sep + "\n".join(lines) + "\n\n" + rest
+    return rewrite_head(path, edit)
