@@ -54,37 +54,44 @@ def item_text(item: Any) -> bytes:
 def read_document(path: Path, key: str) -> tuple[dict, Iterator[Any]]:
     """(every key but ``key``, the items of the array under ``key``, parsed one at a time).
 
-    Read as ``write_document`` lays a document out whose array is its last key: the other
-    keys first, then each item starting on a line of its own at the array's indent. A file
-    laid out otherwise is parsed whole (``ConfigError`` when it is no JSON object).
+    Read as ``write_document`` lays a document out: one pass over its lines finds the array
+    (its keys before and after it are parsed then), and the items are parsed as they are
+    iterated, each starting on a line of its own at the array's indent. A file laid out
+    otherwise is parsed whole (``ConfigError`` when it is no JSON object).
     """
     path = Path(path)
     opener = f"{INDENT}{json.dumps(key)}: [".encode("utf-8")
+    close = (INDENT + "]").encode("utf-8")
+    before: list[bytes] = []
+    rest: list[bytes] = []
+    state, at = "head", 0
     with open(path, "rb") as fh:
-        if fh.readline() != b"{\n" or not _ends_with_array(fh):
+        first = fh.readline()
+        if first != b"{\n":
             return _whole(path, key)
-        fh.seek(2)
-        head_lines: list[bytes] = []
-        while True:
-            line = fh.readline()
-            if not line:
-                return _whole(path, key)
-            if line.rstrip(b"\n") in (opener, opener + b"]"):
-                break
-            head_lines.append(line)
-        at = fh.tell()
-    head = _object(path, b"{" + b"".join(head_lines).rstrip().rstrip(b",") + b"\n}")
-    if line.rstrip(b"\n").endswith(b"]"):
-        return head, iter(())
-    return head, _items(path, at)
-
-
-def _ends_with_array(fh: BinaryIO) -> bool:
-    fh.seek(0, 2)
-    size = fh.tell()
-    fh.seek(max(0, size - 8))
-    tail = fh.read()
-    return tail.endswith(b"\n" + INDENT.encode() + b"]\n}\n") or tail.endswith(b"[]\n}\n")
+        offset = len(first)
+        for line in fh:
+            offset += len(line)
+            bare = line.rstrip(b"\n")
+            if state == "head" and bare == opener:
+                state, at = "items", offset
+            elif state == "head" and bare in (opener + b"]", opener + b"],"):
+                state = "rest"
+                rest.append(bare[len(opener) + 1:])
+            elif state == "head":
+                before.append(line)
+            elif state == "items" and bare in (close, close + b","):
+                state = "rest"
+                rest.append(bare[len(close):])
+            elif state == "rest":
+                rest.append(line)
+    tail = b"".join(rest).strip()
+    if state != "rest" or not (tail == b"}" or tail.startswith(b",")):
+        return _whole(path, key)
+    head = _object(path, b"{" + b"".join(before).rstrip().rstrip(b",") + b"\n}")
+    if tail.startswith(b","):
+        head.update(_object(path, b"{" + tail[1:]))
+    return head, (_items(path, at) if at else iter(()))
 
 
 def _items(path: Path, at: int) -> Iterator[Any]:
