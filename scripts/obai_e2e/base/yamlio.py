@@ -1,7 +1,7 @@
 """Reading YAML so that errors can point at a line, and hostile files are refused cheaply.
 
-``load_yaml_doc`` parses a file once (with libyaml when PyYAML has it) and returns the
-data, a map from each value's path (a tuple of keys and indexes, as jsonschema reports
+``load_yaml_doc`` parses a file once (with libyaml when PyYAML has it; a list under a
+top-level key an item at a time, see yaml_compose.py) and returns the data, a map from each value's path (a tuple of keys and indexes, as jsonschema reports
 it) to its 1-based line number, and the source text of every number. Before anything is
 built from the parsed nodes it refuses, with the file and line named:
 
@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from . import yaml_compose
 from .errors import ConfigError
 
 Lines = dict[tuple, int]
@@ -117,6 +118,7 @@ class _Checker:
         self.numbers: dict[tuple, str] = {}
         self.yaml11_bools: dict[tuple, str] = {}
         self.done: dict[int, tuple[int, int]] = {}  # node id -> (expanded size, height)
+        self.visited = 0  # values written in the file (nodes visited), for the alias budget
         self.active: set[int] = set()
         self.alias_extra = 0
 
@@ -134,7 +136,7 @@ class _Checker:
             self.alias_extra += size
             if depth + height - 1 > MAX_DEPTH:
                 raise self.fail_alias(path, f"nested more than {MAX_DEPTH} levels deep once aliases are expanded")
-            budget = max(ALIAS_BUDGET, ALIAS_FACTOR * len(self.done))
+            budget = max(ALIAS_BUDGET, ALIAS_FACTOR * self.visited)
             if self.alias_extra > budget:
                 raise self.fail_alias(path, f"aliases expand to more than {budget} values ({ALIAS_FACTOR} times the "
                                             f"values written in the file, at least {ALIAS_BUDGET}); write the values "
@@ -172,7 +174,17 @@ class _Checker:
             self.active.discard(nid)
             result = (size, height)
         self.done[nid] = result
+        self.visited += 1
         return result
+
+    def forget(self, kept: set[int]) -> None:
+        """Drop what is known of nodes that are gone, but of those in ``kept`` (anchored ones, still alive):
+        a freed node's id may be a new node's."""
+        self.done = {nid: v for nid, v in self.done.items() if nid in kept}
+
+    def duplicate(self, key_node: yaml.ScalarNode, first: int) -> ConfigError:
+        return ConfigError(f"{self.source}:{key_node.start_mark.line + 1}: duplicate key {key_node.value!r} "
+                           f"(first at line {first}); each key may appear once")
 
     def mapping_items(self, node: yaml.MappingNode, path: tuple):
         seen: dict[tuple, int] = {}
@@ -181,8 +193,7 @@ class _Checker:
             if isinstance(key_node, yaml.ScalarNode):
                 ident = (key_node.tag, key_node.value)
                 if ident in seen:
-                    raise ConfigError(f"{self.source}:{line}: duplicate key {key_node.value!r} "
-                                      f"(first at line {seen[ident]}); each key may appear once")
+                    raise self.duplicate(key_node, seen[ident])
                 seen[ident] = line
                 key = key_node.value if key_node.tag in (_STR, _MERGE) else self.scalar(key_node, path)
             else:
@@ -262,11 +273,17 @@ def load_yaml_doc(path: Path, *, label: str | None = None, libyaml: bool = LIBYA
     try:
         loader = _Loader(raw) if libyaml else _PureLoader(text)
         checker = _Checker(loader, source, pure=not libyaml)
-        node = loader.get_single_node()
-        data = None
-        if node is not None:
-            checker.visit(node, (), 0)
-            data = loader.construct_document(node)
+        try:
+            data = yaml_compose.build(loader, checker, pure=not libyaml)
+        except yaml_compose.WholeDocument:
+            loader.dispose()
+            loader = _Loader(raw) if libyaml else _PureLoader(text)
+            checker = _Checker(loader, source, pure=not libyaml)
+            node = loader.get_single_node()
+            data = None
+            if node is not None:
+                checker.visit(node, (), 0)
+                data = loader.construct_document(node)
     except yaml.YAMLError as exc:
         raise _yaml_error(exc, source, raw if libyaml else text) from None
     except RecursionError:
