@@ -69,6 +69,7 @@ class SourceUnit:
     trace_cell: str = "—"
     latency: str = ""
     query: str = ""
+    record: Verdict | None = None
 
 
 @dataclass
@@ -112,6 +113,7 @@ def read_source(run_dir: Path) -> Source:
         unit = SourceUnit(uid, cid, packet_file.read_text(encoding="utf-8") if packet_file.exists() else None,
                           (run_dir / f"{uid}.verdict.json").read_text(encoding="utf-8"),
                           snap.read_text(encoding="utf-8") if snap.exists() else None, rows.get(uid))
+        unit.record = Verdict.from_json(json.loads(unit.verdict))
         if unit.packet is not None:
             packet = Packet.from_json(json.loads(unit.packet))
             unit.trace_cell = str(trace_cell(packet, run_dir))
@@ -234,9 +236,8 @@ def write_units(src: Source, copies: list[tuple[int, dict]], run_dir: Path, meta
             if unit.snapshot is not None:
                 (run_dir / SNAPSHOT_DIR / f"{names.new_id}.json").write_text(names.snapshot(unit.snapshot),
                                                                               encoding="utf-8")
-            verdict_text = names.verdict(unit.verdict)
-            (run_dir / f"{names.new_id}.verdict.json").write_text(verdict_text, encoding="utf-8")
-            rec = Verdict.from_json(json.loads(verdict_text))
+            (run_dir / f"{names.new_id}.verdict.json").write_text(names.verdict(unit.verdict), encoding="utf-8")
+            rec = unit.record  # the same verdict, codes and texts under another id
             block = None
             if rec.verdict in BLOCK_VERDICTS:
                 block = detail_block(names.new_id, rec.verdict, unit.query or case["query"], rec.expected,
@@ -317,7 +318,10 @@ def write_baseline(src: Source, copies: list[tuple[int, dict]], where: Path) -> 
     return path
 
 
-def synthesize(source: Path, out: Path, units: int, *, baseline: bool = False, shards: int = 0) -> dict:
+def synthesize(source: Path, out: Path, units: int, *, baseline: bool = False, shards: int = 0,
+               shard_units: int | None = None) -> dict:
+    """Write the synthetic run (and its baseline and shards) under ``out``; the paths and counts.
+    ``shard_units``: how many of the units the shards hold (default: all)."""
     src = read_source(source)
     copies = plan_copies(src, units)
     cases = out / "cases.yaml"
@@ -329,7 +333,8 @@ def synthesize(source: Path, out: Path, units: int, *, baseline: bool = False, s
     if baseline:
         report["baseline"] = str(write_baseline(src, copies, out / "baseline"))
     if shards:
-        report["shards"] = [str(p) for p in write_shards(src, copies, out / "shards", cases, shards)]
+        part = copies if shard_units is None else plan_copies(src, shard_units)
+        report["shards"] = [str(p) for p in write_shards(src, part, out / "shards", cases, shards)]
     return report
 
 

@@ -220,8 +220,9 @@ def drive_all(config: TargetConfig, p: RunPlan, backend: Backend, jobs: int,
                 fill()
                 for unit, future in finished:
                     packet = future.result()  # a harness bug surfaces here rather than being lost
+                    began = started.pop(unit.id)  # nothing of a finished unit stays behind
                     if each is not None:
-                        each(unit, packet, started[unit.id])
+                        each(unit, packet, began)
     finally:
         remove_finished()  # after the pool has waited for its workers' teardowns
 
