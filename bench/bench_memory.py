@@ -5,11 +5,13 @@
 
 drive: ``obai-e2e run --jobs J`` on N instant cases of bench/standin_agent.py (the inputs
 and trace store of bench_peers.py), one fresh process per size; its peak RSS (the largest
-of the run's process and the processes it waited for, from wait4), wall and CPU.
+of the run's process and the processes it waited for, from wait4), wall and CPU. With
+``--drive-repeats R`` the N units are N/R cases run R times each, which sets what grows
+with the units apart from what grows with the cases file.
 
 post: a synthetic run of N units made from a real finished run (bench/synth_run.py: the
 source's packets, verdicts and kept traces multiplied under fresh ids, with a baseline
-and the same units as sealed shards), then every stage that follows the last verdict,
+and the same units as sealed shards; ``--post-repeats`` units a case), then every stage that follows the last verdict,
 each in a fresh process, in the order a run finishes: ``results`` (results.json, its rows,
 diff.json against the baseline, report.md's head), ``junit``, ``trace-pages``, ``loss``
 (suite.json, TOP-REGRESSIONS.md, comparison.json against the baseline), ``html``
@@ -110,13 +112,24 @@ def stage(name: str, run_dir: Path, baseline: Path | None) -> dict:
 # ---------------------------------------------------------------- the two parts
 
 
-def drive_part(sizes: list[int], jobs: int, tmp: Path) -> list[dict]:
+def repeat_cases(d: Path, repeats: int) -> None:
+    """Rewrite bench_peers' cases file as one case per ``repeats`` units, each run ``repeats`` times."""
+    import yaml
+
+    data = yaml.safe_load((d / "cases.yaml").read_text())
+    data["cases"] = [{**c, "repeats": repeats} for c in data["cases"][::repeats]]
+    (d / "cases.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def drive_part(sizes: list[int], jobs: int, tmp: Path, repeats: int = 1) -> list[dict]:
     from bench_peers import Store, write_inputs
 
     rows = []
     for n in sizes:
         inputs = write_inputs(tmp, n)
         d = inputs["dir"]
+        if repeats > 1:
+            repeat_cases(d, repeats)
         work = tmp / f"drive-{n}"
         with Store(work / "store") as store:
             env = {**os.environ, **store.sdk_env, "OBAI_TRACE_STORE_DIR": str(store.dir),
@@ -127,7 +140,8 @@ def drive_part(sizes: list[int], jobs: int, tmp: Path) -> list[dict]:
         passed = _passed(fig["stdout"])
         if fig["exit"] != 0 or passed != n:
             raise SystemExit(f"run of {n} units: exit {fig['exit']}, {passed} passed\n{fig['stderr'][-2000:]}")
-        row = {"part": "drive", "stage": "run", "units": n, **_figures(fig)}
+        row = {"part": "drive", "stage": "run" if repeats == 1 else f"run, {repeats} repeats a case", "units": n,
+               **_figures(fig)}
         rows.append(row)
         log(f"drive {n}: {row['peak_rss_mb']} MB, {row['wall_s']} s wall, {row['cpu_s']} s CPU")
         shutil.rmtree(work, ignore_errors=True)
@@ -146,14 +160,15 @@ def _figures(fig: dict) -> dict:
     return {k: fig[k] for k in ("peak_rss_mb", "wall_s", "cpu_s", "exit")}
 
 
-def post_part(sizes: list[int], source: Path, shards: int, tmp: Path, keep: Path | None) -> list[dict]:
+def post_part(sizes: list[int], source: Path, shards: int, tmp: Path, keep: Path | None,
+              repeats: int = 10) -> list[dict]:
     from synth_run import synthesize
 
     rows = []
     for n in sizes:
         out = (keep or tmp) / f"post-{n}"
         t0 = time.perf_counter()
-        made = synthesize(source, out, n, baseline=True, shards=shards)
+        made = synthesize(source, out, n, baseline=True, shards=shards, repeats=repeats)
         log(f"synthetic run of {made['units']} units in {time.perf_counter() - t0:.0f} s: {made['run_dir']}")
         env = {**os.environ, "OBAI_E2E_RUNS": str(out / "runs")}
         base = ["--run-dir", made["run_dir"], "--baseline", made["baseline"]]
@@ -217,6 +232,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--drive", default="2000,8000,32000", help="unit counts of headless runs ('' for none)")
     ap.add_argument("--jobs", type=int, default=4)
+    ap.add_argument("--drive-repeats", type=int, default=1,
+                    help="units per case in the headless runs (default 1: as many cases as units, as bench_peers)")
+    ap.add_argument("--post-repeats", type=int, default=10,
+                    help="units per case in the synthetic runs (default 10: 100,000 units from 10,000 cases; a "
+                         "cases file of 100,000 cases is over the 8 MB a YAML file may be by default)")
     ap.add_argument("--post", default="10000,100000", help="unit counts of synthetic runs ('' for none)")
     ap.add_argument("--from", dest="source", type=Path, default=None,
                     help="the finished run the synthetic runs are made of (default: runs/latest)")
@@ -235,14 +255,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="obai-bench-memory-") as tmp:
         tmp = Path(tmp)
         if drive:
-            rows += drive_part(drive, args.jobs, tmp)
+            rows += drive_part(drive, args.jobs, tmp, args.drive_repeats)
         if post:
             from obai_e2e.base.paths import runs_root
 
             source = (args.source or runs_root() / "latest").resolve()
             if not (source / "results.json").exists():
                 raise SystemExit(f"{source}: no results.json (finish a run first: uv run obai-e2e run)")
-            rows += post_part(post, source, args.shards, tmp, args.keep)
+            rows += post_part(post, source, args.shards, tmp, args.keep, args.post_repeats)
     summary = growth(rows)
     print(f"# {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f} at the end")
     print_table(rows, summary)

@@ -11,7 +11,9 @@ one row (and detail block) per unit through the harness's own writer. The result
 directory that has been driven and judged but not finished, as a killed run leaves it:
 ``finalize`` (and every stage after it) takes it from there.
 
-``--baseline`` also writes a baseline results.json with its rows file: the source run's
+``--repeats R`` runs each copy of a case of one unit R times (``MD1-00042.r1`` …): a run of
+100,000 units then needs a tenth as many cases at R = 10 — a cases file of 100,000 cases is
+larger than the 8 MB a YAML file may be by default. ``--baseline`` also writes a baseline results.json with its rows file: the source run's
 rows under the same new ids, every tenth verdict flipped between pass and fail, the last
 copy left out (new cases) and one extra copy added (removed cases). ``--shards K`` writes
 the same N units again as K sealed parts of a sharded run for ``merge-runs`` (each part
@@ -83,6 +85,7 @@ class Source:
     units: dict[str, list[SourceUnit]] = field(default_factory=dict)  # case id -> its units
     head: dict = field(default_factory=dict)
     disabled_line: str | None = None
+    repeats: int = 1  # how often a copy of a case with one unit runs
 
 
 def read_source(run_dir: Path) -> Source:
@@ -131,11 +134,25 @@ def new_unit_id(unit_id: str, case_id: str, copy: int) -> str:
     return copy_id(case_id, copy) + unit_id[len(case_id):]
 
 
+def repeated(src: Source, case: dict) -> bool:
+    """Whether the copies of ``case`` run ``src.repeats`` times (a case of one unit, when repeats > 1)."""
+    return src.repeats > 1 and len(src.units[case["id"]]) == 1
+
+
+def members(src: Source, case: dict, copy: int) -> list[tuple[SourceUnit, str]]:
+    """The units of one copy of ``case``: (the source unit it is made of, its new id)."""
+    units = src.units[case["id"]]
+    if repeated(src, case):
+        base = new_unit_id(units[0].unit_id, units[0].case_id, copy)
+        return [(units[0], f"{base}.r{k}") for k in range(1, src.repeats + 1)]
+    return [(u, new_unit_id(u.unit_id, u.case_id, copy)) for u in units]
+
+
 class Renamer:
     """Rewrites the ids of one copy of one unit: the same new UUID for an old one in all its files."""
 
-    def __init__(self, src: Source, unit: SourceUnit, copy: int, run_id: str):
-        self.old_id, self.new_id = unit.unit_id, new_unit_id(unit.unit_id, unit.case_id, copy)
+    def __init__(self, src: Source, unit: SourceUnit, copy: int, run_id: str, new_id: str):
+        self.old_id, self.new_id = unit.unit_id, new_id
         self.old_case, self.new_case = unit.case_id, copy_id(unit.case_id, copy)
         self.old_run, self.new_run = src.meta["run_id"], run_id
         self.salt = f"{run_id}/{self.new_id}"
@@ -178,20 +195,22 @@ class Renamer:
 
 
 def plan_copies(src: Source, units: int) -> list[tuple[int, dict]]:
-    """(copy number, source case) in plan order, whole cases only, until there are ``units`` units."""
+    """(copy number, source case) in plan order, whole cases only, until there are ``units`` units (or, with
+    repeats, as many as whole cases make without going over)."""
     out: list[tuple[int, dict]] = []
     left, copy = units, 0
-    singles = [c for c in src.cases if len(src.units[c["id"]]) == 1]
-    if not singles:
-        raise SystemExit(f"{src.run_dir}: every case has several units; the count could not be met exactly")
     while left > 0:
+        added = False
         for case in src.cases:
-            n = len(src.units[case["id"]])
-            if 0 < n <= left:
+            n = src.repeats if repeated(src, case) else len(src.units[case["id"]])
+            if n <= left:
                 out.append((copy, case))
                 left -= n
+                added = True
             if left == 0:
                 break
+        if not added:
+            break
         copy += 1
     return out
 
@@ -202,8 +221,10 @@ def write_cases(src: Source, copies: list[tuple[int, dict]], path: Path) -> None
     with open(path, "w", encoding="utf-8") as fh:
         fh.write("version: 1\ncases:\n")
         for copy, case in copies:
-            fh.write(yaml.safe_dump([{**case, "id": copy_id(case["id"], copy)}], sort_keys=False,
-                                    allow_unicode=True, width=1000))
+            written = {**case, "id": copy_id(case["id"], copy)}
+            if repeated(src, case):
+                written["repeats"] = src.repeats
+            fh.write(yaml.safe_dump([written], sort_keys=False, allow_unicode=True, width=1000))
         if src.disabled:
             fh.write(yaml.safe_dump(src.disabled, sort_keys=False, allow_unicode=True, width=1000))
 
@@ -227,8 +248,8 @@ def write_units(src: Source, copies: list[tuple[int, dict]], run_dir: Path, meta
     ensure_header(report, "2026-12-01 00:00:00 UTC", src.disabled_line, meta["target"].get("display_name") or "OBaI")
     listed = set(meta["units"])
     for copy, case in copies:
-        for unit in src.units[case["id"]]:
-            names = Renamer(src, unit, copy, meta["run_id"])
+        for unit, new_id in members(src, case, copy):
+            names = Renamer(src, unit, copy, meta["run_id"], new_id)
             if names.new_id not in listed:
                 continue
             if unit.packet is not None:
@@ -249,9 +270,9 @@ def write_units(src: Source, copies: list[tuple[int, dict]], run_dir: Path, meta
 def unit_ids(src: Source, copies: list[tuple[int, dict]]) -> tuple[list[str], dict[str, int]]:
     ids, repeats = [], {}
     for copy, case in copies:
-        members = src.units[case["id"]]
-        repeats[copy_id(case["id"], copy)] = int(case.get("repeats", 3 if case.get("stochastic") else 1))
-        ids += [new_unit_id(u.unit_id, u.case_id, copy) for u in members]
+        own = int(case.get("repeats", 3 if case.get("stochastic") else 1))
+        repeats[copy_id(case["id"], copy)] = src.repeats if repeated(src, case) else own
+        ids += [new_id for _, new_id in members(src, case, copy)]
     return ids, repeats
 
 
@@ -291,10 +312,10 @@ def write_baseline(src: Source, copies: list[tuple[int, dict]], where: Path) -> 
 
     def rows():
         for copy, case in shown:
-            for unit in src.units[case["id"]]:
+            for unit, new_id in members(src, case, copy):
                 if unit.row is None:
                     continue
-                entry = Renamer(src, unit, copy, "bench/baseline").results_row(unit.row)
+                entry = Renamer(src, unit, copy, "bench/baseline", new_id).results_row(unit.row)
                 counter[0] += 1
                 if counter[0] % 10 == 0 and entry["verdict"] in ("pass", "fail"):
                     flip = entry["verdict"] == "pass"
@@ -319,10 +340,12 @@ def write_baseline(src: Source, copies: list[tuple[int, dict]], where: Path) -> 
 
 
 def synthesize(source: Path, out: Path, units: int, *, baseline: bool = False, shards: int = 0,
-               shard_units: int | None = None) -> dict:
+               shard_units: int | None = None, repeats: int = 1) -> dict:
     """Write the synthetic run (and its baseline and shards) under ``out``; the paths and counts.
-    ``shard_units``: how many of the units the shards hold (default: all)."""
+    ``shard_units``: how many of the units the shards hold (default: all); ``repeats``: how often the
+    copies of a case of one unit run."""
     src = read_source(source)
+    src.repeats = repeats
     copies = plan_copies(src, units)
     cases = out / "cases.yaml"
     write_cases(src, copies, cases)
@@ -345,11 +368,14 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--baseline", action="store_true")
     ap.add_argument("--shards", type=int, default=0)
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="repeats of each copy of a case of one unit (at most 50): fewer cases for as many units")
     args = ap.parse_args()
     if args.out.exists() and any(args.out.iterdir()):
         print(f"{args.out} is not empty", file=sys.stderr)
         return 2
-    print(json.dumps(synthesize(args.source, args.out, args.units, baseline=args.baseline, shards=args.shards)))
+    print(json.dumps(synthesize(args.source, args.out, args.units, baseline=args.baseline, shards=args.shards,
+                                repeats=args.repeats)))
     return 0
 
 
