@@ -84,3 +84,17 @@ def test_the_nodes_of_one_item_at_a_time_are_held(tmp_path):
     assert len(doc.data["cases"]) == n
     assert peak / n < 4000, f"{peak / n:.0f} bytes a case"
     yaml.safe_load(path.read_text())  # the file is plain YAML
+
+
+def test_a_cases_file_is_read_with_the_cases_lines_only_and_a_problem_with_every_line(tmp_path):
+    from obai_e2e.config.cases import load_cases
+
+    text = "version: 1\ncases:\n  - id: A\n    feature: f\n    query: q\n    labels:\n      intent: [no, string]\n"
+    path = write(tmp_path, text)
+    lean = yamlio.load_yaml_doc(path, line_depth=2)
+    assert lean.lines[("cases", 0)] == 3 and ("cases", 0, "labels", "intent") not in lean.lines
+    assert yamlio.load_yaml_doc(path).lines[("cases", 0, "labels", "intent")] == 7
+    message = str(pytest.raises(ConfigError, load_cases, path).value)
+    assert f"{path}:7" in message and "labels/intent" in message  # the field's own line, read again
+    good = write(tmp_path, text.replace("[no, string]", "x"), "good.yaml")
+    assert load_cases(good).cases[0].line == 3

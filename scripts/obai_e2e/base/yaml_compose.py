@@ -137,7 +137,7 @@ def build(loader, checker, pure: bool) -> Any:
     if not isinstance(start, MappingStartEvent) or start.anchor is not None or start.tag not in (None, "!", _MAP):
         raise WholeDocument
     loader.get_event()
-    checker.lines.setdefault((), start.start_mark.line + 1)
+    checker.line((), start.start_mark.line + 1)
     data = _mapping(composer, builder, checker)
     loader.get_event()  # the document's end
     if not loader.check_event(StreamEndEvent):
@@ -167,7 +167,7 @@ def _mapping(composer: Composer, builder: Builder, checker) -> dict:
             data[key] = _items(composer, builder, checker, key)
         else:
             data[key] = builder.value(composer.node(), (key,), 1)
-        checker.lines[(key,)] = line  # a field's errors point at its key line
+        checker.line((key,), line, replace=True)  # a field's errors point at its key line
     loader.get_event()
     return data
 
@@ -176,7 +176,7 @@ def _items(composer: Composer, builder: Builder, checker, key: str) -> list:
     """The items of the list under a top-level key, each composed, checked and built in turn."""
     loader = composer.loader
     start = loader.get_event()
-    checker.lines.setdefault((key,), start.start_mark.line + 1)
+    checker.line((key,), start.start_mark.line + 1)
     items = []
     while not loader.check_event(SequenceEndEvent):
         items.append(builder.value(composer.node(), (key, len(items)), 2))

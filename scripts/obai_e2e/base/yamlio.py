@@ -110,10 +110,11 @@ def _read(path: Path, source: str) -> bytes:
 class _Checker:
     """One pass over the composed nodes: lines, duplicate keys, depth, alias expansion, numbers."""
 
-    def __init__(self, loader: yaml.SafeLoader, source: str, *, pure: bool) -> None:
+    def __init__(self, loader: yaml.SafeLoader, source: str, *, pure: bool, depth: int | None = None) -> None:
         self.loader = loader
         self.pure = pure
         self.source = source
+        self.depth = depth  # lines are kept for paths this long at most (None: every path)
         self.lines: Lines = {}
         self.numbers: dict[tuple, str] = {}
         self.yaml11_bools: dict[tuple, str] = {}
@@ -141,11 +142,11 @@ class _Checker:
                 raise self.fail_alias(path, f"aliases expand to more than {budget} values ({ALIAS_FACTOR} times the "
                                             f"values written in the file, at least {ALIAS_BUDGET}); write the values "
                                             "out instead")
-            self.lines.setdefault(path, node.start_mark.line + 1)
+            self.line(path, node.start_mark.line + 1)
             return size, height
         if nid in self.active:
             raise self.fail_alias(path, "an anchor is used inside its own value (a recursive structure)")
-        self.lines.setdefault(path, node.start_mark.line + 1)
+        self.line(path, node.start_mark.line + 1)
         if depth > MAX_DEPTH:
             raise self.fail(node, f"nested more than {MAX_DEPTH} levels deep")
         if isinstance(node, yaml.ScalarNode):
@@ -167,7 +168,7 @@ class _Checker:
                 s, h = self.visit(child, child_path, depth + 1)
                 if key_line is not None:
                     # Point a field's errors at its key line, which is where people look.
-                    self.lines[child_path] = key_line
+                    self.line(child_path, key_line, replace=True)
                 size += s
                 height = max(height, h)
             height += 1
@@ -176,6 +177,14 @@ class _Checker:
         self.done[nid] = result
         self.visited += 1
         return result
+
+    def line(self, path: tuple, line: int, *, replace: bool = False) -> None:
+        """Note the line of ``path`` (the first one noted stays, unless ``replace``)."""
+        if self.depth is None or len(path) <= self.depth:
+            if replace:
+                self.lines[path] = line
+            else:
+                self.lines.setdefault(path, line)
 
     def forget(self, kept: set[int]) -> None:
         """Drop what is known of nodes that are gone, but of those in ``kept`` (anchored ones, still alive):
@@ -248,11 +257,24 @@ def _yaml_error(exc: yaml.YAMLError, source: str, parsed: bytes | str) -> Config
     return ConfigError(f"{source}: not valid YAML: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
 
 
-def load_yaml_doc(path: Path, *, label: str | None = None, libyaml: bool = LIBYAML) -> YamlDoc:
+def load_yaml_doc(path: Path, *, label: str | None = None, libyaml: bool = LIBYAML,
+                  line_depth: int | None = None) -> YamlDoc:
     """Parse ``path`` once; every problem is a ConfigError naming ``label`` (or the path) and a line.
 
     ``libyaml=False`` uses PyYAML's pure-Python parser (what runs where libyaml is missing).
+    ``line_depth``: keep the lines of paths this long at most (a long file's line map is about as
+    large as its data; a caller that finds a problem reads the file again with every line). A
+    problem found while parsing is reported as a parse with every line reports it.
     """
+    if line_depth is not None:
+        try:
+            return _load(path, label, libyaml, line_depth)
+        except ConfigError:
+            pass  # the same problem, now with the line of every value
+    return _load(path, label, libyaml, None)
+
+
+def _load(path: Path, label: str | None, libyaml: bool, line_depth: int | None) -> YamlDoc:
     path = Path(path)
     source = label or str(path)
     raw = _read(path, source)
@@ -272,13 +294,13 @@ def load_yaml_doc(path: Path, *, label: str | None = None, libyaml: bool = LIBYA
     gc.disable()
     try:
         loader = _Loader(raw) if libyaml else _PureLoader(text)
-        checker = _Checker(loader, source, pure=not libyaml)
+        checker = _Checker(loader, source, pure=not libyaml, depth=line_depth)
         try:
             data = yaml_compose.build(loader, checker, pure=not libyaml)
         except yaml_compose.WholeDocument:
             loader.dispose()
             loader = _Loader(raw) if libyaml else _PureLoader(text)
-            checker = _Checker(loader, source, pure=not libyaml)
+            checker = _Checker(loader, source, pure=not libyaml, depth=line_depth)
             node = loader.get_single_node()
             data = None
             if node is not None:
