@@ -13,6 +13,7 @@ is composed whole, as before.
 """
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import yaml
@@ -27,6 +28,7 @@ from yaml.events import (
 )
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
+INTERNED_CHARS = 64  # a short text is kept once however many items repeat it
 _STR = "tag:yaml.org,2002:str"
 _SEQ = "tag:yaml.org,2002:seq"
 _MAP = "tag:yaml.org,2002:map"
@@ -62,8 +64,11 @@ class Composer:
                                               event.start_mark)
         if ld.check_event(ScalarEvent):
             event = ld.get_event()
-            tag = event.tag if event.tag not in (None, "!") else ld.resolve(ScalarNode, event.value, event.implicit)
-            node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+            value = event.value
+            if len(value) <= INTERNED_CHARS:  # keys, names, labels: the same few words in every item
+                value = sys.intern(value)
+            tag = event.tag if event.tag not in (None, "!") else ld.resolve(ScalarNode, value, event.implicit)
+            node = ScalarNode(tag, value, event.start_mark, event.end_mark, style=event.style)
         elif ld.check_event(SequenceStartEvent):
             node = self._collection(SequenceNode, SequenceEndEvent, anchor, pairs=False)
             return node
