@@ -176,7 +176,9 @@ def post_part(sizes: list[int], source: Path, shards: int, tmp: Path, keep: Path
             fig = run_measured([sys.executable, __file__, "--stage", name, *base], env=env, cwd=ROOT)
             rows.append(_stage_row(name, made["units"], fig))
             if name == "html":
-                rows[-1]["report_html_mb"] = round((Path(made["run_dir"]) / "report.html").stat().st_size / 1e6, 1)
+                page = Path(made["run_dir"]) / "report.html"
+                rows[-1]["report_html_mb"] = round(page.stat().st_size / 1e6, 1)
+                rows[-1]["chromium_open_s"] = page_open_seconds(page)
         fig = run_measured([sys.executable, "-m", "obai_e2e", "render-report", "--run-dir", made["run_dir"]],
                            env=env, cwd=ROOT)
         rows.append(_stage_row("render-report", made["units"], fig))
@@ -190,6 +192,27 @@ def post_part(sizes: list[int], source: Path, shards: int, tmp: Path, keep: Path
     return rows
 
 
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def page_open_seconds(path: Path) -> float | None:
+    """Seconds until headless Chromium shows the first page of the units table of ``path`` (None without it)."""
+    if not CHROMIUM.exists():
+        return None
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                    args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
+        page = browser.new_page()
+        t0 = time.perf_counter()
+        page.goto(path.resolve().as_uri(), timeout=600_000)
+        page.wait_for_selector("tr.urow", timeout=600_000)
+        seconds = time.perf_counter() - t0
+        browser.close()
+    return round(seconds, 2)
+
+
 def _stage_row(name: str, units: int, fig: dict) -> dict:
     # merge-runs exits 1 or 3 for a run with failed or inconclusive units; any other stage only 0
     if fig["exit"] not in ((0, 1, 3) if name == "merge-runs" else (0,)):
@@ -197,6 +220,15 @@ def _stage_row(name: str, units: int, fig: dict) -> dict:
     row = {"part": "post", "stage": name, "units": units, **_figures(fig)}
     log(f"{name} {units}: {row['peak_rss_mb']} MB, {row['wall_s']} s wall, {row['cpu_s']} s CPU")
     return row
+
+
+def _extra(r: dict) -> str:
+    parts = []
+    if r.get("report_html_mb") is not None:
+        parts.append(f"report.html {r['report_html_mb']} MB")
+    if r.get("chromium_open_s") is not None:
+        parts.append(f"table shown in Chromium after {r['chromium_open_s']} s")
+    return "; ".join(parts)
 
 
 def growth(rows: list[dict]) -> list[dict]:
@@ -215,10 +247,11 @@ def growth(rows: list[dict]) -> list[dict]:
 
 
 def print_table(rows: list[dict], summary: list[dict]) -> None:
-    print("| part | stage | units | peak RSS MB | wall s | CPU s |")
-    print("|---|---|---|---|---|---|")
+    print("| part | stage | units | peak RSS MB | wall s | CPU s | |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['part']} | {r['stage']} | {r['units']:,} | {r['peak_rss_mb']} | {r['wall_s']} | {r['cpu_s']} |")
+        print(f"| {r['part']} | {r['stage']} | {r['units']:,} | {r['peak_rss_mb']} | {r['wall_s']} | {r['cpu_s']} | "
+              f"{_extra(r)} |")
     print()
     print(f"| part | stage | growth KB/unit | peak RSS MB at the largest size | within {GROWTH_LIMIT_KB:g} KB/unit "
           f"and {PEAK_LIMIT_MB:g} MB |")
