@@ -13,9 +13,10 @@ directory that has been driven and judged but not finished, as a killed run leav
 
 ``--repeats R`` runs each copy of a case of one unit R times (``MD1-00042.r1`` …): a run of
 100,000 units then needs a tenth as many cases at R = 10 — a cases file of 100,000 cases is
-larger than the 8 MB a YAML file may be by default. ``--baseline`` also writes a baseline results.json with its rows file: the source run's
-rows under the same new ids, every tenth verdict flipped between pass and fail, the last
-copy left out (new cases) and one extra copy added (removed cases). ``--shards K`` writes
+larger than the 8 MB a YAML file may be by default. ``--baseline`` also writes a baseline
+results.json with its rows file: the source run's rows under the same new ids, every
+tenth verdict flipped between pass and fail, the last copy left out (new cases) and one
+extra copy added (removed cases). ``--shards K`` writes
 the same N units again as K sealed parts of a sharded run for ``merge-runs`` (each part
 holds its units' packets, verdicts, kept traces and report.md; a part that ``run --shard``
 finished would also hold its results, which merge-runs does not read).

@@ -171,7 +171,8 @@ def write_once_from(path: Path, write: Callable[[BinaryIO], Any], *, sync_dir: b
         except FileExistsError:
             if same_bytes(Path(tmp), path):
                 return False
-            raise WriteOnceViolation(f"{path} was created concurrently with different content; left unchanged") from None
+            raise WriteOnceViolation(
+                f"{path} was created concurrently with different content; left unchanged") from None
     finally:
         try:
             os.unlink(tmp)

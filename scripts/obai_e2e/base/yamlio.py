@@ -1,9 +1,10 @@
 """Reading YAML so that errors can point at a line, and hostile files are refused cheaply.
 
 ``load_yaml_doc`` parses a file once (with libyaml when PyYAML has it; a list under a
-top-level key an item at a time, see yaml_compose.py) and returns the data, a map from each value's path (a tuple of keys and indexes, as jsonschema reports
-it) to its 1-based line number, and the source text of every number. Before anything is
-built from the parsed nodes it refuses, with the file and line named:
+top-level key an item at a time, see yaml_compose.py) and returns the data, a map from
+each value's path (a tuple of keys and indexes, as jsonschema reports it) to its 1-based
+line number, and the source text of every number. Before anything is built from the
+parsed nodes it refuses, with the file and line named:
 
 * files larger than the size limit, files that are not UTF-8 text;
 * duplicate keys (PyYAML would silently keep the last one);

@@ -24,7 +24,7 @@ import os
 from pathlib import Path
 
 from ..base.errors import FrozenArtifactChanged, UsageError
-from ..base.fsutil import dumps_json, sha256_bytes, sha256_file, write_once, write_once_from
+from ..base.fsutil import sha256_bytes, sha256_file, write_once_from
 from ..base.pii import SALT_FILE
 from ..base.safe_read import UnsafeFile, read_bytes
 from ..base.seal_key import KEY_ENV, seal_key
