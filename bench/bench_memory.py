@@ -196,7 +196,8 @@ CHROMIUM = Path("/usr/bin/chromium")
 
 
 def page_open_seconds(path: Path) -> float | None:
-    """Seconds until headless Chromium shows the first page of the units table of ``path`` (None without it)."""
+    """Seconds until headless Chromium shows the first page of the units table of ``path`` (its rows: units, or
+    the repeats of a case grouped; None without Chromium)."""
     if not CHROMIUM.exists():
         return None
     from playwright.sync_api import sync_playwright
@@ -207,7 +208,7 @@ def page_open_seconds(path: Path) -> float | None:
         page = browser.new_page()
         t0 = time.perf_counter()
         page.goto(path.resolve().as_uri(), timeout=600_000)
-        page.wait_for_selector("tr.urow", timeout=600_000)
+        page.wait_for_selector("tr.urow, tr.grow", timeout=600_000)
         seconds = time.perf_counter() - t0
         browser.close()
     return round(seconds, 2)
