@@ -314,7 +314,7 @@ def test_the_entries_kept_while_judging_are_those_the_files_give(harness_env, tm
     # the same run again from its packets and verdicts alone must write the same rows.
     from obai_e2e.config.cases import load_cases_for
     from obai_e2e.config.target import load_target_config
-    from obai_e2e.report.results import finalize
+    from obai_e2e.report.finalize import finalize
     from obai_e2e.report.spool import SPOOL
     from obai_e2e.run.plan import plan
 

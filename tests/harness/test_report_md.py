@@ -128,3 +128,75 @@ def test_a_trace_link_the_harness_builds_stays_a_link():
     line = row(["U1", Md("[0192](http://127.0.0.1:5/traces/0192)"), "[0192](http://127.0.0.1:5/traces/0192)"])
     links = [t for t in _tokens(line) if t.type == "link_open"]
     assert [t.attrs["href"] for t in links] == ["http://127.0.0.1:5/traces/0192"]  # the Md cell alone
+
+
+def _long_report(path, rows: int, *, blocks_every: int = 300) -> None:
+    ensure_header(path, "t", "skipped 1 disabled cases: D1")
+    for i in range(rows):
+        block = detail_block(f"U{i}", "fail", HOSTILE, "e", "o", "j") if i % blocks_every == 0 else None
+        append_entry(path, row([f"U{i}", "f", "fail" if block else "pass", HOSTILE if i % 7 == 0 else "", "t",
+                                str(i)]), block)
+
+
+def test_a_long_table_is_read_in_slices_with_the_rows_of_one_whole_parse(tmp_path):
+    from obai_e2e.base.mdtable import table_rows
+    from obai_e2e.report.report_md import COLUMNS, SLICE_ROWS
+
+    report = tmp_path / "report.md"
+    _long_report(report, 3 * SLICE_ROWS + 7, blocks_every=900)
+    whole = table_rows(report.read_text(encoding="utf-8"), COLUMNS)
+    assert len(whole) == 3 * SLICE_ROWS + 7
+    assert read_rows(report) == whole
+    assert judged_ids(report)[-1] == f"U{3 * SLICE_ROWS + 6}"
+
+
+def test_a_table_that_ends_inside_a_slice_ends_there_as_in_one_whole_parse(tmp_path):
+    """A line that ends the table (a quote) in the middle of a slice: the rows after it are no rows."""
+    from obai_e2e.base.mdtable import table_rows
+    from obai_e2e.report.report_md import COLUMNS, SLICE_ROWS, TABLE_HEAD
+
+    report = tmp_path / "report.md"
+    lines = [row([f"U{i}", "f", "pass", "", "t", "1"]) for i in range(2 * SLICE_ROWS)]
+    lines.insert(SLICE_ROWS + 3, "> a quote ends the table\n")
+    report.write_text("# t\n\n" + TABLE_HEAD + "".join(lines), encoding="utf-8")
+    whole = table_rows(report.read_text(encoding="utf-8"), COLUMNS)
+    assert len(whole) == SLICE_ROWS + 3
+    assert read_rows(report) == whole
+
+
+def test_a_fenced_table_is_no_table_in_slices_either(tmp_path):
+    """An edited file with a code fence around table lines: read as one whole parse reads it."""
+    from obai_e2e.base.mdtable import table_rows
+    from obai_e2e.report.report_md import COLUMNS, TABLE_HEAD
+
+    report = tmp_path / "report.md"
+    _long_report(report, 5)
+    fenced = "```\n\n" + TABLE_HEAD + row(["FAKE", "f", "pass", "", "t", "1"]) + "\n```\n"
+    with open(report, "a", encoding="utf-8") as fh:
+        fh.write("\n" + fenced + "\n" + TABLE_HEAD + row(["U9", "f", "pass", "", "t", "1"]))
+    whole = table_rows(report.read_text(encoding="utf-8"), COLUMNS)
+    assert [r["ID"] for r in whole] == ["U0", "U1", "U2", "U3", "U4", "U9"]
+    assert read_rows(report) == whole
+
+
+def test_head_notes_go_under_the_title_of_a_long_report_and_the_table_is_copied_as_it_was(tmp_path):
+    """The notes are written into the beginning of report.md; the rows after it are copied, not read."""
+    from obai_e2e.report.report_md import HEAD_BYTES, insert_changes, insert_judges, insert_not_asked
+
+    report = tmp_path / "report.md"
+    _long_report(report, 2000, blocks_every=50)
+    before = report.read_text(encoding="utf-8")
+    assert len(before.encode()) > HEAD_BYTES
+    assert insert_changes(report, "2026-01-01/000000", ["- **1 new_fail**: U0 (x; was pass)"])
+    assert insert_judges(report, "3 judges answered", ["a detail"], warn=False)
+    assert insert_not_asked(report, 2, 1, [("U1", ["hub.incomplete_answer", "hub.unfaithful_answer"])])
+    after = report.read_text(encoding="utf-8")
+    title, _, table = before.partition("\n\n")
+    assert after.startswith(title + "\n\n## Changes since 2026-01-01/000000")  # changes first, then the count
+    notes = after.index("> **2 judgment question(s) not asked**"), after.index("> 3 judges answered")
+    assert notes[0] < notes[1] < after.index("| ID |")
+    assert table.rstrip("\n") in after and "## Changes since 2026-01-01/000000" in after[:HEAD_BYTES]
+    assert after.endswith("\n\n- U1: hub.incomplete_answer, hub.unfaithful_answer\n")  # the units, after the table
+    assert not insert_changes(report, "2026-01-01/000000", ["- again"])  # once
+    assert report.read_text(encoding="utf-8") == after
+    assert judged_ids(report) == [f"U{i}" for i in range(2000)]

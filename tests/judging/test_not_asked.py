@@ -29,7 +29,8 @@ from obai_e2e.report.ci_summary import summary_markdown
 from obai_e2e.report.html import write_report
 from obai_e2e.report.junit import write_junit
 from obai_e2e.report.record import verdict_path
-from obai_e2e.report.results import finalize, load_results, summarize
+from obai_e2e.report.finalize import finalize
+from obai_e2e.report.results import load_results, summarize
 from obai_e2e.report.rows import unit_checker
 from obai_e2e.run.fail_on import FAIL_ON, decide, parse
 from obai_e2e.run.judging import judge_unit
@@ -220,7 +221,7 @@ def test_a_panel_that_answered_one_packet_of_four_leaves_the_rest_undecided_and_
 def test_a_run_stopped_before_its_note_was_written_finishes_again_with_it(run, config_cases, tmp_path, monkeypatch):
     """A stop after results.json was written but before report.md had its note: finishing again (what the
     resume does) reads the rows back from the finished results and writes the note."""
-    import obai_e2e.report.results as results_module
+    import obai_e2e.report.finalize as results_module
 
     monkeypatch.setenv("OBAI_E2E_RUNS", str(tmp_path / "runs"))
     (tmp_path / "runs").mkdir()

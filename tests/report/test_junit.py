@@ -105,3 +105,22 @@ def test_the_file_holds_the_same_bytes_as_one_rendered_from_whole_units(run_copy
         features = {c.id: c.feature for c in cases_for_run(results, run_copy).cases}
         assert (run_copy / "results.junit.xml").read_bytes() == render(results, features=features)
     assert set(UNIT_FIELDS) < set(results["units"][0])
+
+
+def test_each_test_case_is_written_as_elementtree_writes_the_whole_indented_suite(run_copy):
+    """The suite is written a test case at a time; its bytes are those of the one tree, indented."""
+    import xml.etree.ElementTree as ET
+
+    results = load(run_copy)
+    results["units"][1]["judgment"] = "P/E < 30 & \"quoted\" <b>bold</b>"
+    results["units"].append({**results["units"][0], "unit_id": "X9", "verdict": "not_judged"})
+    data = render(results, features={"D1": "disabled_feature"})
+    tree = ET.fromstring(data)
+    for elem in tree.iter():  # drop the layout; ElementTree lays the tree out again
+        if elem.text is not None and not elem.text.strip():
+            elem.text = None
+        elem.tail = None
+    ET.indent(tree, space="  ")
+    assert ET.tostring(tree, encoding="utf-8", xml_declaration=True) + b"\n" == data
+    assert len(tree.findall("testcase")) == len(results["units"]) + len(results["disabled"])
+    assert tree.get("tests") == str(len(results["units"]) + len(results["disabled"]))

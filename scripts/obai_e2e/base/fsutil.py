@@ -18,7 +18,7 @@ import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 from .errors import WriteOnceViolation
 
@@ -128,6 +128,85 @@ def write_once(path: Path, data: bytes | str, *, sync_dir: bool = True) -> bool:
             pass
     if sync_dir:
         fsync_dir(path.parent)
+    return True
+
+
+def same_bytes(a: Path, b: Path) -> bool:
+    """Whether two files hold the same bytes (compared a block at a time)."""
+    if os.path.getsize(a) != os.path.getsize(b):
+        return False
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        while True:
+            x, y = fa.read(1 << 20), fb.read(1 << 20)
+            if x != y:
+                return False
+            if not x:
+                return True
+
+
+def write_once_from(path: Path, write: Callable[[BinaryIO], Any], *, sync_dir: bool = True) -> bool:
+    """:func:`write_once` for content too large to hold: ``write`` puts it into a file object.
+
+    The content goes to a temporary file beside ``path`` (fsynced), which then becomes
+    ``path`` by link(), as write_once does; an existing ``path`` is compared with it block
+    by block: identical bytes are a no-op (False), different bytes raise WriteOnceViolation.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            if not path.exists():
+                os.fsync(fh.fileno())
+        if path.exists():
+            if same_bytes(Path(tmp), path):
+                return False
+            raise WriteOnceViolation(
+                f"{path} already exists with different content; it is write-once and was left unchanged")
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            if same_bytes(Path(tmp), path):
+                return False
+            raise WriteOnceViolation(
+                f"{path} was created concurrently with different content; left unchanged") from None
+    finally:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+    if sync_dir:
+        fsync_dir(path.parent)
+    return True
+
+
+def replace_from(path: Path, write: Callable[[BinaryIO], Any]) -> bool:
+    """Replace ``path`` atomically (as :func:`atomic_writer`) with what ``write`` puts into a file object,
+    unless ``path`` holds those bytes already: then it is left untouched. True when replaced."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    replaced = False
+    try:
+        os.fchmod(fd, FILE_MODE)
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            if path.exists() and same_bytes(Path(tmp), path):
+                return False
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        replaced = True
+    finally:
+        if not replaced:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+    fsync_dir(path.parent)
     return True
 
 

@@ -1,9 +1,10 @@
 """Reading YAML so that errors can point at a line, and hostile files are refused cheaply.
 
-``load_yaml_doc`` parses a file once (with libyaml when PyYAML has it) and returns the
-data, a map from each value's path (a tuple of keys and indexes, as jsonschema reports
-it) to its 1-based line number, and the source text of every number. Before anything is
-built from the parsed nodes it refuses, with the file and line named:
+``load_yaml_doc`` parses a file once (with libyaml when PyYAML has it; a list under a
+top-level key an item at a time, see yaml_compose.py) and returns the data, a map from
+each value's path (a tuple of keys and indexes, as jsonschema reports it) to its 1-based
+line number, and the source text of every number. Before anything is built from the
+parsed nodes it refuses, with the file and line named:
 
 * files larger than the size limit, files that are not UTF-8 text;
 * duplicate keys (PyYAML would silently keep the last one);
@@ -26,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from . import yaml_compose
 from .errors import ConfigError
 
 Lines = dict[tuple, int]
@@ -109,14 +111,16 @@ def _read(path: Path, source: str) -> bytes:
 class _Checker:
     """One pass over the composed nodes: lines, duplicate keys, depth, alias expansion, numbers."""
 
-    def __init__(self, loader: yaml.SafeLoader, source: str, *, pure: bool) -> None:
+    def __init__(self, loader: yaml.SafeLoader, source: str, *, pure: bool, depth: int | None = None) -> None:
         self.loader = loader
         self.pure = pure
         self.source = source
+        self.depth = depth  # lines are kept for paths this long at most (None: every path)
         self.lines: Lines = {}
         self.numbers: dict[tuple, str] = {}
         self.yaml11_bools: dict[tuple, str] = {}
         self.done: dict[int, tuple[int, int]] = {}  # node id -> (expanded size, height)
+        self.visited = 0  # values written in the file (nodes visited), for the alias budget
         self.active: set[int] = set()
         self.alias_extra = 0
 
@@ -134,16 +138,16 @@ class _Checker:
             self.alias_extra += size
             if depth + height - 1 > MAX_DEPTH:
                 raise self.fail_alias(path, f"nested more than {MAX_DEPTH} levels deep once aliases are expanded")
-            budget = max(ALIAS_BUDGET, ALIAS_FACTOR * len(self.done))
+            budget = max(ALIAS_BUDGET, ALIAS_FACTOR * self.visited)
             if self.alias_extra > budget:
                 raise self.fail_alias(path, f"aliases expand to more than {budget} values ({ALIAS_FACTOR} times the "
                                             f"values written in the file, at least {ALIAS_BUDGET}); write the values "
                                             "out instead")
-            self.lines.setdefault(path, node.start_mark.line + 1)
+            self.line(path, node.start_mark.line + 1)
             return size, height
         if nid in self.active:
             raise self.fail_alias(path, "an anchor is used inside its own value (a recursive structure)")
-        self.lines.setdefault(path, node.start_mark.line + 1)
+        self.line(path, node.start_mark.line + 1)
         if depth > MAX_DEPTH:
             raise self.fail(node, f"nested more than {MAX_DEPTH} levels deep")
         if isinstance(node, yaml.ScalarNode):
@@ -165,14 +169,32 @@ class _Checker:
                 s, h = self.visit(child, child_path, depth + 1)
                 if key_line is not None:
                     # Point a field's errors at its key line, which is where people look.
-                    self.lines[child_path] = key_line
+                    self.line(child_path, key_line, replace=True)
                 size += s
                 height = max(height, h)
             height += 1
             self.active.discard(nid)
             result = (size, height)
         self.done[nid] = result
+        self.visited += 1
         return result
+
+    def line(self, path: tuple, line: int, *, replace: bool = False) -> None:
+        """Note the line of ``path`` (the first one noted stays, unless ``replace``)."""
+        if self.depth is None or len(path) <= self.depth:
+            if replace:
+                self.lines[path] = line
+            else:
+                self.lines.setdefault(path, line)
+
+    def forget(self, kept: set[int]) -> None:
+        """Drop what is known of nodes that are gone, but of those in ``kept`` (anchored ones, still alive):
+        a freed node's id may be a new node's."""
+        self.done = {nid: v for nid, v in self.done.items() if nid in kept}
+
+    def duplicate(self, key_node: yaml.ScalarNode, first: int) -> ConfigError:
+        return ConfigError(f"{self.source}:{key_node.start_mark.line + 1}: duplicate key {key_node.value!r} "
+                           f"(first at line {first}); each key may appear once")
 
     def mapping_items(self, node: yaml.MappingNode, path: tuple):
         seen: dict[tuple, int] = {}
@@ -181,8 +203,7 @@ class _Checker:
             if isinstance(key_node, yaml.ScalarNode):
                 ident = (key_node.tag, key_node.value)
                 if ident in seen:
-                    raise ConfigError(f"{self.source}:{line}: duplicate key {key_node.value!r} "
-                                      f"(first at line {seen[ident]}); each key may appear once")
+                    raise self.duplicate(key_node, seen[ident])
                 seen[ident] = line
                 key = key_node.value if key_node.tag in (_STR, _MERGE) else self.scalar(key_node, path)
             else:
@@ -237,11 +258,24 @@ def _yaml_error(exc: yaml.YAMLError, source: str, parsed: bytes | str) -> Config
     return ConfigError(f"{source}: not valid YAML: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
 
 
-def load_yaml_doc(path: Path, *, label: str | None = None, libyaml: bool = LIBYAML) -> YamlDoc:
+def load_yaml_doc(path: Path, *, label: str | None = None, libyaml: bool = LIBYAML,
+                  line_depth: int | None = None) -> YamlDoc:
     """Parse ``path`` once; every problem is a ConfigError naming ``label`` (or the path) and a line.
 
     ``libyaml=False`` uses PyYAML's pure-Python parser (what runs where libyaml is missing).
+    ``line_depth``: keep the lines of paths this long at most (a long file's line map is about as
+    large as its data; a caller that finds a problem reads the file again with every line). A
+    problem found while parsing is reported as a parse with every line reports it.
     """
+    if line_depth is not None:
+        try:
+            return _load(path, label, libyaml, line_depth)
+        except ConfigError:
+            pass  # the same problem, now with the line of every value
+    return _load(path, label, libyaml, None)
+
+
+def _load(path: Path, label: str | None, libyaml: bool, line_depth: int | None) -> YamlDoc:
     path = Path(path)
     source = label or str(path)
     raw = _read(path, source)
@@ -261,12 +295,18 @@ def load_yaml_doc(path: Path, *, label: str | None = None, libyaml: bool = LIBYA
     gc.disable()
     try:
         loader = _Loader(raw) if libyaml else _PureLoader(text)
-        checker = _Checker(loader, source, pure=not libyaml)
-        node = loader.get_single_node()
-        data = None
-        if node is not None:
-            checker.visit(node, (), 0)
-            data = loader.construct_document(node)
+        checker = _Checker(loader, source, pure=not libyaml, depth=line_depth)
+        try:
+            data = yaml_compose.build(loader, checker, pure=not libyaml)
+        except yaml_compose.WholeDocument:
+            loader.dispose()
+            loader = _Loader(raw) if libyaml else _PureLoader(text)
+            checker = _Checker(loader, source, pure=not libyaml, depth=line_depth)
+            node = loader.get_single_node()
+            data = None
+            if node is not None:
+                checker.visit(node, (), 0)
+                data = loader.construct_document(node)
     except yaml.YAMLError as exc:
         raise _yaml_error(exc, source, raw if libyaml else text) from None
     except RecursionError:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from ..base import schema
 from ..base.errors import ConfigError, HoldoutSealed, UsageError
@@ -215,9 +215,17 @@ def _semantic_checks(raw: dict, lines: Lines, source: str, specialists: Iterable
     return found
 
 
-def _check_all(doc, source: str, *context) -> None:
+def _check_all(doc, source: str, *context, reread: Callable[[], Any] | None = None) -> None:
     """Every problem of the file at once: the schema's, unquoted YAML 1.1 booleans, then the cases' own (only
-    over a file the schema accepts: they read its fields)."""
+    over a file the schema accepts: they read its fields). ``reread``: the file parsed again with the line of
+    every value, for the messages when there is a problem (``doc`` may know the cases' lines only)."""
+    found = _problems(doc, source, *context)
+    if found and reread is not None:
+        found = _problems(reread(), source, *context)
+    schema.raise_all(found, source)
+
+
+def _problems(doc, source: str, *context) -> list[dict]:
     data, lines = doc.data, doc.lines
     found = schema.problems(data, "cases.schema.json", source=source, lines=lines, item_label=_case_label(data))
     try:
@@ -226,7 +234,7 @@ def _check_all(doc, source: str, *context) -> None:
         found.extend(exc.problems)
     if not found:
         found = _semantic_checks(data, lines, source, *context)
-    schema.raise_all(found, source)
+    return found
 
 
 def load_cases(path: Path | None = None, *, specialists: Iterable[str] | None = None,
@@ -242,7 +250,8 @@ def load_cases(path: Path | None = None, *, specialists: Iterable[str] | None = 
     """
     path = Path(path) if path else default_cases_path()
     source = str(path)
-    doc = load_yaml_doc(path, label=source)
+    # The cases' own lines only: a long file's line map is as large as its data; a problem re-reads them all.
+    doc = load_yaml_doc(path, label=source, line_depth=2)
     data, lines = doc.data, doc.lines
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping with 'version' and 'cases'")
@@ -251,7 +260,8 @@ def load_cases(path: Path | None = None, *, specialists: Iterable[str] | None = 
             f"{path} is the sealed holdout set: it is never planned, run, listed or shown by the normal flow. "
             "It opens once, through freeze_audit.py open-holdout, after the development gate passed.")
     categories = frozenset(judged_categories) if judged_categories is not None else None
-    _check_all(doc, source, specialists, strategy, options, correlation_var, has_ui, categories)
+    _check_all(doc, source, specialists, strategy, options, correlation_var, has_ui, categories,
+               reread=lambda: load_yaml_doc(path, label=source))
     cases = []
     for index, c in enumerate(data["cases"]):
         stochastic = bool(c.get("stochastic", False))

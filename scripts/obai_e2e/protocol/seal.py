@@ -15,6 +15,7 @@ there and right. The key is never written anywhere, nor passed to the agent unde
 """
 from __future__ import annotations
 
+import bisect
 import fnmatch
 import hashlib
 import hmac
@@ -23,7 +24,7 @@ import os
 from pathlib import Path
 
 from ..base.errors import FrozenArtifactChanged, UsageError
-from ..base.fsutil import dumps_json, sha256_bytes, sha256_file, write_once
+from ..base.fsutil import sha256_bytes, sha256_file, write_once_from
 from ..base.pii import SALT_FILE
 from ..base.safe_read import UnsafeFile, read_bytes
 from ..base.seal_key import KEY_ENV, seal_key
@@ -44,17 +45,31 @@ def _ignored(name: str) -> bool:
     return any(fnmatch.fnmatch(name, pat) for pat in IGNORED)
 
 
-def _files(run_dir: Path) -> dict[str, str]:
-    out = {}
-    for path in sorted(Path(run_dir).rglob("*")):
-        if _ignored(path.name):
-            continue
-        rel = path.relative_to(run_dir).as_posix()
-        if path.is_symlink():
-            out[rel] = "symlink:" + sha256_bytes(os.readlink(path).encode("utf-8", "surrogateescape"))
-        elif path.is_file():
-            out[rel] = sha256_file(path)
+def _names(run_dir: Path) -> list[str]:
+    """The run's files (and symbolic links) a seal lists, by path relative to it, in sorted order."""
+    out = []
+    stack = [Path(run_dir)]
+    while stack:
+        folder = stack.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+                elif not _ignored(entry.name) and (entry.is_symlink() or entry.is_file(follow_symlinks=False)):
+                    out.append(Path(entry.path).relative_to(run_dir).as_posix())
+    out.sort()
     return out
+
+
+def _digest(run_dir: Path, rel: str) -> str:
+    path = Path(run_dir) / rel
+    if path.is_symlink():
+        return "symlink:" + sha256_bytes(os.readlink(path).encode("utf-8", "surrogateescape"))
+    return sha256_file(path)
+
+
+def _files(run_dir: Path) -> dict[str, str]:
+    return {rel: _digest(run_dir, rel) for rel in _names(run_dir)}
 
 
 def _canonical(data) -> bytes:
@@ -107,16 +122,34 @@ def attestation_problem(run_dir: Path, rel: str) -> str | None:
 
 
 def seal(run_dir: Path) -> dict:
+    """Write seal.json once: every file's SHA-256, hashed and written a file at a time in sorted order (the
+    bytes dumps_json gives the whole document), signed with the key when one is set."""
     run_dir = Path(run_dir)
-    data: dict = {"schema_version": 1, "files": _files(run_dir)}
-    key = seal_key()
-    if key is not None:
-        data["mac"] = {"alg": MAC_ALG, "value": _mac(data["files"], key)}
     path = run_dir / SEAL
     if path.exists():
         return {"status": "already_sealed", "seal": str(path)}
-    write_once(path, dumps_json(data))
-    return {"status": "sealed", "seal": str(path), "files": len(data["files"]), "signed": key is not None}
+    key = seal_key()
+    names = _names(run_dir)
+    write_once_from(path, lambda fh: _write_seal(fh, run_dir, names, key))
+    return {"status": "sealed", "seal": str(path), "files": len(names), "signed": key is not None}
+
+
+def _write_seal(fh, run_dir: Path, names: list[str], key: bytes | None) -> None:
+    mac = hmac.new(key, b'{"files":{', hashlib.sha256) if key is not None else None
+    fh.write(b'{\n  "files": {')
+    for n, rel in enumerate(names):
+        digest = _digest(run_dir, rel)
+        fh.write(((",\n    " if n else "\n    ") + json.dumps(rel, ensure_ascii=False) + ": " +
+                  json.dumps(digest)).encode("utf-8"))
+        if mac is not None:
+            mac.update(("," if n else "").encode() + json.dumps(rel, ensure_ascii=True).encode("ascii") + b":" +
+                       json.dumps(digest).encode("ascii"))
+    fh.write(b"\n  }," if names else b"},")
+    if mac is not None:
+        mac.update(b'},"schema_version":1}')
+        fh.write(("\n" + '  "mac": ' + json.dumps({"alg": MAC_ALG, "value": mac.hexdigest()}, indent=2, sort_keys=True)
+                  .replace("\n", "\n  ") + ",").encode("utf-8"))
+    fh.write(b'\n  "schema_version": 1\n}\n')
 
 
 def signature(sealed: dict) -> tuple[str, str | None]:
@@ -176,16 +209,16 @@ def verify_seal(run_dir: Path) -> Drift:
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise FrozenArtifactChanged(f"{path} is not a readable seal ({type(exc).__name__}: {exc}); the run's "
                                     "integrity cannot be shown") from None
-    now = _files(run_dir)
+    now = _names(run_dir)
     drift = Drift()
     for rel, digest in sealed.items():
         if _ignored(Path(rel).name):
             continue  # listed by an older seal (the salt was once sealed)
-        if rel not in now:
+        if not _has(now, rel):
             drift.missing.append(rel)
-        elif now[rel] != digest:
+        elif _digest(run_dir, rel) != digest:
             drift.changed.append(rel)
-    for rel in sorted(now):
+    for rel in now:
         if rel in sealed:
             continue
         name = Path(rel).name
@@ -198,3 +231,9 @@ def verify_seal(run_dir: Path) -> Drift:
             elif problem is not None:  # written by hand, for another seal, or not signed with the key set here
                 drift.added.append(f"{rel} ({problem})")
     return drift
+
+
+def _has(names: list[str], rel: str) -> bool:
+    """Whether the sorted ``names`` hold ``rel``."""
+    at = bisect.bisect_left(names, rel)
+    return at < len(names) and names[at] == rel

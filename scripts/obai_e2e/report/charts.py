@@ -133,12 +133,12 @@ def latency_strip(features: dict[str, tuple[list[float], list[float]]]) -> Chart
         new, base = features[name]
         body.append(_label(left - 8, y + 4, name, size=11, chars=chars))
         body.append(f'<line x1="{left}" y1="{y}" x2="{width - right}" y2="{y}" class="grid"/>')
-        for v in base:
+        for v, of in _dots(base):
             body.append(f'<circle cx="{px(v):.1f}" cy="{y + 5}" r="3" fill="{BASE}" fill-opacity="0.7">'
-                        f"<title>{escape(f'{name} baseline: {v:.2f} s')}</title></circle>")
-        for v in new:
+                        f"<title>{escape(f'{name} baseline: {v:.2f} s{of}')}</title></circle>")
+        for v, of in _dots(new):
             body.append(f'<circle cx="{px(v):.1f}" cy="{y - 5}" r="3" fill="{NEW}" fill-opacity="0.8">'
-                        f"<title>{escape(f'{name} this run: {v:.2f} s')}</title></circle>")
+                        f"<title>{escape(f'{name} this run: {v:.2f} s{of}')}</title></circle>")
         rows.append([name, _median(new), _median(base), str(len(new)), str(len(base))])
         y += h
     axis_y = height - 24
@@ -154,6 +154,20 @@ def latency_strip(features: dict[str, tuple[list[float], list[float]]]) -> Chart
     return Chart("latency", "Latency per feature",
                  _svg("latency", width, height, "Latency per feature, this run against the baseline", desc, body),
                  ["feature", "median s (this run)", "median s (baseline)", "units", "baseline units"], rows)
+
+
+STRIP_DOTS = 200  # dots per feature and side; more units are drawn as this many evenly spaced quantiles
+
+
+def _dots(values: list[float]) -> list[tuple[float, str]]:
+    """The dots of one feature's latencies: every value, or for more than ``STRIP_DOTS`` of them the
+    quantiles that many dots stand for (each tooltip says which), so the chart stays the same size."""
+    if len(values) <= STRIP_DOTS:
+        return [(v, "") for v in values]
+    ordered = sorted(values)
+    last = len(ordered) - 1
+    return [(ordered[round(k * last / (STRIP_DOTS - 1))],
+             f" (quantile {k / (STRIP_DOTS - 1):.3f} of {len(ordered):,} units)") for k in range(STRIP_DOTS)]
 
 
 def _median(values: list[float]) -> str:

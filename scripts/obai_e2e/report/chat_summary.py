@@ -1,7 +1,7 @@
 """What the user reads in the chat when a run is finished: a few lines, each fact once.
 
 Enters: what finishing returned (summary line, report paths, the loss layer's outcome)
-and diff.json. Leaves: plain text — the changes since the baseline grouped by case (the
+and diff.json (read a unit at a time). Leaves: plain text — the changes since the baseline grouped by case (the
 repeats of a case with the same outcome as one line with their count), the summary line,
 the loss layer's statement in words that cannot be read as contradicting the fails, and
 the report paths.
@@ -9,10 +9,13 @@ the report paths.
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
+from typing import Iterable
 
 from ..base.modeltext import inline, listing
 from ..config.units import split_unit_id
 from .diff import SHOWN
+from .diff_file import read_units
 
 MAX_GROUPS = 25
 CODES_SHOWN = 5   # codes of one line (a code quotes a number of the answer or a span's name)
@@ -25,14 +28,13 @@ def _case(unit_id: str) -> str:
     return case if channel == "cli" else f"{case}.{channel}"
 
 
-def _grouped(items: list[dict], describe) -> list[str]:
+def _grouped(counts: Counter) -> list[str]:
     """One line per (case, description), with the number of its units when more than one."""
-    counts = Counter((_case(u["unit_id"]), describe(u)) for u in items)
     lines = []
     for (case, text), n in counts.items():
+        if len(lines) == MAX_GROUPS:
+            return lines + [f"- … {len(counts) - MAX_GROUPS} more (diff.json)"]
         lines.append(f"- {inline(case, CODE_CHARS)}{f' ×{n}' if n > 1 else ''} {text}")
-    if len(lines) > MAX_GROUPS:
-        lines = lines[:MAX_GROUPS] + [f"- … {len(lines) - MAX_GROUPS} more (diff.json)"]
     return lines
 
 
@@ -53,20 +55,34 @@ def _outcome(u: dict) -> str:
 
 
 def changes(diff: dict | None) -> tuple[list[str], int]:
-    """(lines, number of new fails) for the changes since the baseline."""
+    """(lines, number of new fails) for the changes since the baseline (diff.json in memory)."""
     if diff is None:
         return [], 0
-    units = diff.get("units") or []
-    if diff.get("baseline") is None:
-        bad = [u for u in units if u.get("verdict") in NOT_PASSING]
-        head = "No baseline to compare with (the first finished run of these cases and filters)"
-        return [head + (": what did not pass" if bad else ": every unit passed")] + _grouped(bad, _outcome), 0
-    shown = [u for cls in SHOWN if cls != "new_case" for u in units if u["class"] == cls]
-    new_cases = [u for u in units if u["class"] == "new_case" and u.get("verdict") in NOT_PASSING]
-    head = f"Changes since {diff['baseline']['run_id']}"
-    lines = [head + (":" if shown or new_cases else ": none")]
-    lines += _grouped(shown + new_cases, _change)
-    return lines, sum(1 for u in units if u["class"] == "new_fail")
+    return changes_of(diff, diff.get("units") or [])
+
+
+def changes_of(head: dict, units: Iterable[dict]) -> tuple[list[str], int]:
+    """``changes`` of a diff read a unit at a time: its keys but the units (``head``), then its units.
+    Each unit is counted into its group as it comes; only the groups are kept."""
+    if head.get("baseline") is None:
+        bad: Counter = Counter()
+        for u in units:
+            if u.get("verdict") in NOT_PASSING:
+                bad[(_case(u["unit_id"]), _outcome(u))] += 1
+        head_line = "No baseline to compare with (the first finished run of these cases and filters)"
+        return [head_line + (": what did not pass" if bad else ": every unit passed")] + _grouped(bad), 0
+    by_class: dict[str, Counter] = {cls: Counter() for cls in SHOWN}
+    new_fails = 0
+    for u in units:
+        cls = u["class"]
+        new_fails += cls == "new_fail"
+        if cls in by_class and (cls != "new_case" or u.get("verdict") in NOT_PASSING):
+            by_class[cls][(_case(u["unit_id"]), _change(u))] += 1
+    groups: Counter = Counter()
+    for cls in [c for c in SHOWN if c != "new_case"] + ["new_case"]:
+        groups.update(by_class[cls])
+    lines = [f"Changes since {head['baseline']['run_id']}" + (":" if groups else ": none")]
+    return lines + _grouped(groups), new_fails
 
 
 def loss_statement(loss: dict | None, new_fails: int, fails: int) -> str | None:
@@ -87,7 +103,20 @@ def loss_statement(loss: dict | None, new_fails: int, fails: int) -> str | None:
 
 
 def chat_summary(outcome: dict, diff: dict | None) -> str:
-    lines, new_fails = changes(diff)
+    """The chat's text for a finished run; ``diff``: its diff.json in memory (None: it has none)."""
+    return _text(outcome, changes(diff))
+
+
+def chat_summary_of(outcome: dict, diff_path: Path | None) -> str:
+    """``chat_summary`` with the run's diff.json read a unit at a time."""
+    if diff_path is None or not Path(diff_path).exists():
+        return _text(outcome, ([], 0))
+    return _text(outcome, changes_of(*read_units(diff_path)))
+
+
+def _text(outcome: dict, changed: tuple[list[str], int]) -> str:
+    lines, new_fails = changed
+    lines = list(lines)
     lines.append(f"Result: {outcome['summary_line']}")
     if outcome.get("not_asked_line"):
         lines.append(outcome["not_asked_line"][:1].upper() + outcome["not_asked_line"][1:] + ".")

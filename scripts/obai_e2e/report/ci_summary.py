@@ -10,8 +10,10 @@ import json
 import os
 from pathlib import Path
 
+from ..base.errors import ObaiError
 from ..base.mdtable import inline, row, tables
-from .diff import markdown_lines
+from .diff import DiffDigest, markdown_lines
+from .diff_file import read_digest
 from .results import not_asked_line, summary_line
 
 TOP_ROWS = 10
@@ -24,14 +26,22 @@ def _read(path: Path) -> dict | None:
         return None
 
 
+def _digest(path: Path) -> DiffDigest | None:
+    """diff.json read a unit at a time, as its digest (None when it is missing or unreadable)."""
+    try:
+        return read_digest(path)
+    except (OSError, ObaiError):
+        return None
+
+
 def summary_markdown(run_dir: Path, report_link: str | None = None) -> str:
     run_dir = Path(run_dir)
     results = _read(run_dir / "results.json") or {}
-    diff = _read(run_dir / "diff.json")
+    diff = _digest(run_dir / "diff.json")
     run_id = (results.get("run") or {}).get("run_id", run_dir.name)
     lines = [f"### E2E regression {inline(run_id)}: {summary_line(results.get('summary') or {})}", ""]
     if diff is not None:
-        base = (diff.get("baseline") or {}).get("run_id")
+        base = (diff.baseline or {}).get("run_id")
         lines.append(f"**Changes since {inline(base)}**" if base else "**Changes**")
         lines.append("")
         lines += markdown_lines(diff)

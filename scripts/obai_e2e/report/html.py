@@ -12,7 +12,10 @@ Everything that came from the target, the trace, a judge or the cases is untrust
   ``&``, U+2028 and U+2029 are written as ``\\uXXXX``, so no text can close the block;
 * the client script builds cards with ``createElement``/``textContent`` only and
   renders one page of cards at a time; a curated trace enters the DOM only when its
-  card is expanded, so 2,000 units stay light;
+  card is expanded, so 2,000 units stay light; a larger run has in full only the units
+  that need a look and every other unit as a compact row (html_units.py), and the page
+  is written a unit at a time, so neither the page nor its writer grows with every
+  unit's answer and trace;
 * invisible characters (direction overrides, zero-width characters) are written as
   ``<U+XXXX>`` in every text, server-side and in the embedded data;
 * a Content-Security-Policy allows only the page's own script (by hash), no network,
@@ -25,20 +28,25 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
+import shutil
+import tempfile
 import webbrowser
 from pathlib import Path
+from typing import BinaryIO
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from ..base.errors import ConfigError, UsageError
-from ..base.fsutil import atomic_write_bytes
+from ..base.fsutil import replace_from
 from ..base.invisible import reveal
 from ..config.cases import CaseSet
-from .html_view import build_context, embed_json
+from .html_view import page_context, stream_units
 
 REPORT_NAME = "report.html"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+_HOLE = "\x00report-data\x00"  # where the data block goes in the rendered template
 
 
 
@@ -66,16 +74,31 @@ def _csp(script: str) -> str:
             "frame-src 'none'; base-uri 'none'; form-action 'none'")
 
 
-def render(run_dir: Path, case_set: CaseSet | None = None) -> str:
-    """The report page for ``run_dir`` as text (deterministic for the same inputs).
+def write_page(out: BinaryIO, run_dir: Path, case_set: CaseSet | None = None) -> None:
+    """The report page for ``run_dir``, written into ``out`` (deterministic for the same inputs).
 
-    ``case_set``: the run's own cases when the caller has them loaded (else read again).
+    The units' data block is written first, a unit at a time, into a scratch file (the page
+    around it needs what the units add up to: features, the units in full), then the page:
+    the template's text before the block, the block, the text after it.
     """
-    ctx = build_context(run_dir, case_set)
-    script = _static("report.js")
-    ctx.update(css=Markup(_static("report.css")), js=Markup(script), csp=_csp(script),
-               data_json=embed_json(ctx.pop("data")))
-    return _environment().get_template("report.html.j2").render(**ctx)
+    with tempfile.TemporaryFile() as block:
+        results, info, _ = stream_units(run_dir, block, case_set)
+        ctx = page_context(run_dir, results, info)
+        script = _static("report.js")
+        ctx.update(css=Markup(_static("report.css")), js=Markup(script), csp=_csp(script), data_json=Markup(_HOLE))
+        # Only the page's own static script follows the block: the last hole is the block's.
+        before, _, after = _environment().get_template("report.html.j2").render(**ctx).rpartition(_HOLE)
+        out.write(before.encode("utf-8"))
+        block.seek(0)
+        shutil.copyfileobj(block, out, 1 << 20)
+        out.write(after.encode("utf-8"))
+
+
+def render(run_dir: Path, case_set: CaseSet | None = None) -> str:
+    """The report page for ``run_dir`` as text (for a small run; ``write_report`` streams it)."""
+    out = io.BytesIO()
+    write_page(out, run_dir, case_set)
+    return out.getvalue().decode("utf-8")
 
 
 def write_report(run_dir: Path, case_set: CaseSet | None = None) -> dict:
@@ -83,11 +106,9 @@ def write_report(run_dir: Path, case_set: CaseSet | None = None) -> dict:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise UsageError(f"run directory {run_dir} does not exist")
-    data = render(run_dir, case_set).encode("utf-8")
     path = run_dir / REPORT_NAME
-    if not (path.exists() and path.read_bytes() == data):
-        atomic_write_bytes(path, data)
-    return {"status": "rendered", "report_html": str(path), "bytes": len(data)}
+    replace_from(path, lambda fh: write_page(fh, run_dir, case_set))
+    return {"status": "rendered", "report_html": str(path), "bytes": path.stat().st_size}
 
 
 def open_in_browser(path: Path) -> bool:

@@ -68,50 +68,75 @@ def results_rows(path: Path) -> tuple[dict, Iterator[dict]]:
 
 
 def read_detail_blocks(path: Path) -> dict[str, DetailBlock]:
-    """Every ``**<ID> — <verdict>**`` block of report.md with its list items, by unit id.
+    """Every ``**<ID> — <verdict>**`` block of report.md with its list items, by unit id."""
+    index = DetailBlocks(path)
+    return {uid: block for uid in index.ids() if (block := index.get(uid)) is not None}
 
-    Parsed with markdown-it-py, like the table rows: a block is a paragraph ``**ID —
-    verdict**`` followed by a bullet list of ``key: value`` items. Only
-    the paragraphs that open with ``**`` go to the parser (the writer's escaping keeps
-    every value on one line, so a block is always its own blank-line separated chunk);
-    the table rows, most of a big report, are not parsed again.
+
+class DetailBlocks:
+    """Where report.md's detail blocks are, by unit id; a block is read and parsed when it is asked for.
+
+    A block is a blank-line separated chunk that opens with ``**ID — verdict**`` and continues
+    with a bullet list of ``key: value`` items, parsed with markdown-it-py like the table rows
+    (the writer's escaping keeps every value on one line, so a block is always a chunk of its
+    own). Only the chunks' places are kept: a report of any size costs an id and an offset
+    per block, and the table rows, most of a big report, are never parsed here.
     """
-    path = Path(path)
-    if not path.exists():
-        return {}
-    text = path.read_text(encoding="utf-8", errors="replace")
-    chunks = [c for c in text.replace("\r\n", "\n").split("\n\n") if c.lstrip("\n").startswith("**")]
-    if not chunks:
-        return {}
-    tokens = _BLOCK_PARSER.parse("\n\n".join(c.strip("\n") for c in chunks) + "\n")
-    blocks: dict[str, DetailBlock] = {}
-    i = 0
-    while i < len(tokens):
-        head = _block_head(tokens, i)
-        if head is None:
-            i += 1
-            continue
-        unit_id, verdict = head
-        fields: dict[str, str] = {}
-        j = i + 3
-        if j < len(tokens) and tokens[j].type == "bullet_list_open":
-            depth = 0
-            while j < len(tokens):
-                tok = tokens[j]
-                if tok.type == "bullet_list_open":
-                    depth += 1
-                elif tok.type == "bullet_list_close":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                elif tok.type == "inline" and depth == 1:
-                    key, sep, value = tok.content.partition(":")
-                    if sep and key.strip() in ("query", "expected", "observed", "judgment"):
-                        fields[key.strip()] = unescape(value.strip())
-                j += 1
-        blocks[unit_id] = DetailBlock(unit_id, verdict, **fields)
-        i = j + 1
-    return blocks
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._at: dict[str, int] = {}
+        if not self.path.exists():
+            return
+        with open(self.path, "rb") as fh:
+            offset, fresh = 0, True
+            for line in fh:
+                if fresh and line.startswith(b"**"):
+                    m = _BLOCK_HEAD.fullmatch(line.decode("utf-8", errors="replace").strip())
+                    if m:
+                        self._at[unescape(m.group(1))] = offset
+                fresh = line in (b"\n", b"\r\n")
+                offset += len(line)
+
+    def ids(self) -> list[str]:
+        return list(self._at)
+
+    def get(self, unit_id: str) -> DetailBlock | None:
+        at = self._at.get(unit_id)
+        if at is None:
+            return None
+        with open(self.path, "rb") as fh:
+            fh.seek(at)
+            lines = []
+            for line in fh:
+                if line in (b"\n", b"\r\n"):
+                    break
+                lines.append(line.decode("utf-8", errors="replace").replace("\r\n", "\n"))
+        tokens = _BLOCK_PARSER.parse("".join(lines).strip("\n") + "\n")
+        head = _block_head(tokens, 0)
+        return _block(tokens, head) if head is not None and head[0] == unit_id else None
+
+
+def _block(tokens, head: tuple[str, str]) -> DetailBlock:
+    unit_id, verdict = head
+    fields: dict[str, str] = {}
+    j = 3
+    if j < len(tokens) and tokens[j].type == "bullet_list_open":
+        depth = 0
+        while j < len(tokens):
+            tok = tokens[j]
+            if tok.type == "bullet_list_open":
+                depth += 1
+            elif tok.type == "bullet_list_close":
+                depth -= 1
+                if depth == 0:
+                    break
+            elif tok.type == "inline" and depth == 1:
+                key, sep, value = tok.content.partition(":")
+                if sep and key.strip() in ("query", "expected", "observed", "judgment"):
+                    fields[key.strip()] = unescape(value.strip())
+            j += 1
+    return DetailBlock(unit_id, verdict, **fields)
 
 
 def _block_head(tokens, i: int) -> tuple[str, str] | None:
@@ -197,15 +222,6 @@ def read_comparison(path: Path) -> dict | None:
             "detection": detection, "effects": effects}
 
 
-
-
-def read_diff(path: Path) -> dict | None:
-    """diff.json, or None when the run has none (or it cannot be read)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
-        return None
-    return data if isinstance(data, dict) and isinstance(data.get("units"), list) else None
 
 
 def read_cells(path: Path) -> tuple[list[dict], float | None]:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from pathlib import Path
+from typing import BinaryIO, Callable, Iterator
 
-from ..base.fsutil import append_text, atomic_write_text, trim_torn_tail
+from ..base.fsutil import append_text, replace_from, trim_torn_tail
 from ..base.mdtable import inline, table_rows
 
 COLUMNS = ["ID", "Feature", "Verdict", "Reason", "Trace", "Latency"]
@@ -71,17 +73,65 @@ def append_entry(path: Path, row_text: str, block: str | None) -> None:
 
 def read_rows(path: Path) -> list[dict[str, str]]:
     """Every row of every results table in report.md, as {column: text}."""
+    return list(iter_rows(path))
+
+
+def iter_rows(path: Path) -> Iterator[dict[str, str]]:
+    """The rows of report.md's results tables in file order, parsed a slice of the file at a time.
+
+    The file is read line by line and cut at blank lines (Markdown blocks never span one in
+    a file the harness writes); a table of ours is parsed in slices of ``SLICE_ROWS`` rows,
+    each under the table's header, so that memory does not grow with the table. A block
+    that is not such a table is parsed whole, and so is the rest of a file once a line
+    could open a code fence or an HTML block (only an edited file has one: every cell and
+    note is escaped). A torn last line (no newline) is left out.
+    """
     path = Path(path)
     if not path.exists():
-        return []
-    text = path.read_text(encoding="utf-8")
-    if text and not text.endswith("\n"):
-        text = text[: text.rfind("\n") + 1]  # ignore a torn last line
-    return table_rows(text, COLUMNS)
+        return
+    with open(path, encoding="utf-8") as fh:
+        block: list[str] = []
+        for line in fh:
+            if not line.endswith("\n"):
+                break  # torn by a kill during an append
+            if _OPENS_RAW.match(line):
+                yield from _rows_of_text("".join(block) + line + "".join(l for l in fh if l.endswith("\n")))
+                return
+            if line.strip():
+                block.append(line)
+                continue
+            yield from _rows_of_block(block)
+            block = []
+        yield from _rows_of_block(block)
+
+
+SLICE_ROWS = 512
+_OPENS_RAW = re.compile(r"^ {0,3}(?:```|~~~|<)")
+_HEAD_LINE, _RULE_LINE = TABLE_HEAD.splitlines(keepends=True)
+
+
+def _rows_of_text(text: str) -> list[dict[str, str]]:
+    return table_rows(text, COLUMNS) if text else []
+
+
+def _rows_of_block(lines: list[str]) -> Iterator[dict[str, str]]:
+    """The rows of one blank-line separated block: our table in slices, anything else whole."""
+    if len(lines) <= SLICE_ROWS + 2 or lines[0] != _HEAD_LINE or lines[1] != _RULE_LINE:
+        yield from _rows_of_text("".join(lines))
+        return
+    at = 2
+    while at < len(lines):
+        part = lines[at:at + SLICE_ROWS]
+        rows = _rows_of_text(_HEAD_LINE + _RULE_LINE + "".join(part))
+        yield from rows
+        if len(rows) < len(part):  # the table ended inside the slice: the rest is read as Markdown reads it
+            yield from _rows_of_text("".join(lines[at + len(rows):]))
+            return
+        at += len(part)
 
 
 def judged_ids(path: Path) -> list[str]:
-    return [r["ID"] for r in read_rows(path)]
+    return [r["ID"] for r in iter_rows(path)]
 
 
 def ensure_header(path: Path, timestamp: str, disabled_line: str | None, title: str = "OBaI") -> bool:
@@ -106,6 +156,35 @@ def ensure_header(path: Path, timestamp: str, disabled_line: str | None, title: 
 HEAD_ORDER = (CHANGES_MARK, NOT_ASKED_MARK, INPUTS_MARK, JUDGES_MARK)
 _HEAD_END = re.compile(r"^(?:_|\| ID \| )", re.M)  # the disabled-cases line or the table's header
 NOT_ASKED_HEADING = "Judgment questions not asked"
+HEAD_BYTES = 1 << 16  # the part of report.md its head notes are read from and written into
+
+
+def rewrite_head(path: Path, edit: Callable[[str], str | None], tail: str = "") -> bool:
+    """Replace the beginning of report.md with ``edit`` of it, copy the rest (the table) as it is, append
+    ``tail``, all in one atomic replace; False when ``edit`` returns None (the file is left alone).
+
+    ``edit`` gets the first ``HEAD_BYTES`` of the file up to a line end (the whole file when it is
+    shorter, or when that part has no blank line to end the title), so memory does not grow with
+    the table: the head notes are known only when a run finishes, after every row was appended.
+    """
+    path = Path(path)
+    with open(path, "rb") as fh:
+        raw = fh.read(HEAD_BYTES)
+        if fh.read(1):
+            cut = raw.rfind(b"\n") + 1
+            raw = raw[:cut] if cut and b"\n\n" in raw[:cut] else path.read_bytes()
+    new = edit(raw.decode("utf-8"))
+    if new is None:
+        return False
+
+    def write(out: BinaryIO) -> None:
+        out.write(new.encode("utf-8"))
+        with open(path, "rb") as src:
+            src.seek(len(raw))
+            shutil.copyfileobj(src, out, 1 << 20)
+        out.write(tail.encode("utf-8"))
+    replace_from(path, write)
+    return True
 
 
 def _insert_head(path: Path, mark: str, block: str, tail: str = "") -> bool:
@@ -116,21 +195,24 @@ def _insert_head(path: Path, mark: str, block: str, tail: str = "") -> bool:
     file is rewritten once per note.
     """
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
-    if mark in text[:8192]:
-        return False
-    title, sep, rest = text.partition("\n\n")
-    later = [rest.find(m) for m in HEAD_ORDER[HEAD_ORDER.index(mark) + 1:] if m in rest[:8192]]
-    if later:
-        at = rest.rfind("\n", 0, min(later)) + 1
-    else:
-        end = _HEAD_END.search(rest)
-        at = end.start() if end else len(rest)
-    body = rest[:at] + block + rest[at:]
-    if tail:
-        body = body.rstrip("\n") + "\n\n" + tail
-    atomic_write_text(path, title + sep + body)
-    return True
+    if tail:  # one blank line between the table and the tail
+        with open(path, "rb") as fh:
+            fh.seek(max(0, path.stat().st_size - 2))
+            last = fh.read()
+        tail = "\n" * (2 - (len(last) - len(last.rstrip(b"\n")))) + tail
+
+    def edit(text: str) -> str | None:
+        if mark in text[:8192]:
+            return None
+        title, sep, rest = text.partition("\n\n")
+        later = [rest.find(m) for m in HEAD_ORDER[HEAD_ORDER.index(mark) + 1:] if m in rest[:8192]]
+        if later:
+            at = rest.rfind("\n", 0, min(later)) + 1
+        else:
+            end = _HEAD_END.search(rest)
+            at = end.start() if end else len(rest)
+        return title + sep + rest[:at] + block + rest[at:]
+    return rewrite_head(path, edit, tail)
 
 
 def insert_changes(path: Path, baseline_run_id: str | None, lines: list[str]) -> bool:

@@ -1,46 +1,29 @@
-"""Finishing a run: results.json (head) and results.units.jsonl (rows), diff.json, the runs/latest link."""
+"""A unit's results entry (``UnitResult``), the run's summary and totals, and reading results back.
+
+Enters: a unit's packet, its recorded verdict and its case. Leaves: its entry of results.json,
+as one line of results.units.jsonl (written by report/finalize.py); the summary counts and
+totals, added up a unit at a time; and the whole document of a (small) run for readers that
+want it in memory.
+"""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..base import jsonio, schema
-from ..base.clock import iso, parse_iso, utc_now
-from ..base.errors import ObaiError, UsageError
-from ..base.fsutil import dumps_json, fsync_file, write_once
-from ..base.paths import runs_root
+from ..base.errors import ObaiError
 from ..base.pii import withhold_quotes
 from ..base.record import Record
-from ..config.cases import CaseSet
 from ..config.target import TargetConfig
 from ..config.units import Unit
 from ..drive.packet_record import Packet, load_packet
 from ..judge.models.outcomes import unit_panel
-from ..judge.models.runner import report_block
 from ..judge.open_questions import not_asked, undecided
-from ..judge.panel.calibration import lines as calibration_lines
 from ..judge.rubric import check_packet
 from ..judge.rubric.check import CheckResult
-from ..rundir.inputs import lines as inputs_lines, summary as inputs_summary
-from ..rundir.meta import RunMeta, chosen_baseline, load_run
-from . import judges_note
-from .diff import build_diff, diff_fields, failing_not_before, markdown_lines, write_diff
-from .diff import summary as diff_summary
-from .diff import summary_line as diff_summary_line
+from ..rundir.meta import RunMeta
 from .record import load_verdict
-from .report_md import NOT_ASKED_MARK, NOT_ASKED_SHOWN, insert_changes, insert_inputs, insert_judges, insert_not_asked
-from .rows import (
-    STREAMED_VERSION,
-    UNITS_FILE,
-    check_head,
-    open_results,
-    unit_checker,
-    write_rows,
-)
-from .spool import EntrySpool
-from .spool import discard as discard_spool
+from .rows import STREAMED_VERSION, open_results
 
 RESULTS_SCHEMA_VERSION = STREAMED_VERSION
 VERDICTS = ("pass", "fail", "needs_review", "inconclusive")
@@ -181,54 +164,6 @@ def unit_result(config: TargetConfig, run_dir: Path, unit: Unit, meta: RunMeta, 
     return entry
 
 
-def build_results(config: TargetConfig, case_set: CaseSet, run_dir: Path, units: list[Unit], *,
-                  allow_incomplete: bool = False, catalog_version: str | None = None,
-                  spool: EntrySpool | None = None, unasked: list | None = None) -> dict:
-    """Write the rows file (each unit's entry schema-checked as it is written) and return the head.
-
-    One entry is built (or taken from ``spool``) at a time and written out, so memory does not
-    grow with the entries; the head (run, summary, totals, the rows file's count and SHA-256)
-    comes last. ``unasked`` receives (unit id, questions not asked) of the first units that have any.
-    """
-    run_dir = Path(run_dir)
-    meta = load_run(run_dir)
-    unasked = [] if unasked is None else unasked
-    missing = [u.id for u in units if load_verdict(run_dir, u.id) is None]
-    if missing and not allow_incomplete:
-        raise UsageError(f"{len(missing)} unit(s) have no verdict yet: {', '.join(missing[:10])}"
-                         f"{' …' if len(missing) > 10 else ''}; resume the run first (or finish with --allow-incomplete)")
-    summary = summarize([])
-    costs: list[dict] = []     # the few fields totals() adds up, one small dict per unit
-    check = unit_checker()
-
-    def entries():
-        for u in units:
-            entry = (spool.get(u.id) if spool is not None else None) or unit_result(config, run_dir, u, meta).to_json()
-            check(entry, f"{run_dir / UNITS_FILE}: unit {u.id}")
-            count(summary, entry)
-            if entry.get("not_asked") and len(unasked) < NOT_ASKED_SHOWN:
-                unasked.append((entry["unit_id"], entry["not_asked"]))
-            costs.append({"latency": {"turn_ms": (entry.get("latency") or {}).get("turn_ms")},
-                          "usage": {"total_tokens": (entry.get("usage") or {}).get("total_tokens")},
-                          "cost": entry.get("cost")})
-            yield entry
-
-    units_file = write_rows(run_dir / UNITS_FILE, entries())
-    finished = utc_now()
-    run = {k: v for k, v in meta.to_json().items() if k not in ("units", "schema_version")}
-    run["finished_at"] = iso(finished)
-    run["duration_s"] = round((finished - parse_iso(meta.created_at)).total_seconds(), 3)
-    run["catalog_version"] = catalog_version
-    disabled = [{"id": cid, "reason": _disabled_reason(case_set, cid)} for cid in meta.disabled_skipped]
-    out = {"schema_version": RESULTS_SCHEMA_VERSION, "kind": "obai-e2e-results", "run": run,
-           "summary": summary, "totals": totals(costs), "disabled": disabled, "units_file": units_file}
-    judges = report_block(run_dir)
-    if judges is not None:
-        out["judges"] = judges
-    out["inputs"] = inputs_summary(meta.inputs)  # which live inputs changed while the run went on
-    return out
-
-
 def summarize(entries: list[dict]) -> dict:
     """The summary of results.json: units per verdict (not_judged included), the total, and the judgment
     questions no judge was asked (``questions_not_asked``) or nobody decided (``questions_undecided``)."""
@@ -261,118 +196,8 @@ def not_asked_line(summary: dict) -> str | None:
             f"not_asked makes them fail the run")
 
 
-def _disabled_reason(case_set: CaseSet, cid: str) -> str:
-    try:
-        return case_set.by_id(cid).disabled_reason
-    except Exception:  # noqa: BLE001 - a case removed since the run started
-        return ""
-
-
 def summary_line(summary: dict) -> str:
     return " / ".join(f"{summary[v]} {v}" for v in VERDICTS)
-
-
-def finalize(config: TargetConfig, case_set: CaseSet, run_dir: Path, units: list[Unit], *,
-             allow_incomplete: bool = False, catalog_version: str | None = None,
-             baseline: Path | None = None, spool: EntrySpool | None = None) -> dict:
-    """Write diff.json, results.json (the head) and its rows once, put what changed at the top of
-    report.md, and point runs/latest at the run.
-
-    The rows file is written first (to a temporary name, then renamed), the head last: a run
-    interrupted in between has no results.json and is finished again from its packets and
-    verdicts. ``baseline`` (a run directory or its results.json) defaults to the one recorded
-    when the run was created: the same baseline the loss layer compares with. ``spool`` holds
-    the entries of the units judged in this process (see report.spool).
-    """
-    run_dir = Path(run_dir)
-    path = run_dir / "results.json"
-    diff_path = run_dir / "diff.json"
-    unasked: list | None = None
-    if path.exists():
-        data = open_results(path).head
-        diff = jsonio.load(diff_path) if diff_path.exists() else None
-    else:
-        unasked = []
-        data = build_results(config, case_set, run_dir, units, allow_incomplete=allow_incomplete,
-                             catalog_version=catalog_version, spool=spool, unasked=unasked)
-        base_path = chosen_baseline(run_dir, baseline)
-        base = read_baseline(base_path)
-        # the diff compares unit by unit: it reads the rows just written back
-        entries = [diff_fields(u) for _, u in _rows_of(run_dir, data)]
-        diff = build_diff(data["run"]["run_id"], entries, base)
-        del entries
-        if diff["baseline"] is not None:
-            diff["baseline"]["results"] = str(results_path_of(base_path))
-        diff["totals"] = {"run": data["totals"], "baseline": (base or {}).get("totals")}
-        data["diff"] = diff_summary(diff)
-        check_head(data, str(path))
-        schema.check(diff, "diff.v1.schema.json", source=str(diff_path))
-        write_diff(run_dir, diff)
-        if (run_dir / "report.md").exists():
-            fsync_file(run_dir / "report.md")  # its rows were appended without one
-        write_once(path, dumps_json(data))
-    if spool is not None:
-        spool.close()
-    discard_spool(run_dir)  # also one a killed process left behind
-    if diff is not None:
-        insert_changes(run_dir / "report.md", (diff.get("baseline") or {}).get("run_id"), markdown_lines(diff))
-    if data.get("judges") and (run_dir / "report.md").exists():
-        j = data["judges"]
-        insert_judges(run_dir / "report.md", judges_note.headline(j),
-                      judges_note.details(j) + calibration_lines(j.get("calibration")),
-                      warn=judges_note.incomplete(j))
-    s = data["summary"]
-    if s.get("questions_not_asked") and (run_dir / "report.md").exists():
-        if unasked is None:  # finished before: the rows are read again (only when the note is missing)
-            text = (run_dir / "report.md").read_text(encoding="utf-8")[:8192]
-            unasked = [] if NOT_ASKED_MARK in text else [
-                (u["unit_id"], u["not_asked"]) for _, u in open_results(path) if u.get("not_asked")]
-        insert_not_asked(run_dir / "report.md", s["questions_not_asked"], s.get("units_not_asked", 0), unasked)
-    insert_inputs(run_dir / "report.md", inputs_lines(data.get("inputs")))
-    link_latest(run_dir)
-    return {"status": "finished", "run_dir": str(run_dir), "results": str(path),
-            "inputs_lines": inputs_lines(data.get("inputs")),
-            "report_md": str(run_dir / "report.md"), "report_html": str(run_dir / "report.html"),
-            "summary": data["summary"], "summary_line": summary_line(data["summary"]),
-            "not_asked_line": not_asked_line(data["summary"]),
-            "judges_left_undecided": list((data.get("judges") or {}).get("left_undecided") or []),
-            "diff": str(diff_path) if diff is not None else None,
-            "diff_counts": diff["counts"] if diff is not None else None,
-            "baseline_run_id": ((diff or {}).get("baseline") or {}).get("run_id"),
-            "failing_not_before": failing_not_before(diff) if diff is not None else None,
-            "diff_line": diff_summary_line(diff) if diff is not None else None}
-
-
-def results_path_of(path: Path) -> Path:
-    """A run directory's results.json, or the path itself when it names a file."""
-    path = Path(path)
-    return path / "results.json" if path.is_dir() else path
-
-
-def read_baseline(path: Path | None) -> dict | None:
-    """The baseline's results (a run directory or its results.json), or None without one; each
-    unit with the fields the diff compares (diff.diff_fields)."""
-    return None if path is None else read_results_json(results_path_of(path), unit=diff_fields)
-
-
-def totals(entries: list[dict]) -> dict:
-    """What the run cost in all: agent time, and tokens and cost where the traces carry them."""
-    def total(values):
-        values = [v for v in values if v is not None]
-        return round(sum(values), 6) if values else None
-    return {"units": len(entries),
-            "turn_ms": total((e.get("latency") or {}).get("turn_ms") for e in entries),
-            "tokens": total((e.get("usage") or {}).get("total_tokens") for e in entries),
-            "cost": total(e.get("cost") for e in entries)}
-
-
-def _rows_of(run_dir: Path, head: dict):
-    """The rows of a head not yet written (finalize's own diff), through the one reader."""
-    from .rows import ResultsRows
-
-    spec = head["units_file"]
-    return ResultsRows(Path(run_dir) / "results.json", head, spec["count"], units_path=Path(run_dir) / spec["path"],
-                       sha256=spec["sha256"], check=False)
 
 
 def read_results_json(path: Path, *, unit: Callable[[dict], dict] | None = None) -> dict:
@@ -390,15 +215,30 @@ def load_results(path: Path) -> dict:
     return open_results(path).load()
 
 
-def link_latest(run_dir: Path) -> None:
-    """Point runs/latest at ``run_dir`` atomically (a relative link, so the tree can move)."""
-    root = runs_root()
-    latest = root / "latest"
-    target = os.path.relpath(Path(run_dir).resolve(), root.resolve())
-    tmp = root / f".latest.{os.getpid()}"
-    try:
-        tmp.unlink()
-    except FileNotFoundError:
-        pass
-    os.symlink(target, tmp)
-    os.replace(tmp, latest)
+class Totals:
+    """What the run cost in all (agent time, and tokens and cost where the traces carry them), added up a unit
+    at a time: the same sums in the same order as adding up a list of the units."""
+
+    def __init__(self) -> None:
+        self.units = 0
+        self._sums: dict[str, int | float | None] = {"turn_ms": None, "tokens": None, "cost": None}
+
+    def add(self, entry: dict) -> None:
+        self.units += 1
+        for key, value in (("turn_ms", (entry.get("latency") or {}).get("turn_ms")),
+                           ("tokens", (entry.get("usage") or {}).get("total_tokens")), ("cost", entry.get("cost"))):
+            if value is not None:
+                total = self._sums[key]
+                self._sums[key] = (0 if total is None else total) + value
+
+    def to_json(self) -> dict:
+        return {"units": self.units, **{k: None if v is None else round(v, 6) for k, v in self._sums.items()}}
+
+
+def totals(entries: list[dict]) -> dict:
+    """What the run cost in all (see :class:`Totals`)."""
+    acc = Totals()
+    for e in entries:
+        acc.add(e)
+    return acc.to_json()
+

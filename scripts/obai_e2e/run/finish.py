@@ -9,16 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from ..base import jsonio
 from ..config.cases import CaseSet
 from ..config.target import TargetConfig
 from ..loss.catalog import load_catalog
 from ..loss.score_run import score_run
 from ..protocol.seal import seal
-from ..report.chat_summary import chat_summary
+from ..report.chat_summary import chat_summary_of
 from ..report.html import open_in_browser, write_report
 from ..report.junit import write_junit
-from ..report.results import finalize
+from ..report.finalize import finalize
 from ..report.trace_pages import write_trace_pages
 from ..rundir.inputs import with_copies
 from ..rundir.meta import chosen_baseline, load_run, plan_of
@@ -33,8 +32,7 @@ def finish(config: TargetConfig, case_set: CaseSet, plan: RunPlan, *, allow_inco
                    catalog_version=catalog_version(config), baseline=baseline)
     out.update(after_run(config, case_set, html=html, open_browser=open_browser, baseline=baseline)(plan.run_dir, out))
     out["seal"] = seal(plan.run_dir)["seal"]
-    diff = jsonio.load(Path(out["diff"])) if out.get("diff") else None
-    out["chat_summary"] = chat_summary(out, diff)
+    out["chat_summary"] = chat_summary_of(out, Path(out["diff"]) if out.get("diff") else None)
     return out
 
 

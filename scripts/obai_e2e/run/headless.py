@@ -33,8 +33,9 @@ from ..judge.models.config import load as load_judges
 from ..judge.models.keys import preflight as preflight_judges
 from ..judge.models.runner import brief, run_panel
 from ..protocol.seal import seal
+from ..report.finalize import finalize
 from ..report.record import verdict_path
-from ..report.results import finalize, unit_result
+from ..report.results import unit_result
 from ..report.spool import EntrySpool
 from ..rundir.inputs import frozen_path, require_secrets, with_copies
 from ..rundir.lock import RunLock
@@ -248,8 +249,9 @@ def drive_all(config: TargetConfig, p: RunPlan, backend: Backend, jobs: int,
                 fill()
                 for unit, future in finished:
                     packet = future.result()  # a harness bug surfaces here rather than being lost
+                    began = started.pop(unit.id)  # nothing of a finished unit stays behind
                     if each is not None:
-                        each(unit, packet, started[unit.id])
+                        each(unit, packet, began)
     finally:
         remove_finished()  # after the pool has waited for its workers' teardowns
 

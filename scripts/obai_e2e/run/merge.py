@@ -11,7 +11,8 @@ file's unit and its shard's run, and each verdict must be its mechanical outcome
 an override says why (shard_evidence.py). The parts must share the plan hash, the cases
 file's hash, the target configuration's hash, the filters and the git commit, and cover
 the plan exactly once. Every check runs before anything is written; a part that fails one
-is refused with the check's name (``MergeRefused``, exit 2). The bytes copied are those
+is refused with the check's name (``MergeRefused``, exit 2). The checks read each unit's
+records and keep its id only; the copy reads them again, a unit at a time. The bytes copied are those
 whose hashes were checked against the parts' seals, and run.json names each part's seal
 by its hash, so the merged seal covers what was verified. Merging again into the same
 directory changes nothing; an interrupted merge is completed.
@@ -24,11 +25,12 @@ from pathlib import Path
 
 from ..base.clock import parse_iso
 from ..base.errors import MergeRefused, UsageError
-from ..base.fsutil import write_once
+from ..base.fsutil import fsync_dir, write_once
 from ..config.cases import CaseSet
 from ..config.target import TargetConfig
-from ..drive.packet_record import load_packet
-from ..report.record import ensure_row, load_verdict
+from ..drive.packet_record import load_packet, packet_path
+from ..drive.trace_snapshot import SNAPSHOT_DIR, snapshot_path
+from ..report.record import ensure_row, load_verdict, verdict_path
 from ..report.report_md import ensure_header, judged_ids
 from ..rundir.lock import RunLock
 from ..rundir.meta import (
@@ -72,9 +74,10 @@ def load_parts(dirs: list[Path]) -> list[Part]:
     return parts
 
 
-def check_parts(parts: list[Part]) -> dict[str, tuple[Part, dict[str, str]]]:
-    """Per unit of the plan, in plan order: its part and its files' sealed hashes, after every check
-    that the parts belong together, cover the plan once and hold each unit's evidence."""
+def check_parts(parts: list[Part]) -> tuple[list[str], dict[str, Part]]:
+    """(the plan's units in plan order, each unit's part), after every check that the parts belong together,
+    cover the plan once and hold each unit's evidence (every unit's packet and verdict read against its part's
+    seal and checked; only the unit's id is kept)."""
     first = parts[0]
     total = first.meta.shard["total"]
     for p in parts[1:]:
@@ -103,17 +106,34 @@ def check_parts(parts: list[Part]) -> dict[str, tuple[Part, dict[str, str]]]:
         raise MergeRefused("part_missing", f"shard {', '.join(f'{k}/{total}' for k in missing)} missing: the merge "
                            f"needs all {total} parts")
     plan_units = list(first.meta.shard["plan_units"])
-    seen = Counter(u for p in parts for u in p.meta.units)
-    twice = sorted(u for u, n in seen.items() if n > 1)
+    owner: dict[str, Part] = {}
+    twice = []
+    for p in parts:
+        for u in p.meta.units:
+            if u in owner:
+                twice.append(u)
+            owner[u] = p
     if twice:
-        raise MergeRefused("unit_doubled", f"unit(s) in more than one shard: {', '.join(twice[:20])}")
-    lacking = [u for u in plan_units if u not in seen]
-    extra = sorted(set(seen) - set(plan_units))
+        raise MergeRefused("unit_doubled", f"unit(s) in more than one shard: {', '.join(sorted(set(twice))[:20])}")
+    planned = set(plan_units)
+    lacking = [u for u in plan_units if u not in owner]
+    extra = sorted(u for u in owner if u not in planned)
     if lacking or extra:
         raise MergeRefused("plan_not_covered", f"the shards do not cover the plan exactly: missing "
                            f"{', '.join(lacking[:20]) or 'none'}; not planned {', '.join(extra[:20]) or 'none'}")
-    owner = {u: p for p in parts for u in p.meta.units}
-    return {u: (owner[u], owner[u].shard.unit_files(u)) for u in plan_units}
+    del planned
+    for u in plan_units:
+        owner[u].shard.unit_files(u)
+    return plan_units, owner
+
+
+def _unit_names(part: Part, unit_id: str) -> list[str]:
+    """The files of a unit its part's seal covers: its packet, its verdict and the traces it kept (check_parts
+    has checked them)."""
+    run_dir = part.run_dir
+    names = (packet_path(run_dir, unit_id).name, verdict_path(run_dir, unit_id).name,
+             snapshot_path(run_dir, unit_id).relative_to(run_dir).as_posix())
+    return [name for name in names if name in part.shard.sealed]
 
 
 def input_hashes(meta: RunMeta) -> dict[str, str]:
@@ -141,8 +161,7 @@ def merged_meta(parts: list[Part], into: Path, plan_units: list[str]) -> RunMeta
 
 def merge(config: TargetConfig, case_set: CaseSet, parts: list[Part], into: Path | None = None) -> Path:
     """Copy every part's units (``load_parts``) into one run directory with its report.md; the caller finishes it."""
-    units = check_parts(parts)
-    plan_units = list(units)
+    plan_units, owner = check_parts(parts)
     if into is None:
         into = new_run_dir()
     into = Path(into)
@@ -168,10 +187,14 @@ def merge(config: TargetConfig, case_set: CaseSet, parts: list[Part], into: Path
         stamp = parse_iso(meta.created_at).strftime("%Y-%m-%d %H:%M:%S UTC")
         ensure_header(into / "report.md", stamp, meta.selection_filters.apply(case_set).disabled_line(),
                       meta.target.get("display_name") or config.display_name)
-        for unit_id, (part, files) in units.items():
-            for name in files:
+        for unit_id in plan_units:
+            part = owner[unit_id]
+            for name in _unit_names(part, unit_id):
                 # Read again and checked against the seal as it is copied: these are the verified bytes.
-                write_once(into / name, part.shard.read(name))
+                write_once(into / name, part.shard.read(name), sync_dir=False)
+        for folder in (into, into / SNAPSHOT_DIR):  # the copies' names, made durable once
+            if folder.is_dir():
+                fsync_dir(folder)
         p = plan(into, case_set)
         judged = set(judged_ids(into / "report.md"))
         for unit in p.units:

@@ -22,7 +22,7 @@ from pathlib import Path
 from statistics import median
 
 from ..base.errors import ConfigError, UsageError
-from ..report.results import read_results_json
+from ..report.rows import open_results
 
 SLACK = 0.15
 _SPEC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
@@ -72,9 +72,8 @@ def assign(units: list[str], total: int, weights: dict[str, float] | None = None
 
 def unit_seconds(results_path: Path) -> dict[str, float]:
     """Expected seconds per unit from an earlier run's results.json (turn + async wait + follow-up)."""
-    data = read_results_json(results_path)
     out: dict[str, float] = {}
-    for entry in data.get("units") or []:
+    for _, entry in open_results(results_path, check=False):  # a unit at a time: only its seconds are kept
         lat = entry.get("latency") or {}
         total_ms = (lat.get("turn_ms") or 0) + (lat.get("followup_ms") or 0) + 1000 * (lat.get("wait_s") or 0)
         if total_ms > 0 and math.isfinite(total_ms):

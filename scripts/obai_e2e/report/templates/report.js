@@ -1,6 +1,8 @@
 // The units of report.html, built from the embedded JSON block: a compact table (one row per
 // unit, its card on demand) or cards; the repeats of a case grouped under one row with their
-// pass rate; an anchor per unit (#unit-<id>) that opens it wherever it is.
+// pass rate; an anchor per unit (#unit-<id>) that opens it wherever it is. A large run embeds
+// the units that need a look in full and every other unit as a short array (a row): its card
+// links its trace pages and says where the rest of it is.
 // Every value is untrusted: nodes are made with createElement and filled with textContent
 // only; no HTML is ever parsed from data. Links built from data go to the run's own trace
 // pages (traces/<file>.html) or, for a trace backend's page, to an http(s) URL.
@@ -8,12 +10,25 @@
   "use strict";
   var source = document.getElementById("report-data");
   var data = JSON.parse(source.textContent);
-  var units = data.units;
+  var labelSets = data.label_sets || [];
+  var units = data.units.map(function (u) { return Array.isArray(u) ? fromRow(u) : u; });
   var labels = data.verdict_labels;
   var pageSize = data.page_size;
   var VERDICTS = ["pass", "fail", "needs_review", "inconclusive", "not_judged"];
   var RANK = {fail: 0, inconclusive: 1, needs_review: 2, not_judged: 3, pass: 4};
   var PAGE_PATH = /^traces\/[A-Za-z0-9._:-]+\.html$/;
+
+  // [id, verdict, feature, codes, query, latency, trace pages (1 the turn's, 2 the follow-up's), async, labels]
+  function fromRow(r) {
+    var id = String(r[0]);
+    var group = id.replace(/\.r[1-9][0-9]{0,2}$/, "");
+    var pages = [];
+    if (r[6] & 1) pages.push(["trace", "traces/" + id + ".html"]);
+    if (r[6] & 2) pages.push(["follow-up", "traces/" + id + ".followup.html"]);
+    return {id: id, "case": group.replace(/\.ui$/, ""), group: group, verdict: String(r[1]), feature: String(r[2]),
+            reasons: r[3], query: String(r[4]), latency: String(r[5]), async: r[7] === 1,
+            labels: labelSets[r[8]] || [], trace_pages: pages, trace_links: [], traces: "—", row: true};
+  }
 
   var list = document.getElementById("units");
   var shown = document.getElementById("shown");
@@ -175,7 +190,7 @@
     if (u.description) art.appendChild(el("p", "desc", u.description));
     art.appendChild(el("div", "query", u.query));
 
-    if (u.verdict !== "pass" || u.not_asked) {
+    if (!u.row && (u.verdict !== "pass" || u.not_asked)) {
       var ejo = el("dl", "kv ejo");
       kv(ejo, "expected", u.expected);
       kv(ejo, "observed", u.observed);
@@ -194,8 +209,10 @@
       kv(facts, traceLabel, u.traces);
     }
     kv(facts, u.async ? "latency (initial ms + wait s + follow-up ms)" : "latency (ms)", u.latency);
-    kv(facts, "exit code", u.exit_code === null || u.exit_code === undefined ? "—" : String(u.exit_code) +
-       (u.timed_out ? " (timed out)" : ""));
+    if (!u.row) {
+      kv(facts, "exit code", u.exit_code === null || u.exit_code === undefined ? "—" : String(u.exit_code) +
+         (u.timed_out ? " (timed out)" : ""));
+    }
     if (u.tokens !== null && u.tokens !== undefined) kv(facts, "tokens", String(u.tokens));
     if (u.cost !== null && u.cost !== undefined) kv(facts, "cost", Number(u.cost).toFixed(4));
     kv(facts, "judged by", u.judged_by);
@@ -215,6 +232,12 @@
       art.appendChild(panel);
     }
 
+    if (u.row) {
+      art.appendChild(el("p", "row-note", "This page holds in full only the units that need a look; this unit's " +
+        "answer, curated trace and rule outcomes are in results.json (results.units.jsonl, line " +
+        (byId[u.id] + 1) + ") and its trace on its trace page."));
+      return art;
+    }
     var det = el("details", "trace");
     det.appendChild(el("summary", null, u.async ? "Answers and curated traces" : "Answer and curated trace"));
     var body = el("div", "trace-body");
