@@ -23,7 +23,8 @@ def handler(monkeypatch):
     # (the module's handler itself, after a command ran in the test process).
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    for name, value in (("_hooks", []), ("_received", []), ("_previous", {}),
+    for name, value in (("_hooks", []), ("_allowances", []), ("_forces", []), ("_watchdog", []),
+                        ("_received", []), ("_previous", {}),
                         ("_state", {"active": False, "quiet": False})):
         monkeypatch.setattr(interrupts, name, value)
     try:
@@ -44,7 +45,9 @@ def test_the_first_signal_stops_a_second_is_noted_and_afterwards_it_is_passed_on
     deliver(signal.SIGINT)  # while the first one's teardown runs: nothing is raised
     assert handler.received() == signal.SIGTERM and ran == ["teardown"]
 
+    assert len(handler._watchdog) == 1 and not handler._watchdog[0].is_set()  # the stop's watchdog is armed
     handler.release(quiet=False)  # the command returned in a process that goes on (a test, here)
+    assert not handler._watchdog  # and disarmed: it never ends this process
     with pytest.raises(KeyboardInterrupt) as passed_on:
         deliver(signal.SIGINT)
     assert not isinstance(passed_on.value, handler.Stopped)
@@ -72,3 +75,66 @@ def test_a_signal_while_the_command_line_is_imported_is_exit_130_not_a_traceback
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stderr, done.stdout) == (130, "obai-e2e: interrupted\n", "")
+
+
+def test_a_stop_that_hangs_is_ended_by_its_watchdog_with_the_stacks_and_the_force_hooks(tmp_path):
+    """A stop hook that waits forever (here: for a lock the interrupted main thread holds, the way a
+    teardown could) does not keep the process alive: once its allowance is over the stacks go to
+    stderr, the force hook kills what it must, and the process ends with 130."""
+    import subprocess
+    import sys
+
+    forced = tmp_path / "forced"
+    code = (
+        "import os, sys, threading, time\n"
+        "from obai_e2e.base import interrupts\n"
+        "interrupts.STOP_WITHIN_S = 0.5\n"
+        "held = threading.Lock()\n"
+        "def teardown():\n"
+        "    with held:\n"
+        "        pass\n"
+        f"interrupts.on_stop(teardown, allowance=lambda: 0.5, force=lambda: open({str(forced)!r}, 'w').close())\n"
+        "interrupts.install()\n"
+        "with held:\n"
+        "    print('ready', flush=True)\n"
+        "    time.sleep(600)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "ready\n"
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert time.monotonic() - t0 >= 1.0  # not before its allowance (0.5 s and the hook's 0.5 s)
+    assert "the stop after SIGINT did not finish within 1 s" in err
+    assert "in teardown" in err and "Thread 0x" in err  # every thread's stack, the hanging hook's among them
+    assert forced.exists()
+
+
+def test_a_stop_that_finishes_in_time_is_not_cut_short(tmp_path):
+    """The watchdog only ends a stop that overran: a teardown within its allowance finishes, and the
+    command's own exit (130, from the command line) is what the process ends with."""
+    import subprocess
+    import sys
+
+    done = tmp_path / "done"
+    code = (
+        "import sys, time\n"
+        "from obai_e2e.base import interrupts\n"
+        "interrupts.STOP_WITHIN_S = 0.2\n"
+        f"interrupts.on_stop(lambda: (time.sleep(1.0), open({str(done)!r}, 'w').close()), allowance=lambda: 3.0,\n"
+        "                   force=lambda: sys.stderr.write('forced\\n'))\n"
+        "interrupts.install()\n"
+        "try:\n"
+        "    print('ready', flush=True)\n"
+        "    time.sleep(600)\n"
+        "except interrupts.Stopped:\n"
+        "    time.sleep(1.0)\n"
+        "    sys.exit(7)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "ready\n"
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert (proc.returncode, err) == (7, "")
+    assert done.exists()

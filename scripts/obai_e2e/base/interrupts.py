@@ -7,6 +7,12 @@ kills the turns in flight and tears the sandboxes down), then :class:`Stopped` i
 in the main thread, which the command turns into exit 130 with what to do next. A second
 signal while the first is being handled is noted and ignored, so the teardown completes.
 
+A stop is bounded: the first signal also starts a watchdog thread. Should the process still be
+running once the stop's allowance is over (:data:`STOP_WITHIN_S` plus what each hook says it
+may take: turns' grace periods, restore hooks), the watchdog writes every thread's stack to
+stderr, runs the force hooks (the turns in flight are killed outright) and ends the process
+with exit 130. Everything a run records is written whole or not at all, so the run resumes.
+
 Once the command has returned, a signal is only noted when the process is ending, and
 handed to the handler that was there before otherwise (a test calling the command line in
 its own process keeps its Ctrl-C).
@@ -33,8 +39,13 @@ class Stopped(KeyboardInterrupt):
         self.signum = signum
 
 
+STOP_WITHIN_S = 30.0  # what a stop may take beyond the allowances its hooks name
+
 _received: list[int] = []
 _hooks: list[Callable[[], None]] = []
+_allowances: list[Callable[[], float]] = []
+_forces: list[Callable[[], None]] = []
+_watchdog: list = []  # the event that disarms the running stop's watchdog
 _previous: dict[int, object] = {}
 _state = {"active": False, "quiet": False}
 
@@ -44,6 +55,7 @@ def _handle(signum: int, frame) -> None:
     if _state["active"]:
         if len(_received) > 1:
             return  # already stopping: the first signal's teardown goes on
+        _watch(signum)
         for hook in list(_hooks):
             try:
                 hook()
@@ -79,14 +91,68 @@ def install() -> None:
 
 
 def release(*, quiet: bool) -> None:
-    """The command has returned: later signals are only noted (``quiet``: the process ends now) or passed on."""
+    """The command has returned: later signals are only noted (``quiet``: the process ends now) or passed on.
+
+    A process that goes on (not ``quiet``: a test calling the command line) disarms the stop's watchdog;
+    one that ends keeps it, so that an exit that hangs is ended too."""
     _state.update(active=False, quiet=quiet)
+    if not quiet:
+        for disarmed in _watchdog:
+            disarmed.set()
+        _watchdog.clear()
 
 
-def on_stop(hook: Callable[[], None]) -> None:
-    """Run ``hook`` (once per process, whatever calls this) when the first signal arrives."""
-    if hook not in _hooks:
-        _hooks.append(hook)
+def on_stop(hook: Callable[[], None], *, allowance: Callable[[], float] | None = None,
+            force: Callable[[], None] | None = None) -> None:
+    """Run ``hook`` (once per process, whatever calls this) when the first signal arrives.
+
+    ``allowance``: the seconds the stop may take for it (asked when the signal arrives, on the
+    main thread, with no lock the main thread could be holding); ``force``: what ends its part
+    at once when the stop overruns (run on the watchdog's thread)."""
+    for items, item in ((_hooks, hook), (_allowances, allowance), (_forces, force)):
+        if item is not None and item not in items:
+            items.append(item)
+
+
+def _watch(signum: int) -> None:
+    """Start the watchdog that ends the process should the stop that ``signum`` began overrun."""
+    import threading
+    import time
+
+    allowed = STOP_WITHIN_S
+    for allowance in list(_allowances):
+        try:
+            allowed += max(0.0, float(allowance()))
+        except Exception:  # noqa: BLE001 - an allowance that cannot be told adds nothing
+            pass
+
+    disarmed = threading.Event()
+    _watchdog[:] = [disarmed]
+
+    def watch() -> None:
+        if not disarmed.wait(allowed):
+            _overrun(signum, allowed)
+
+    threading.Thread(target=watch, name="stop-watchdog", daemon=True).start()
+
+
+def _overrun(signum: int, allowed: float) -> None:
+    """The stop took longer than ``allowed``: the stacks to stderr, the force hooks, exit 130."""
+    import faulthandler
+
+    try:
+        os.write(2, (f"obai-e2e: the stop after {NAMES.get(signum, signum)} did not finish within {allowed:.0f} s; "
+                     "the stacks of its threads follow; the turns in flight are killed and the process ends "
+                     "(the run resumes where it stopped)\n").encode())
+        faulthandler.dump_traceback(file=2, all_threads=True)
+    except (OSError, ValueError):
+        pass
+    for force in list(_forces):
+        try:
+            force()
+        except Exception:  # noqa: BLE001 - the process ends either way
+            pass
+    os._exit(130)
 
 
 def received() -> int | None:

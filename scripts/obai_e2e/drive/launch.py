@@ -58,13 +58,18 @@ class Launched:
 
     def kill(self) -> None:
         """SIGKILL to the wrapper's group and the namespace's init: everything of the turn ends."""
-        _killpg(self.proc.pid, signal.SIGKILL)
         with self._lock:
-            if self.init_fd is not None:
-                try:
-                    signal.pidfd_send_signal(self.init_fd, signal.SIGKILL)
-                except OSError:
-                    pass
+            self.kill_now()
+
+    def kill_now(self) -> None:
+        """:meth:`kill` without waiting for the lock (a stop that overran; a descriptor closed meanwhile is skipped)."""
+        _killpg(self.proc.pid, signal.SIGKILL)
+        fd = self.init_fd
+        if fd is not None:
+            try:
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
 
     def settle(self, timeout_s: float = SETTLE_S) -> bool:
         """Once the process has ended: whether every process of its namespace is gone (waited for up to

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..base import procs
-from .launch import Launched
+from .launch import SETTLE_S, Launched
 
 POLL_S = 0.02
 
@@ -33,7 +33,7 @@ class Live:
 
 
 _LIVE: dict[object, Live] = {}
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()  # the signal handler takes it on the main thread, which may hold it
 
 
 def track(key: object, *, pgid: int | None = None, mark: str | None = None, under: Path | None = None,
@@ -69,6 +69,24 @@ def end_all_live() -> None:
         procs.end_all(mark=t.mark, groups=groups, sessions=groups, under=t.under, since_ticks=t.since)
     for t in graceful:
         t.launched.settle()
+
+
+def stop_allowance() -> float:
+    """The seconds :func:`end_all_live` may take now: the longest grace of the processes in flight, and the
+    time to make sure their namespaces are gone. Read without the lock (a signal handler asks it)."""
+    live = list(_LIVE.values())
+    if not live:
+        return 0.0
+    return max((t.grace_s for t in live), default=0.0) + 2 * SETTLE_S
+
+
+def kill_all_now() -> None:
+    """SIGKILL to every process in flight and its namespace at once, taking no lock (a stop that overran)."""
+    for t in list(_LIVE.values()):
+        if t.launched is not None:
+            t.launched.kill_now()
+        if t.pgid:
+            procs.end_all(mark=t.mark, groups=[t.pgid], sessions=[t.pgid], under=t.under, since_ticks=t.since)
 
 
 def _running(t: Live) -> bool:

@@ -34,11 +34,12 @@ from ..base.safe_read import UnsafeFile, read_bytes
 from ..base.procs import STOPPING, alive
 from ..config.target import TargetConfig
 from .containment import Jail, turn_jail
-from .live import end_all_live
+from .live import end_all_live, kill_all_now
+from .live import stop_allowance as live_allowance
 from .turn import fill
 
 _ACTIVE: dict[str, "Sandbox"] = {}
-_ACTIVE_LOCK = threading.Lock()
+_ACTIVE_LOCK = threading.RLock()  # the signal handler takes it on the main thread, which may hold it
 _FINISHED: list[Future] = []  # removals of restored sandboxes, deferred to the removal thread
 _REMOVER: ThreadPoolExecutor | None = None
 DONE_PREFIX = ".done-"
@@ -85,7 +86,7 @@ class Sandbox:
         self.base_env = dict(base_env)
         self.restore_error: str | None = None
         self._torn_down = False
-        self._teardown_lock = threading.Lock()  # the signal path and the unit's own exit may race
+        self._teardown_lock = threading.RLock()  # the signal path and the unit's own exit may race
         self._turns = 0
         self._swept = 0  # turns whose own end found none of their processes left
         self._since = 0  # no process of this sandbox's turns started before this (clock ticks)
@@ -283,5 +284,11 @@ def install_signal_teardown() -> None:
 
     Only the main thread may install handlers; elsewhere this is a no-op.
     """
-    interrupts.on_stop(teardown_all)
+    interrupts.on_stop(teardown_all, allowance=stop_allowance, force=kill_all_now)
     interrupts.install()
+
+
+def stop_allowance() -> float:
+    """What :func:`teardown_all` may take now: the turns' grace and settling, every open sandbox's restore hook."""
+    hooks = sum(box.spec.hook_timeout_s for box in list(_ACTIVE.values()) if box.spec.enabled and box.spec.restore)
+    return live_allowance() + hooks
