@@ -22,8 +22,9 @@ A peer that is missing is installed first (--no-install: skipped instead); one t
 be installed is skipped with the reason. Runs are interleaved (repetition, then size, then
 jobs, then every peer, in an order that rotates each repetition) so that a noisy machine
 affects all peers alike. Each run gets a fresh trace store; the store's CPU is reported
-apart. Figures per run: wall and CPU (the peer's process and every process it waited for,
-from wait4) per case, the CPU of the peer's own process alone (its overhead: the agents
+apart. Figures per run: wall and CPU (the peer's process and every process it started: from
+a cgroup of the run's own where one can be made, as root; else from wait4, which misses
+processes nobody waited for, such as turns contained by bubblewrap) per case, the CPU of the peer's own process alone (its overhead: the agents
 are not in it), and the peak resident memory of the largest of those processes.
 Ratios are taken within each repetition against --ratio-to, then the median is printed.
 
@@ -200,15 +201,67 @@ def proc_cpu(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measure(argv: list[str], env: dict, cwd: Path, out: Path) -> dict:
-    """Run ``argv`` to completion; wall, CPU and peak RSS of it and every process it waited for.
+class CpuGroup:
+    """A cgroup of its own for one measured run, counting the CPU of every process the run starts.
 
-    ``own_cpu_s`` is the peer's main process alone (the agents it starts are not in it),
-    sampled every 50 ms while it runs, so the last few milliseconds may be missing.
+    wait4 counts only processes that were waited for: a turn contained by bubblewrap runs below
+    the namespace's init, which nobody of the harness waits for, so its CPU would be missing.
+    A cgroup counts every descendant, contained or not. cgroup v1's cpuacct or v2's cpu.stat,
+    where this process may make one (as root, usually); None otherwise (then wait4 is used)."""
+
+    ROOTS = (Path("/sys/fs/cgroup/cpuacct"), Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup"))
+    _seq = 0
+
+    def __init__(self, path: Path, v2: bool):
+        self.path, self.v2 = path, v2
+
+    @classmethod
+    def make(cls) -> "CpuGroup | None":
+        cls._seq += 1
+        for root in cls.ROOTS:
+            v2 = (root / "cgroup.controllers").exists() or (root / "cpu.stat").exists()
+            if not (v2 or (root / "cpuacct.usage").exists()):
+                continue
+            path = root / f"obai-bench-{os.getpid()}-{cls._seq}"
+            try:
+                path.mkdir()
+            except OSError:
+                continue
+            return cls(path, v2)
+        return None
+
+    def enter(self) -> None:
+        """In the child before exec: join the group."""
+        (self.path / "cgroup.procs").write_text(str(os.getpid()))
+
+    def cpu_s(self) -> float:
+        if self.v2:
+            stat = dict(line.split() for line in (self.path / "cpu.stat").read_text().splitlines())
+            return int(stat["usage_usec"]) / 1e6
+        return int((self.path / "cpuacct.usage").read_text()) / 1e9
+
+    def remove(self) -> None:
+        for _ in range(100):  # the last processes of the run may still be leaving
+            try:
+                self.path.rmdir()
+                return
+            except OSError:
+                time.sleep(0.05)
+
+
+def measure(argv: list[str], env: dict, cwd: Path, out: Path) -> dict:
+    """Run ``argv`` to completion; wall, CPU and peak RSS of it and every process it started.
+
+    CPU is its cgroup's where one can be made (every descendant counted), else wait4's (every
+    process it waited for). ``own_cpu_s`` is the peer's main process alone (the agents it
+    starts are not in it), sampled every 50 ms while it runs, so the last few milliseconds
+    may be missing. Peak RSS is the largest process it waited for.
     """
+    group = CpuGroup.make()
     with open(out, "wb") as fh, open(out.parent / "stderr", "wb") as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=fh, stderr=err, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=fh, stderr=err, stdin=subprocess.DEVNULL,
+                                preexec_fn=group.enter if group else None)
         own = 0.0
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -218,7 +271,11 @@ def measure(argv: list[str], env: dict, cwd: Path, out: Path) -> dict:
             time.sleep(0.05)
         wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return {"exit": proc.returncode, "wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime,
+    cpu, source = usage.ru_utime + usage.ru_stime, "wait4"
+    if group is not None:
+        cpu, source = group.cpu_s(), "cgroup"
+        group.remove()
+    return {"exit": proc.returncode, "wall_s": wall, "cpu_s": cpu, "cpu_source": source,
             "own_cpu_s": own, "rss_mb": usage.ru_maxrss / 1024}
 
 
@@ -397,7 +454,8 @@ def main() -> int:
                             f"{fig['rss_mb']:.0f} MB, store {fig['store_cpu_s']:.1f} s CPU")
     summary = summarize(rows, args.ratio_to)
     print(f"# {', '.join(f'{k}: {v}' for k, v in versions.items()) or 'no external peer'}; "
-          f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f} at the end")
+          f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f} at the end; CPU from "
+          f"{' and '.join(sorted({r.get('cpu_source', 'wait4') for r in rows})) or 'nothing'}")
     for peer, why in skipped.items():
         print(f"# skipped {peer}: {why}")
     print_table(summary, args.ratio_to)
