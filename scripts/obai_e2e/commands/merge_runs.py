@@ -62,6 +62,9 @@ def run(args) -> int:
         into = merge(config, cases, parts, args.into)
     except OSError as exc:  # a file the checks did not reach (the target directory, a full disk)
         raise MergeRefused("io_error", f"{exc.filename or ''}: {exc.strerror or exc}") from None
+    # The parts' seals (a name and a hash for every file of every part) are not needed to finish the merged
+    # run: let them go before finishing it, which has a peak of its own.
+    del parts, first
     out = finish(config, cases, plan(into, cases), html=not args.no_html, baseline=args.baseline)
     out["signatures"] = ("verified: every part's seal is signed with OBAI_E2E_SEAL_KEY" if seal_key() is not None
                          else "not checked: OBAI_E2E_SEAL_KEY is not set, so a part's seal shows changes, not who "
