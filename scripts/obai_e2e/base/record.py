@@ -55,7 +55,18 @@ def _layout(cls: type) -> tuple[tuple[str, str, str, type | None, bool], ...]:
     return tuple(out)
 
 
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 def _dump(value: Any) -> Any:
+    # Exact types first: most values are plain leaves, dicts and lists, and this runs for each of them.
+    kind = type(value)
+    if kind in _LEAVES:
+        return value
+    if kind is dict:
+        return {k: _dump(v) for k, v in value.items()}
+    if kind is list:
+        return [_dump(v) for v in value]
     if isinstance(value, Record):
         return value.to_json()
     if isinstance(value, (list, tuple)):

@@ -117,8 +117,9 @@ def record(config: TargetConfig, run_dir: Path, unit: Unit, submitted: dict,
     if mechanical is None:
         mechanical = check_packet(packet, unit.case, config)
     accepted = validate(submitted, unit.case, config, unit.id)
-    check_override(accepted.value, mechanical.to_json())
-    check_dropped(accepted.value, mechanical.to_json())
+    mechanical_json = mechanical.to_json()
+    check_override(accepted.value, mechanical_json)
+    check_dropped(accepted.value, mechanical_json)
     panel = panel_for_unit(run_dir, unit.id)
     check_panel(accepted.value, panel)
     rec = build_record(accepted.value, accepted.repair, mechanical, unit.case, panel)

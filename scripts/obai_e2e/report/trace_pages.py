@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import quote
 
-from ..base.fsutil import atomic_write_bytes
+from ..base.fsutil import atomic_write_bytes, fsync_dir
 from ..drive.trace_snapshot import SNAPSHOT_DIR, TraceSnapshot, load_snapshots
 from ..tracestore.trace_view import trace_page
 from .rows import open_results
@@ -81,6 +81,10 @@ def write_trace_pages(run_dir: Path) -> dict:
             if path.exists() and path.read_bytes() == data:
                 unchanged += 1
                 continue
-            atomic_write_bytes(path, data)
+            # A page is made again from the kept trace at any time (render-report): no fsync per page,
+            # the folder's names are made durable once at the end.
+            atomic_write_bytes(path, data, durable=False)
             written += 1
+    if written:
+        fsync_dir(run_dir / SNAPSHOT_DIR)
     return {"trace_pages": written, "unchanged": unchanged}
