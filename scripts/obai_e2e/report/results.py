@@ -146,7 +146,7 @@ def unit_result(config: TargetConfig, run_dir: Path, unit: Unit, meta: RunMeta, 
         except Exception as exc:  # noqa: BLE001 - the unit's verdict records it as a harness_error
             entry.observed = f"the packet could not be checked: {type(exc).__name__}: {exc}"[:500]
         else:
-            entry.rule_outcomes = check.outcomes_json()
+            entry.rule_outcomes = [o.to_json() for o in check.outcomes]
             questions = [q["id"] for q in check.questions]
             entry.expected, entry.observed = check.expected, check.observed
     verdict = load_verdict(run_dir, unit.id)

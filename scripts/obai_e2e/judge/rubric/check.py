@@ -36,17 +36,10 @@ class CheckResult:
     observed: str = ""
     judgment: str = ""
     infra: dict | None = None
-    _outcomes_json: list[dict] | None = field(default=None, init=False, repr=False, compare=False)
-
-    def outcomes_json(self) -> list[dict]:
-        """The outcomes' JSON forms, made once (a verdict, its checks and the results entry all read them)."""
-        if self._outcomes_json is None or len(self._outcomes_json) != len(self.outcomes):
-            self._outcomes_json = [o.to_json() for o in self.outcomes]
-        return list(self._outcomes_json)
 
     def to_json(self) -> dict:
         return {"unit_id": self.unit_id, "case_id": self.case_id, "verdict": self.verdict,
-                "reasons": self.reasons, "outcomes": self.outcomes_json(),
+                "reasons": self.reasons, "outcomes": [o.to_json() for o in self.outcomes],
                 "questions": self.questions, "expected": self.expected, "observed": self.observed,
                 "judgment": self.judgment, "infra": self.infra}
 
