@@ -133,7 +133,12 @@ def write_inputs(tmp: Path, n: int) -> dict:
     promptfoo = {
         "description": f"stand-in agent, {n} cases",
         "prompts": ["{{query}}"],
-        "providers": [{"id": f"exec: {sys.executable} {AGENT} --session promptfoo"}],
+        # The interpreter by its bare name, found on PATH (run_peer puts its folder first): promptfoo's
+        # exec: provider reads and hashes every file named in the command on each call, for its cache
+        # key, --no-cache or not. Named by path, the interpreter would be hashed 300 times: Debian's
+        # python3.11 is a 6.8 MB binary, 10 ms of promptfoo's CPU a case that a user writing
+        # `exec: python agent.py` never pays. The agent script is still hashed, as it would be.
+        "providers": [{"id": f"exec: {Path(sys.executable).name} {AGENT} --session promptfoo"}],
         "defaultTest": {"assert": [{"type": "contains", "value": ANSWER_MARK}]},
         "tests": [{"vars": {"query": q}} for q in queries],
     }
@@ -319,7 +324,8 @@ def run_peer(peer: str, exe: Path | None, inputs: dict, jobs: int, work: Path) -
                     "--cases", str(d / "cases.yaml"), "--jobs", str(jobs)]
         elif peer == "promptfoo":
             env.update(PROMPTFOO_CONFIG_DIR=str(work / "promptfoo-home"), PROMPTFOO_DISABLE_TELEMETRY="1",
-                       PROMPTFOO_DISABLE_UPDATE="1", PROMPTFOO_DISABLE_SHARING="1", NO_COLOR="1")
+                       PROMPTFOO_DISABLE_UPDATE="1", PROMPTFOO_DISABLE_SHARING="1", NO_COLOR="1",
+                       PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]))
             argv = [str(exe), "eval", "-c", str(d / "promptfooconfig.yaml"), "--no-cache", "--no-progress-bar",
                     "--no-table", "--no-share", "-j", str(jobs), "-o", str(work / "promptfoo.json")]
         elif peer == "inspect":
