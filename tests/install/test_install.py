@@ -41,6 +41,7 @@ def test_layout_and_second_install_changes_nothing(tmp_path):
         assert (skill / d).is_dir()
     names = {p.name for p in skill.rglob("*")}
     assert "__pycache__" not in names and ".venv" not in names and not any(n.endswith(".pyc") for n in names)
+    assert "node_modules" not in names
     assert [p.name for p in (skill / "runs").iterdir()] == [".gitignore"]
     assert (skill / "runs" / ".gitignore").read_text().splitlines()[-2:] == ["*", "!.gitignore"]
     ignore = (skill / ".gitignore").read_text().splitlines()
@@ -79,6 +80,22 @@ def test_reinstall_keeps_edited_cases_and_refreshes_the_rest(tmp_path):
     shutil.copy(skill / "cases" / "cases.yaml.new", cases)
     out = install(tmp_path)
     assert out["kept"] == [] and out["removed"] == ["cases/cases.yaml.new"]
+
+
+def test_installed_npm_packages_and_caches_are_left_out_of_the_bundle(tmp_path):
+    """An example's node_modules (what ``npm ci`` installed, possibly while another process is still
+    writing it) and caches are never part of what an install copies."""
+    from obai_e2e.bundle.install import bundle_items
+
+    source = tmp_path / "bundle"
+    for rel in ("SKILL.md", "examples/ts-agent/agent.ts", "examples/ts-agent/node_modules/pkg/index.js",
+                "examples/py/__pycache__/a.cpython-311.pyc", "scripts/x/node_modules/y.js", "scripts/x/run.py",
+                "cases/cases.yaml"):
+        (source / rel).parent.mkdir(parents=True, exist_ok=True)
+        (source / rel).write_text("x\n")
+    rels = sorted(item.rel for item in bundle_items(source))
+    assert rels == [".gitignore", "SKILL.md", "cases/cases.yaml", "examples/ts-agent/agent.ts", "runs/.gitignore",
+                    "scripts/x/run.py"]
 
 
 def test_installed_pyproject_leaves_out_compile_bytecode_and_nothing_else(tmp_path):

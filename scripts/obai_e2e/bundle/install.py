@@ -2,7 +2,8 @@
 
 ``install(PATH)`` copies the bundle to ``PATH/.claude/skills/obai-e2e-regression/``:
 SKILL.md, README.md, references/, schemas/, catalogs/, scripts/ (the package, without
-caches), demo/ (the default target, so the starter configuration works as installed), examples/,
+caches), demo/ (the default target, so the starter configuration works as installed), examples/
+(without installed npm packages: an example's README says how to install them),
 pyproject.toml and uv.lock (the skill runs with ``uv run --project <skill dir>``, in its
 own .venv, whatever the host repository depends on), cases/ and an empty runs/.
 :func:`sync_environment` then creates that .venv with compiled bytecode, once: the
@@ -37,7 +38,7 @@ SKILL_NAME = "obai-e2e-regression"
 TOP_FILES = ("SKILL.md", "README.md", "pyproject.toml", "uv.lock")
 TOP_DIRS = ("references", "schemas", "catalogs", "scripts", "demo", "examples")
 USER_DIR = "cases"
-SKIP_DIRS = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv", ".git"}
+SKIP_DIRS = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv", ".git", "node_modules"}
 SKIP_SUFFIXES = (".pyc", ".pyo", ".egg-info", ".DS_Store", ".swp")
 MANIFEST = ".obai-install.json"
 SKILL_GITIGNORE = b"# obai-e2e-regression: local state of the skill\n.venv/\nruns/*\n!runs/.gitignore\n"
