@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from obai_e2e.base.errors import UsageError
-from obai_e2e.bundle.install import MANIFEST, SKILL_NAME, install
+from obai_e2e.bundle.install import MANIFEST, SKILL_NAME, bundle_items, install
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -85,8 +85,6 @@ def test_reinstall_keeps_edited_cases_and_refreshes_the_rest(tmp_path):
 def test_installed_npm_packages_and_caches_are_left_out_of_the_bundle(tmp_path):
     """An example's node_modules (what ``npm ci`` installed, possibly while another process is still
     writing it) and caches are never part of what an install copies."""
-    from obai_e2e.bundle.install import bundle_items
-
     source = tmp_path / "bundle"
     for rel in ("SKILL.md", "examples/ts-agent/agent.ts", "examples/ts-agent/node_modules/pkg/index.js",
                 "examples/py/__pycache__/a.cpython-311.pyc", "scripts/x/node_modules/y.js", "scripts/x/run.py",
